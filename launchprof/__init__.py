@@ -1,0 +1,11 @@
+"""launchprof: is a GPU program starved by kernel-launch overhead, what would a CUDA Graph
+gain, and did the conversion deliver?
+
+Public API: :func:`analyze` (a trace -> :class:`~launchprof.analysis.Analysis`).
+"""
+
+from launchprof.analysis import Analysis
+from launchprof.api import analyze
+
+__version__ = "0.1.0"
+__all__ = ["Analysis", "analyze", "__version__"]

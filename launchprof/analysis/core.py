@@ -1,0 +1,174 @@
+"""The analysis of one trace: figures per device, process and stream, and launch figures.
+
+:func:`analyze_trace` is pure: a :class:`~launchprof.trace.Trace` in, an
+:class:`Analysis` out. Steps, diagnosis and the graph recommendation are attached by
+:mod:`launchprof.analysis.steps` and friends when available.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis.intervals import union
+from launchprof.analysis.launches import LaunchFigures, launch_figures
+from launchprof.analysis.timeline import (
+    DEFAULT_BUBBLE_THRESHOLD_NS,
+    TimelineFigures,
+    api_end_lookup,
+    timeline_figures,
+)
+from launchprof.trace import Trace
+
+
+@dataclass(frozen=True)
+class StreamFigures:
+    """Figures of one stream (identified by pid and stream id) on one device."""
+
+    pid: int
+    stream_id: int
+    figures: TimelineFigures
+
+
+@dataclass(frozen=True)
+class ProcessFigures:
+    """Figures of one process's activity on one device."""
+
+    pid: int
+    name: str | None
+    figures: TimelineFigures
+
+
+@dataclass(frozen=True)
+class DeviceAnalysis:
+    """Everything measured on one device."""
+
+    device_id: int
+    name: str | None
+    figures: TimelineFigures
+    processes: list[ProcessFigures]
+    streams: list[StreamFigures]
+    activity: pd.DataFrame = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The result of analysing one trace.
+
+    Attributes:
+        trace: the loaded trace (its frames are the underlying data).
+        bubble_threshold_ns: gaps of at least this length count as bubbles.
+        devices: one :class:`DeviceAnalysis` per device with GPU activity, by device id.
+        launches: :class:`LaunchFigures` over the whole trace.
+        processes_without_gpu: pids that made CUDA API calls but have no GPU activity.
+        nvtx_ranges_lost: the trace has NVTX domain-creation events but no ranges
+            (typically an nsys too old for the installed ``nvtx`` package).
+        notes: what was skipped or degraded while loading or analysing.
+        extra: results of later stages (steps, diagnosis, recommendation), by name.
+    """
+
+    trace: Trace
+    bubble_threshold_ns: int
+    devices: list[DeviceAnalysis]
+    launches: LaunchFigures
+    processes_without_gpu: list[int]
+    nvtx_ranges_lost: bool
+    notes: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _process_names(trace: Trace) -> dict[int, str]:
+    procs = trace.processes.dropna(subset=["pid"])
+    return {int(p): str(n) for p, n in zip(procs["pid"], procs["name"]) if n is not None}
+
+
+def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS) -> Analysis:
+    """Analyse a loaded trace.
+
+    Args:
+        trace: from :func:`launchprof.trace.load_trace`.
+        bubble_threshold_ns: minimum idle gap counted as a bubble (default 1 us,
+            DOMAIN.md). Must be >= 0.
+
+    Returns:
+        :class:`Analysis`.
+
+    Raises:
+        ValueError: ``bubble_threshold_ns`` is negative.
+    """
+    if bubble_threshold_ns < 0:
+        raise ValueError("bubble threshold must be >= 0 ns")
+    activity = trace.gpu_activity()
+    api_end = api_end_lookup(trace.api)
+    names = _process_names(trace)
+    gpu_names = {int(d): str(n) for d, n in zip(trace.gpus["device_id"], trace.gpus["name"])
+                 if pd.notna(d) and n is not None}
+    devices = []
+    for device_id, dev in activity.groupby("device_id", sort=True):
+        dev = dev.reset_index(drop=True)
+        figs = timeline_figures(dev, api_end, bubble_threshold_ns)
+        processes = [
+            ProcessFigures(int(pid), names.get(int(pid)),
+                           timeline_figures(rows, api_end, bubble_threshold_ns))
+            for pid, rows in dev.groupby("pid", sort=True)
+        ]
+        streams = [
+            StreamFigures(int(pid), int(sid), timeline_figures(rows, api_end, bubble_threshold_ns))
+            for (pid, sid), rows in dev.groupby(["pid", "stream_id"], sort=True)
+        ]
+        devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs,
+                                      processes, streams, dev))
+    api_pids = set(int(p) for p in trace.api["pid"].unique())
+    gpu_pids = set(int(p) for p in activity["pid"].unique())
+    notes = list(trace.notes)
+    lost = trace.nvtx_domain_events > 0 and len(trace.nvtx) == 0
+    if lost:
+        notes.append(
+            "NVTX domains were created but no NVTX range was recorded: this nsys did not "
+            "capture the ranges (nsys 2022.4 drops ranges from the nvtx package >= 0.2.12; "
+            "use nvtx 0.2.11 or a newer nsys)"
+        )
+    if not trace.has_cuda:
+        notes.append("no CUDA activity in this trace (no CUDA tables): GPU figures are empty")
+    return Analysis(
+        trace=trace,
+        bubble_threshold_ns=bubble_threshold_ns,
+        devices=devices,
+        launches=launch_figures(trace.api, trace.kernels, trace.graph_execs),
+        processes_without_gpu=sorted(api_pids - gpu_pids),
+        nvtx_ranges_lost=lost,
+        notes=notes,
+    )
+
+
+def utilization_series(activity: pd.DataFrame, bins: int = 200) -> pd.DataFrame:
+    """GPU utilization over time: the busy share of each of ``bins`` equal time bins.
+
+    Args:
+        activity: GPU activity rows of one device (``start``, ``end``), ns.
+        bins: number of equal-width bins over the span.
+
+    Returns:
+        DataFrame with ``bins`` rows: ``start_ns``, ``end_ns``, ``utilization`` (0..1).
+        Empty when there is no activity.
+    """
+    u = union(activity["start"].to_numpy(), activity["end"].to_numpy())
+    if u.starts.size == 0:
+        return pd.DataFrame({"start_ns": [], "end_ns": [], "utilization": []})
+    edges = np.linspace(u.starts[0], u.ends[-1], bins + 1)
+    cum = np.concatenate([[0], np.cumsum(u.ends - u.starts)])
+
+    def busy_before(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(u.starts, t, side="right")
+        prev = np.maximum(k - 1, 0)
+        inside = np.clip(t - u.starts[prev], 0, u.ends[prev] - u.starts[prev])
+        return np.where(k > 0, cum[prev] + inside, 0.0)
+
+    busy = np.diff(busy_before(edges))
+    width = np.diff(edges)
+    util = np.divide(busy, width, out=np.zeros_like(busy), where=width > 0)
+    return pd.DataFrame({"start_ns": edges[:-1], "end_ns": edges[1:],
+                         "utilization": np.clip(util, 0.0, 1.0)})

@@ -1,0 +1,163 @@
+"""Timeline figures: span, busy, idle, bubbles and host-wait idle (DOMAIN.md, "What the
+numbers mean").
+
+Definitions (all ns, on one device, over the activity rows given):
+
+- span = last activity end - first activity start;
+- busy = length of the union of activity intervals; idle = span - busy;
+  utilization = busy / span (0 when span is 0);
+- a gap is an idle interval between two busy intervals; a bubble is a gap of at least
+  ``bubble_threshold_ns`` (default 1 us: shorter gaps are the sub-us dispatch gaps that
+  remain between graph nodes, DOMAIN.md);
+- a gap is host-wait when the activity that ends it was submitted by an API call
+  (joined on (pid, correlation id)) that ended after the gap began: the GPU had nothing
+  queued and waited for the CPU. host_wait = sum of those gaps (any length);
+  cpu_bound_ratio = host_wait / span.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis.intervals import union
+
+DEFAULT_BUBBLE_THRESHOLD_NS = 1_000
+# Histogram edges (ns): a 1-2-5 series from 1 us to 1 s, then everything longer.
+_EDGES = [m * 10**e for e in range(3, 9) for m in (1, 2, 5)] + [10**9]
+
+
+@dataclass(frozen=True)
+class BubbleStats:
+    """Bubbles (gaps >= threshold): count, total, percentiles (numpy linear), histogram.
+
+    ``histogram`` is a list of ``(low_ns, high_ns, count)``; ``high_ns`` is None for the
+    last, open bin.
+    """
+
+    threshold_ns: int
+    count: int
+    total_ns: int
+    p50_ns: float | None
+    p90_ns: float | None
+    max_ns: int | None
+    histogram: list[tuple[int, int | None, int]]
+
+
+@dataclass(frozen=True)
+class TimelineFigures:
+    """Figures for one set of GPU activity (a device, a process on it, or a stream)."""
+
+    kernels: int
+    memops: int
+    start_ns: int
+    end_ns: int
+    span_ns: int
+    busy_ns: int
+    idle_ns: int
+    utilization: float
+    bubbles: BubbleStats
+    host_wait_ns: int
+    cpu_bound_ratio: float
+    gaps: pd.DataFrame = field(repr=False, compare=False)
+
+
+def bubble_stats(gap_ns: np.ndarray, threshold_ns: int) -> BubbleStats:
+    """Bubble statistics of the gaps ``gap_ns`` (ns) at ``threshold_ns``."""
+    bubbles = gap_ns[gap_ns >= threshold_ns]
+    edges = [threshold_ns] + [e for e in _EDGES if e > threshold_ns]
+    counts, _ = np.histogram(bubbles, bins=edges + [np.iinfo(np.int64).max])
+    hist = [
+        (int(lo), (int(edges[i + 1]) if i + 1 < len(edges) else None), int(c))
+        for i, (lo, c) in enumerate(zip(edges, counts))
+    ]
+    if bubbles.size == 0:
+        return BubbleStats(threshold_ns, 0, 0, None, None, None, hist)
+    return BubbleStats(
+        threshold_ns=threshold_ns,
+        count=int(bubbles.size),
+        total_ns=int(bubbles.sum()),
+        p50_ns=float(np.percentile(bubbles, 50)),
+        p90_ns=float(np.percentile(bubbles, 90)),
+        max_ns=int(bubbles.max()),
+        histogram=hist,
+    )
+
+
+def api_end_lookup(api: pd.DataFrame) -> pd.Series:
+    """API call end (ns) indexed by (pid, correlation_id), for calls with a correlation id.
+
+    Args:
+        api: the trace's ``api`` frame (columns ``pid``, ``correlation_id``, ``end``).
+    """
+    calls = api.loc[api["correlation_id"] > 0, ["pid", "correlation_id", "end"]]
+    calls = calls.drop_duplicates(["pid", "correlation_id"], keep="last")
+    return calls.set_index(["pid", "correlation_id"])["end"]
+
+
+def timeline_figures(
+    activity: pd.DataFrame,
+    api_end: pd.Series,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
+) -> TimelineFigures:
+    """Compute the timeline figures of ``activity``.
+
+    Args:
+        activity: GPU activity rows (columns ``start``, ``end``, ``pid``,
+            ``correlation_id``, ``kind``), as from ``Trace.gpu_activity()`` filtered
+            to one device (or process, or stream). Not modified.
+        api_end: from :func:`api_end_lookup`.
+        bubble_threshold_ns: minimum gap counted as a bubble.
+
+    Returns:
+        :class:`TimelineFigures`; ``gaps`` has one row per idle gap with columns
+        ``start``, ``end``, ``gap_ns``, ``host_wait`` (bool), ``next_pid``,
+        ``next_correlation_id``.
+    """
+    kinds = activity["kind"].astype(str)
+    kernels = int((kinds == "kernel").sum())
+    memops = int(kinds.isin(["memcpy", "memset"]).sum())
+    u = union(activity["start"].to_numpy(), activity["end"].to_numpy())
+    if u.starts.size == 0:
+        empty = pd.DataFrame(
+            {c: pd.Series(dtype="int64") for c in ("start", "end", "gap_ns")}
+            | {"host_wait": pd.Series(dtype=bool)}
+        )
+        return TimelineFigures(kernels, memops, 0, 0, 0, 0, 0, 0.0,
+                               bubble_stats(np.empty(0, np.int64), bubble_threshold_ns),
+                               0, 0.0, empty)
+    start_ns, end_ns = int(u.starts[0]), int(u.ends[-1])
+    span = end_ns - start_ns
+    busy = u.busy_ns
+    gap_ns = u.gap_ends - u.gap_starts
+    # The activity that ends each gap opens the next busy interval.
+    next_rows = u.order[u.first_row[1:]]
+    nxt = activity.iloc[next_rows]
+    keys = pd.MultiIndex.from_arrays([nxt["pid"].to_numpy(), nxt["correlation_id"].to_numpy()])
+    submit_end = api_end.reindex(keys).to_numpy(dtype="float64")
+    host_wait = np.nan_to_num(submit_end, nan=-np.inf) > u.gap_starts
+    gaps = pd.DataFrame({
+        "start": u.gap_starts,
+        "end": u.gap_ends,
+        "gap_ns": gap_ns,
+        "host_wait": host_wait,
+        "next_pid": nxt["pid"].to_numpy(),
+        "next_correlation_id": nxt["correlation_id"].to_numpy(),
+    })
+    host_wait_ns = int(gap_ns[host_wait].sum())
+    return TimelineFigures(
+        kernels=kernels,
+        memops=memops,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        span_ns=span,
+        busy_ns=busy,
+        idle_ns=span - busy,
+        utilization=busy / span if span else 0.0,
+        bubbles=bubble_stats(gap_ns, bubble_threshold_ns),
+        host_wait_ns=host_wait_ns,
+        cpu_bound_ratio=host_wait_ns / span if span else 0.0,
+        gaps=gaps,
+    )

@@ -1,0 +1,62 @@
+"""The Python API: ``launchprof.analyze(path)`` for notebooks and scripts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from launchprof.analysis import Analysis, analyze_trace
+from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.errors import TraceError
+from launchprof.nsys.export import export_sqlite
+from launchprof.trace import load_trace
+
+TRACE_SUFFIXES = (".sqlite", ".nsys-rep")
+
+
+def resolve_trace(path: str | Path, nsys: str | None = None) -> Path:
+    """The SQLite file to read for ``path``: itself, or the export of a ``.nsys-rep``.
+
+    Raises:
+        TraceError: missing file, a folder, or an unknown suffix.
+        NsysError: a ``.nsys-rep`` could not be exported.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise TraceError(f"no such file: {p}")
+    if p.is_dir():
+        raise TraceError(f"{p} is a directory; give an nsys .sqlite or .nsys-rep file")
+    if p.suffix == ".nsys-rep":
+        return export_sqlite(p, nsys)
+    return p
+
+
+def analyze(
+    path: str | Path,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
+    nsys: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Analysis:
+    """Load and analyse an nsys trace.
+
+    Args:
+        path: an nsys ``.sqlite`` export, or a ``.nsys-rep`` (exported with
+            ``nsys export --type sqlite`` next to it; nsys must be installed).
+        bubble_threshold_ns: idle gaps at least this long are bubbles (default 1 us).
+        nsys: path of the nsys executable, if not on PATH.
+        progress: optional callback given a short text before each stage.
+
+    Returns:
+        :class:`~launchprof.analysis.Analysis`: figures per device/process/stream in
+        ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
+        (documented in :mod:`launchprof.trace.model`).
+
+    Raises:
+        TraceError: the file is missing or not an nsys SQLite export.
+        NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
+    """
+    sqlite = resolve_trace(path, nsys)
+    trace = load_trace(sqlite, progress=progress)
+    if progress:
+        progress("analysing")
+    return analyze_trace(trace, bubble_threshold_ns)

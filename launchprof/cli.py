@@ -1,0 +1,68 @@
+"""The ``launchprof`` command line. Each command is a few lines over the library."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from launchprof import __version__
+from launchprof.errors import LaunchprofError
+
+app = typer.Typer(
+    name="launchprof",
+    help="Is your GPU program launch-bound? Would a CUDA Graph help? Did it?",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def fail(exc: LaunchprofError) -> typer.Exit:
+    """Print ``launchprof: error: ...`` on one line and return the Exit to raise."""
+    err.print(f"launchprof: error: {exc}", markup=False, soft_wrap=True)
+    return typer.Exit(exc.exit_code)
+
+
+def default_output(stem: str) -> Path:
+    """``reports/<stem>`` under the current folder."""
+    return Path("reports") / stem
+
+
+@app.callback(invoke_without_command=True)
+def _root(version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False) -> None:
+    if version:
+        out.print(f"launchprof {__version__}")
+        raise typer.Exit(0)
+
+
+@app.command()
+def analyze(
+    trace: Annotated[Path, typer.Argument(help="nsys .sqlite export or .nsys-rep report")],
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="report folder [default: reports/<trace stem>]")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
+    bubble_threshold: Annotated[float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)] = 1.0,
+    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
+) -> None:
+    """Analyse an existing trace: write summary.json and report.html."""
+    from launchprof.commands import run_analyze
+
+    try:
+        run_analyze(trace, output or default_output(trace.name.split(".")[0]), force,
+                    int(round(bubble_threshold * 1000)), nsys, out)
+    except LaunchprofError as exc:
+        raise fail(exc) from None
+
+
+def main() -> None:
+    """Entry point of the ``launchprof`` script."""
+    app(prog_name="launchprof")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,2 @@
+"""Report rendering: the summary document, plotly figures, HTML pages. Only this package
+imports plotly."""

@@ -1,0 +1,120 @@
+"""Assemble report pages (jinja2, autoescaped) and write report folders atomically.
+
+Safety: jinja2 autoescapes every trace string in the page; figure JSON is embedded in
+``<script type="application/json">`` with ``<``, ``>`` and ``&`` written as JSON
+``\\u`` escapes, so no trace string can close the script element. plotly.js is written
+next to the page (``plotly.min.js``), so the report opens offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import plotly.graph_objects as go
+from plotly.offline import get_plotlyjs
+
+from launchprof.errors import OutputError
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("launchprof.report", "templates"),
+    autoescape=True,
+    keep_trailing_newline=True,
+)
+
+
+def fmt_us(ns: float | None) -> str:
+    """ns -> ``"12.34 us"`` (``"-"`` for None)."""
+    return "-" if ns is None else f"{ns / 1e3:,.2f} us"
+
+
+def fmt_ms(ns: float | None) -> str:
+    """ns -> ``"12.345 ms"`` (``"-"`` for None)."""
+    return "-" if ns is None else f"{ns / 1e6:,.3f} ms"
+
+
+def fmt_pct(ratio: float | None) -> str:
+    """0..1 -> ``"12.3 %"`` (``"-"`` for None)."""
+    return "-" if ratio is None else f"{ratio * 100:.1f} %"
+
+
+_ENV.globals.update(us=fmt_us, ms=fmt_ms, pct=fmt_pct)
+
+
+@dataclass(frozen=True)
+class EmbeddedFigure:
+    """A figure ready for the page: caption text and escaped JSON."""
+
+    caption: str
+    json: str
+
+
+def embed(fig: go.Figure, caption: str) -> EmbeddedFigure:
+    """Serialise ``fig`` for a ``<script type="application/json">`` block, escaped."""
+    text = json.dumps(json.loads(fig.to_json()), sort_keys=True, separators=(",", ":"))
+    text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return EmbeddedFigure(caption, text)
+
+
+def render(template: str, **context: object) -> str:
+    """Render a packaged template with autoescaping."""
+    return _ENV.get_template(template).render(**context)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and ``os.replace``: a failed
+    write never leaves a partial file in place of a good one.
+
+    Raises:
+        OutputError: the folder is not writable or the disk is full.
+    """
+    tmp_name = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_name, 0o666 & ~umask)
+        os.replace(tmp_name, path)
+        tmp_name = None
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp_name is not None:
+            try:
+                os.unlink(tmp_name)
+            except OSError:
+                pass
+
+
+def write_plotlyjs(folder: Path) -> None:
+    """Write plotly.js next to the pages in ``folder`` (skipped when already there)."""
+    target = folder / "plotly.min.js"
+    js = get_plotlyjs()
+    if not target.exists() or target.stat().st_size != len(js.encode("utf-8")):
+        atomic_write(target, js)
+
+
+def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
+    """Create ``folder``; refuse an existing one holding any of ``produced`` unless ``force``.
+
+    Raises:
+        OutputError: the folder exists with earlier results and ``force`` is False,
+            is a file, or cannot be created.
+    """
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{folder} exists and is not a folder")
+    if folder.exists() and not force and any((folder / name).exists() for name in produced):
+        raise OutputError(f"{folder} already holds a report; use --force to overwrite or --output to choose another folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"{folder} is not writable")

@@ -1,0 +1,115 @@
+"""The ``summary.json`` schema: versioned, with units in the names and bounds checked.
+
+Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseconds
+(suffix ``_ns``); ratios are in [0, 1]. Invariants checked on validation:
+``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
+process and stream. Later stages add optional sections (``steps``, ``diagnosis``,
+``recommendation``) as free-form objects documented in the README.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SUMMARY_SCHEMA = "launchprof.summary/1"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TraceInfo(_Model):
+    path: str = Field(description="the trace path as the user gave it")
+    nsys_version: str | None
+    schema_version: str | None = Field(description="nsys export schema version")
+
+
+class HistogramBin(_Model):
+    low_ns: int = Field(ge=0)
+    high_ns: int | None
+    count: int = Field(ge=0)
+
+
+class Bubbles(_Model):
+    threshold_ns: int = Field(ge=0)
+    count: int = Field(ge=0)
+    total_ns: int = Field(ge=0)
+    p50_ns: float | None = Field(default=None, ge=0)
+    p90_ns: float | None = Field(default=None, ge=0)
+    max_ns: int | None = Field(default=None, ge=0)
+    histogram: list[HistogramBin]
+
+
+class Figures(_Model):
+    kernels: int = Field(ge=0)
+    memops: int = Field(ge=0)
+    span_ns: int = Field(ge=0)
+    busy_ns: int = Field(ge=0)
+    idle_ns: int = Field(ge=0)
+    utilization: float = Field(ge=0, le=1)
+    bubbles: Bubbles
+    host_wait_ns: int = Field(ge=0)
+    cpu_bound_ratio: float = Field(ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _invariants(self) -> Figures:
+        if self.busy_ns + self.idle_ns != self.span_ns:
+            raise ValueError("busy_ns + idle_ns != span_ns")
+        if self.host_wait_ns > self.idle_ns:
+            raise ValueError("host_wait_ns > idle_ns")
+        if self.bubbles.total_ns > self.idle_ns:
+            raise ValueError("bubbles.total_ns > idle_ns")
+        return self
+
+
+class ProcessSummary(Figures):
+    pid: int
+    name: str | None
+
+
+class StreamSummary(Figures):
+    pid: int
+    stream_id: int
+
+
+class DeviceSummary(Figures):
+    device_id: int
+    name: str | None
+    processes: list[ProcessSummary]
+    streams: list[StreamSummary]
+
+
+class Launches(_Model):
+    kernel_launch_calls: int = Field(ge=0)
+    launch_call_p50_ns: float | None = Field(ge=0)
+    launch_call_p90_ns: float | None = Field(ge=0)
+    launch_call_total_ns: int = Field(ge=0)
+    graph_launches: int = Field(ge=0)
+    graph_launch_call_p50_ns: float | None = Field(ge=0)
+    graph_instantiations: int = Field(ge=0)
+    graph_instantiate_p50_ns: float | None = Field(ge=0)
+    graph_exec_updates: int = Field(ge=0)
+    kernel_p50_ns: float | None = Field(ge=0)
+    kernels_in_graphs: int = Field(ge=0)
+    kernels_shorter_than_launch_ratio: float | None = Field(ge=0, le=1)
+
+
+class Summary(_Model):
+    schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
+    trace: TraceInfo
+    devices: list[DeviceSummary]
+    launches: Launches
+    processes_without_gpu: list[int]
+    nvtx_ranges_lost: bool
+    notes: list[str]
+    steps: dict[str, Any] | None = None
+    diagnosis: dict[str, Any] | None = None
+    recommendation: dict[str, Any] | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json(self) -> str:
+        """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -1,0 +1,78 @@
+"""Build the :class:`~launchprof.report.schema.Summary` document from an Analysis."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from launchprof.analysis import Analysis
+from launchprof.analysis.timeline import TimelineFigures
+from launchprof.report.schema import (
+    Bubbles,
+    DeviceSummary,
+    HistogramBin,
+    Launches,
+    ProcessSummary,
+    StreamSummary,
+    Summary,
+    TraceInfo,
+)
+
+
+def _figures(f: TimelineFigures) -> dict[str, Any]:
+    b = f.bubbles
+    return {
+        "kernels": f.kernels,
+        "memops": f.memops,
+        "span_ns": f.span_ns,
+        "busy_ns": f.busy_ns,
+        "idle_ns": f.idle_ns,
+        "utilization": f.utilization,
+        "bubbles": Bubbles(
+            threshold_ns=b.threshold_ns, count=b.count, total_ns=b.total_ns,
+            p50_ns=b.p50_ns, p90_ns=b.p90_ns, max_ns=b.max_ns,
+            histogram=[HistogramBin(low_ns=lo, high_ns=hi, count=c) for lo, hi, c in b.histogram],
+        ),
+        "host_wait_ns": f.host_wait_ns,
+        "cpu_bound_ratio": f.cpu_bound_ratio,
+    }
+
+
+def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
+    """The summary document of ``analysis``.
+
+    Args:
+        analysis: from :func:`launchprof.analyze`.
+        trace_path: the path to record under ``trace.path`` (default: the path the
+            trace was loaded from, as given).
+
+    Raises:
+        pydantic.ValidationError: an invariant (busy + idle == span, ratios in [0, 1])
+            does not hold - a bug, never a user error.
+    """
+    trace = analysis.trace
+    devices = [
+        DeviceSummary(
+            device_id=d.device_id,
+            name=d.name,
+            processes=[ProcessSummary(pid=p.pid, name=p.name, **_figures(p.figures)) for p in d.processes],
+            streams=[StreamSummary(pid=s.pid, stream_id=s.stream_id, **_figures(s.figures))
+                     for s in d.streams],
+            **_figures(d.figures),
+        )
+        for d in analysis.devices
+    ]
+    extra = {k: analysis.extra[k] for k in ("steps", "diagnosis", "recommendation") if k in analysis.extra}
+    return Summary(
+        trace=TraceInfo(
+            path=trace_path if trace_path is not None else str(trace.path),
+            nsys_version=trace.schema.nsys_version,
+            schema_version=trace.schema.schema_version,
+        ),
+        devices=devices,
+        launches=Launches(**asdict(analysis.launches)),
+        processes_without_gpu=analysis.processes_without_gpu,
+        nvtx_ranges_lost=analysis.nvtx_ranges_lost,
+        notes=analysis.notes,
+        **extra,
+    )

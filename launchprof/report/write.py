@@ -1,0 +1,62 @@
+"""Write an analysis report folder: ``summary.json`` and ``report.html``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from launchprof.analysis import Analysis
+from launchprof.report import figures
+from launchprof.report.html import (
+    atomic_write,
+    embed,
+    fmt_ms,
+    prepare_folder,
+    render,
+    write_plotlyjs,
+)
+from launchprof.report.schema import Summary
+from launchprof.report.summary import build_summary
+
+REPORT_FILES = ("summary.json", "report.html")
+
+
+def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = "") -> str:
+    """The report page of ``analysis`` (its figures) and ``summary`` (its numbers)."""
+    embedded = []
+    for device in analysis.devices:
+        window = figures.timeline_window(device)
+        fig, downsampled = figures.timeline(analysis, device, window)
+        caption = (f"GPU {device.device_id}: timeline of a representative window "
+                   f"({fmt_ms(window[1] - window[0])} starting {fmt_ms(window[0] - device.figures.start_ns)} "
+                   f"after the first GPU activity).")
+        if downsampled:
+            caption += f" Downsampled: only the first {figures.MAX_TIMELINE_BARS} bars of the window are drawn."
+        embedded.append(embed(fig, caption))
+        embedded.append(embed(figures.bubble_histogram(device), f"GPU {device.device_id}: bubble lengths."))
+        embedded.append(embed(figures.utilization_over_time(device),
+                              f"GPU {device.device_id}: utilization in 200 equal time bins over the span."))
+    return render(
+        "report.html.j2",
+        title=Path(summary.trace.path).name,
+        summary=summary,
+        threshold=analysis.bubble_threshold_ns,
+        figures=embedded,
+        diagnosis_html=diagnosis_html,
+    )
+
+
+def write_report(analysis: Analysis, folder: Path, force: bool = False,
+                 trace_path: str | None = None) -> Summary:
+    """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``.
+
+    Raises:
+        OutputError: the folder holds a report and ``force`` is False, or cannot be
+            written.
+    """
+    summary = build_summary(analysis, trace_path)
+    page = render_report(analysis, summary)
+    prepare_folder(folder, force, REPORT_FILES)
+    write_plotlyjs(folder)
+    atomic_write(folder / "summary.json", summary.to_json())
+    atomic_write(folder / "report.html", page)
+    return summary
