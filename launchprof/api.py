@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import lzma
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,7 +15,17 @@ from launchprof.errors import TraceError
 from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
 
-TRACE_SUFFIXES = (".sqlite", ".nsys-rep")
+TRACE_SUFFIXES = (".sqlite", ".sqlite.xz", ".nsys-rep")
+
+
+def _decompress_xz(path: Path, folder: Path) -> Path:
+    target = folder / path.name[: -len(".xz")]
+    try:
+        with lzma.open(path) as src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    except (lzma.LZMAError, EOFError) as exc:
+        raise TraceError(f"{path} is not a valid .xz file ({exc})") from None
+    return target
 
 
 def resolve_trace(path: str | Path, nsys: str | None = None) -> Path:
@@ -40,7 +54,7 @@ def analyze(
     """Load and analyse an nsys trace.
 
     Args:
-        path: an nsys ``.sqlite`` export, or a ``.nsys-rep`` (exported with
+        path: an nsys ``.sqlite`` export (or ``.sqlite.xz``), or a ``.nsys-rep`` (exported with
             ``nsys export --type sqlite`` next to it; nsys must be installed).
         bubble_threshold_ns: idle gaps at least this long are bubbles (default 1 us).
         nsys: path of the nsys executable, if not on PATH.
@@ -56,7 +70,14 @@ def analyze(
         NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
     """
     sqlite = resolve_trace(path, nsys)
-    trace = load_trace(sqlite, progress=progress)
+    if sqlite.name.endswith(".xz"):
+        with tempfile.TemporaryDirectory(prefix="launchprof-") as tmp:
+            if progress:
+                progress("decompressing")
+            trace = load_trace(_decompress_xz(sqlite, Path(tmp)), progress=progress)
+    else:
+        trace = load_trace(sqlite, progress=progress)
+    trace = dataclasses.replace(trace, path=Path(path))
     if progress:
         progress("analysing")
     return analyze_trace(trace, bubble_threshold_ns)

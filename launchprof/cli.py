@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -44,17 +43,27 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
 @app.command()
 def analyze(
     trace: Annotated[Path, typer.Argument(help="nsys .sqlite export or .nsys-rep report")],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="report folder [default: reports/<trace stem>]")] = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="report folder [default: reports/<trace stem>]")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
-    bubble_threshold: Annotated[float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)] = 1.0,
+    bubble_threshold: Annotated[
+        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
+    ] = 1.0,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
 ) -> None:
     """Analyse an existing trace: write summary.json and report.html."""
     from launchprof.commands import run_analyze
 
     try:
-        run_analyze(trace, output or default_output(trace.name.split(".")[0]), force,
-                    int(round(bubble_threshold * 1000)), nsys, out)
+        run_analyze(
+            trace,
+            output or default_output(trace.name.split(".")[0]),
+            force,
+            int(round(bubble_threshold * 1000)),
+            nsys,
+            out,
+        )
     except LaunchprofError as exc:
         raise fail(exc) from None
 
@@ -65,4 +74,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

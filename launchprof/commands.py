@@ -10,18 +10,20 @@ from launchprof.api import analyze
 from launchprof.report.write import write_report
 
 
-def run_analyze(trace: Path, output: Path, force: bool, bubble_threshold_ns: int,
-                nsys: str | None, console: Console) -> None:
+def run_analyze(
+    trace: Path, output: Path, force: bool, bubble_threshold_ns: int, nsys: str | None, console: Console
+) -> None:
     """Analyse ``trace`` and write its report into ``output``; print where it went."""
     with console.status("loading trace") as status:
-        analysis = analyze(trace, bubble_threshold_ns, nsys=nsys,
-                           progress=lambda msg: status.update(f"{msg}..."))
+        analysis = analyze(trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."))
         status.update("writing report")
         summary = write_report(analysis, output, force=force, trace_path=str(trace))
     for d in summary.devices:
         console.print(
             f"GPU {d.device_id}: {d.kernels} kernels, utilization {d.utilization:.1%}, "
-            f"{d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}", markup=False)
+            f"{d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
+            markup=False,
+        )
     if not summary.devices:
         console.print("no GPU activity in this trace", markup=False)
     console.print(f"report: {output / 'report.html'}", markup=False)

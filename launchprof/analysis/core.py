@@ -82,7 +82,7 @@ class Analysis:
 
 def _process_names(trace: Trace) -> dict[int, str]:
     procs = trace.processes.dropna(subset=["pid"])
-    return {int(p): str(n) for p, n in zip(procs["pid"], procs["name"]) if n is not None}
+    return {int(p): str(n) for p, n in zip(procs["pid"], procs["name"], strict=False) if n is not None}
 
 
 def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS) -> Analysis:
@@ -104,23 +104,24 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     activity = trace.gpu_activity()
     api_end = api_end_lookup(trace.api)
     names = _process_names(trace)
-    gpu_names = {int(d): str(n) for d, n in zip(trace.gpus["device_id"], trace.gpus["name"])
-                 if pd.notna(d) and n is not None}
+    gpu_names = {
+        int(d): str(n)
+        for d, n in zip(trace.gpus["device_id"], trace.gpus["name"], strict=False)
+        if pd.notna(d) and n is not None
+    }
     devices = []
     for device_id, dev in activity.groupby("device_id", sort=True):
         dev = dev.reset_index(drop=True)
         figs = timeline_figures(dev, api_end, bubble_threshold_ns)
         processes = [
-            ProcessFigures(int(pid), names.get(int(pid)),
-                           timeline_figures(rows, api_end, bubble_threshold_ns))
+            ProcessFigures(int(pid), names.get(int(pid)), timeline_figures(rows, api_end, bubble_threshold_ns))
             for pid, rows in dev.groupby("pid", sort=True)
         ]
         streams = [
             StreamFigures(int(pid), int(sid), timeline_figures(rows, api_end, bubble_threshold_ns))
             for (pid, sid), rows in dev.groupby(["pid", "stream_id"], sort=True)
         ]
-        devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs,
-                                      processes, streams, dev))
+        devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs, processes, streams, dev))
     api_pids = set(int(p) for p in trace.api["pid"].unique())
     gpu_pids = set(int(p) for p in activity["pid"].unique())
     notes = list(trace.notes)
@@ -170,5 +171,4 @@ def utilization_series(activity: pd.DataFrame, bins: int = 200) -> pd.DataFrame:
     busy = np.diff(busy_before(edges))
     width = np.diff(edges)
     util = np.divide(busy, width, out=np.zeros_like(busy), where=width > 0)
-    return pd.DataFrame({"start_ns": edges[:-1], "end_ns": edges[1:],
-                         "utilization": np.clip(util, 0.0, 1.0)})
+    return pd.DataFrame({"start_ns": edges[:-1], "end_ns": edges[1:], "utilization": np.clip(util, 0.0, 1.0)})

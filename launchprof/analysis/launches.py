@@ -11,12 +11,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-KERNEL_LAUNCH_CALLS = frozenset({
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
-    "cudaLaunchCooperativeKernelMultiDevice", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernelMultiDevice", "cuLaunchGrid",
-    "cuLaunchGridAsync",
-})
+KERNEL_LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuLaunchCooperativeKernel",
+        "cuLaunchCooperativeKernelMultiDevice",
+        "cuLaunchGrid",
+        "cuLaunchGridAsync",
+    }
+)
 GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch"})
 GRAPH_UPDATE_CALLS = frozenset({"cudaGraphExecUpdate", "cuGraphExecUpdate"})
 

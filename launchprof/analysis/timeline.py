@@ -71,7 +71,7 @@ def bubble_stats(gap_ns: np.ndarray, threshold_ns: int) -> BubbleStats:
     counts, _ = np.histogram(bubbles, bins=edges + [np.iinfo(np.int64).max])
     hist = [
         (int(lo), (int(edges[i + 1]) if i + 1 < len(edges) else None), int(c))
-        for i, (lo, c) in enumerate(zip(edges, counts))
+        for i, (lo, c) in enumerate(zip(edges, counts, strict=False))
     ]
     if bubbles.size == 0:
         return BubbleStats(threshold_ns, 0, 0, None, None, None, hist)
@@ -122,12 +122,11 @@ def timeline_figures(
     u = union(activity["start"].to_numpy(), activity["end"].to_numpy())
     if u.starts.size == 0:
         empty = pd.DataFrame(
-            {c: pd.Series(dtype="int64") for c in ("start", "end", "gap_ns")}
-            | {"host_wait": pd.Series(dtype=bool)}
+            {c: pd.Series(dtype="int64") for c in ("start", "end", "gap_ns")} | {"host_wait": pd.Series(dtype=bool)}
         )
-        return TimelineFigures(kernels, memops, 0, 0, 0, 0, 0, 0.0,
-                               bubble_stats(np.empty(0, np.int64), bubble_threshold_ns),
-                               0, 0.0, empty)
+        return TimelineFigures(
+            kernels, memops, 0, 0, 0, 0, 0, 0.0, bubble_stats(np.empty(0, np.int64), bubble_threshold_ns), 0, 0.0, empty
+        )
     start_ns, end_ns = int(u.starts[0]), int(u.ends[-1])
     span = end_ns - start_ns
     busy = u.busy_ns
@@ -138,14 +137,16 @@ def timeline_figures(
     keys = pd.MultiIndex.from_arrays([nxt["pid"].to_numpy(), nxt["correlation_id"].to_numpy()])
     submit_end = api_end.reindex(keys).to_numpy(dtype="float64")
     host_wait = np.nan_to_num(submit_end, nan=-np.inf) > u.gap_starts
-    gaps = pd.DataFrame({
-        "start": u.gap_starts,
-        "end": u.gap_ends,
-        "gap_ns": gap_ns,
-        "host_wait": host_wait,
-        "next_pid": nxt["pid"].to_numpy(),
-        "next_correlation_id": nxt["correlation_id"].to_numpy(),
-    })
+    gaps = pd.DataFrame(
+        {
+            "start": u.gap_starts,
+            "end": u.gap_ends,
+            "gap_ns": gap_ns,
+            "host_wait": host_wait,
+            "next_pid": nxt["pid"].to_numpy(),
+            "next_correlation_id": nxt["correlation_id"].to_numpy(),
+        }
+    )
     host_wait_ns = int(gap_ns[host_wait].sum())
     return TimelineFigures(
         kernels=kernels,

@@ -23,8 +23,7 @@ def export_sqlite(report: Path, nsys: str | None = None, output: Path | None = N
     if target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
         return target
     exe = find_nsys(nsys)
-    cmd = [str(exe), "export", "--type", "sqlite", "--force-overwrite", "true",
-           "--output", str(target), str(report)]
+    cmd = [str(exe), "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(target), str(report)]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
     except OSError as exc:

@@ -9,15 +9,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from launchprof.analysis import Analysis, DeviceAnalysis, utilization_series
-from launchprof.analysis.launches import KERNEL_LAUNCH_CALLS, GRAPH_LAUNCH_CALLS
+from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
 
 TIMELINE_WINDOW_NS = 2_000_000
 MAX_TIMELINE_BARS = 4_000
 
 
 def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=60, r=20, t=40, b=40),
-                      template="plotly_white")
+    fig.update_layout(title=title, height=height, margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
     return fig
 
 
@@ -50,23 +49,38 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
     fig = go.Figure()
     t0 = lo
     for kind, rows in act.groupby(act["kind"].astype(str), sort=True):
-        fig.add_trace(go.Bar(
-            orientation="h", base=(rows["start"] - t0) / 1e3, x=(rows["end"] - rows["start"]) / 1e3,
-            y=[f"GPU {device.device_id} pid {p} stream {s}" for p, s in zip(rows["pid"], rows["stream_id"])],
-            name=kind, hovertemplate="%{y}<br>start %{base:.2f} us<br>%{x:.2f} us<extra>" + kind + "</extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                orientation="h",
+                base=(rows["start"] - t0) / 1e3,
+                x=(rows["end"] - rows["start"]) / 1e3,
+                y=[
+                    f"GPU {device.device_id} pid {p} stream {s}"
+                    for p, s in zip(rows["pid"], rows["stream_id"], strict=False)
+                ],
+                name=kind,
+                hovertemplate="%{y}<br>start %{base:.2f} us<br>%{x:.2f} us<extra>" + kind + "</extra>",
+            )
+        )
     call = api["call"].astype(str)
-    for label, mask in (("launch call", call.isin(KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS)),
-                        ("other CUDA API", ~call.isin(KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS))):
+    for label, mask in (
+        ("launch call", call.isin(KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS)),
+        ("other CUDA API", ~call.isin(KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS)),
+    ):
         rows = api.loc[mask]
         if rows.empty:
             continue
-        fig.add_trace(go.Bar(
-            orientation="h", base=(rows["start"] - t0) / 1e3, x=(rows["end"] - rows["start"]) / 1e3,
-            y=[f"CPU pid {p} tid {t & 0xFFFFFF}" for p, t in zip(rows["pid"], rows["tid"])],
-            name=label, text=call[mask].tolist(),
-            hovertemplate="%{text}<br>start %{base:.2f} us<br>%{x:.2f} us<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                orientation="h",
+                base=(rows["start"] - t0) / 1e3,
+                x=(rows["end"] - rows["start"]) / 1e3,
+                y=[f"CPU pid {p} tid {t & 0xFFFFFF}" for p, t in zip(rows["pid"], rows["tid"], strict=False)],
+                name=label,
+                text=call[mask].tolist(),
+                hovertemplate="%{text}<br>start %{base:.2f} us<br>%{x:.2f} us<extra></extra>",
+            )
+        )
     fig.update_layout(barmode="overlay", xaxis_title="time in window (us)")
     return _layout(fig, f"Timeline, {(hi - lo) / 1e6:.1f} ms window", 360), downsampled
 
@@ -84,8 +98,10 @@ def utilization_over_time(device: DeviceAnalysis) -> go.Figure:
     """Line of the busy share per time bin (from :func:`utilization_series`)."""
     series: pd.DataFrame = utilization_series(device.activity)
     t0 = device.figures.start_ns
-    fig = go.Figure(go.Scatter(x=(series["start_ns"] - t0) / 1e6, y=series["utilization"],
-                               mode="lines", line_shape="hv"))
-    fig.update_layout(xaxis_title="time since first GPU activity (ms)", yaxis_title="utilization",
-                      yaxis_range=[0, 1.05])
+    fig = go.Figure(
+        go.Scatter(x=(series["start_ns"] - t0) / 1e6, y=series["utilization"], mode="lines", line_shape="hv")
+    )
+    fig.update_layout(
+        xaxis_title="time since first GPU activity (ms)", yaxis_title="utilization", yaxis_range=[0, 1.05]
+    )
     return _layout(fig, f"GPU utilization over time, GPU {device.device_id}")

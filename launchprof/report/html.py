@@ -111,7 +111,9 @@ def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{folder} exists and is not a folder")
     if folder.exists() and not force and any((folder / name).exists() for name in produced):
-        raise OutputError(f"{folder} already holds a report; use --force to overwrite or --output to choose another folder")
+        raise OutputError(
+            f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -29,8 +29,12 @@ def _figures(f: TimelineFigures) -> dict[str, Any]:
         "idle_ns": f.idle_ns,
         "utilization": f.utilization,
         "bubbles": Bubbles(
-            threshold_ns=b.threshold_ns, count=b.count, total_ns=b.total_ns,
-            p50_ns=b.p50_ns, p90_ns=b.p90_ns, max_ns=b.max_ns,
+            threshold_ns=b.threshold_ns,
+            count=b.count,
+            total_ns=b.total_ns,
+            p50_ns=b.p50_ns,
+            p90_ns=b.p90_ns,
+            max_ns=b.max_ns,
             histogram=[HistogramBin(low_ns=lo, high_ns=hi, count=c) for lo, hi, c in b.histogram],
         ),
         "host_wait_ns": f.host_wait_ns,
@@ -56,8 +60,7 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
             device_id=d.device_id,
             name=d.name,
             processes=[ProcessSummary(pid=p.pid, name=p.name, **_figures(p.figures)) for p in d.processes],
-            streams=[StreamSummary(pid=s.pid, stream_id=s.stream_id, **_figures(s.figures))
-                     for s in d.streams],
+            streams=[StreamSummary(pid=s.pid, stream_id=s.stream_id, **_figures(s.figures)) for s in d.streams],
             **_figures(d.figures),
         )
         for d in analysis.devices

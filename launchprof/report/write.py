@@ -26,15 +26,21 @@ def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = ""
     for device in analysis.devices:
         window = figures.timeline_window(device)
         fig, downsampled = figures.timeline(analysis, device, window)
-        caption = (f"GPU {device.device_id}: timeline of a representative window "
-                   f"({fmt_ms(window[1] - window[0])} starting {fmt_ms(window[0] - device.figures.start_ns)} "
-                   f"after the first GPU activity).")
+        caption = (
+            f"GPU {device.device_id}: timeline of a representative window "
+            f"({fmt_ms(window[1] - window[0])} starting {fmt_ms(window[0] - device.figures.start_ns)} "
+            f"after the first GPU activity)."
+        )
         if downsampled:
             caption += f" Downsampled: only the first {figures.MAX_TIMELINE_BARS} bars of the window are drawn."
         embedded.append(embed(fig, caption))
         embedded.append(embed(figures.bubble_histogram(device), f"GPU {device.device_id}: bubble lengths."))
-        embedded.append(embed(figures.utilization_over_time(device),
-                              f"GPU {device.device_id}: utilization in 200 equal time bins over the span."))
+        embedded.append(
+            embed(
+                figures.utilization_over_time(device),
+                f"GPU {device.device_id}: utilization in 200 equal time bins over the span.",
+            )
+        )
     return render(
         "report.html.j2",
         title=Path(summary.trace.path).name,
@@ -45,8 +51,7 @@ def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = ""
     )
 
 
-def write_report(analysis: Analysis, folder: Path, force: bool = False,
-                 trace_path: str | None = None) -> Summary:
+def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_path: str | None = None) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``.
 
     Raises:

@@ -3,7 +3,7 @@
 This is the only package that touches SQLite.
 """
 
-from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.loader import load_trace
+from launchprof.trace.model import Trace, TraceSchema
 
 __all__ = ["Trace", "TraceSchema", "load_trace"]

@@ -164,10 +164,28 @@ def _empty(columns: dict[str, str]) -> pd.DataFrame:
 
 
 def _load_kernels(con, schema, notes) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id", "name_id",
-            "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "graph_node_id"]
+    cols = [
+        "start",
+        "end",
+        "device_id",
+        "stream_id",
+        "pid",
+        "correlation_id",
+        "name_id",
+        "grid_x",
+        "grid_y",
+        "grid_z",
+        "block_x",
+        "block_y",
+        "block_z",
+        "graph_node_id",
+    ]
     frame = _activity(
-        con, schema, "CUPTI_ACTIVITY_KIND_KERNEL", _KERNEL_COLS, notes,
+        con,
+        schema,
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        _KERNEL_COLS,
+        notes,
         extra_int=["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"],
     )
     if frame is None:
@@ -179,8 +197,18 @@ def _load_kernels(con, schema, notes) -> pd.DataFrame:  # type: ignore[no-untype
 
 
 def _load_memops(con, schema, notes) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id", "kind",
-            "bytes", "copy_kind", "graph_node_id"]
+    cols = [
+        "start",
+        "end",
+        "device_id",
+        "stream_id",
+        "pid",
+        "correlation_id",
+        "kind",
+        "bytes",
+        "copy_kind",
+        "graph_node_id",
+    ]
     parts = []
     for table, kind, extra in (
         ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy", {"bytes": "bytes", "copyKind": "copy_kind"}),
@@ -214,8 +242,7 @@ def _load_graph_execs(con, schema, notes) -> pd.DataFrame:  # type: ignore[no-un
 
 
 def _load_api(con, schema, strings: pd.Series, notes) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    spec = {"start": "start", "end": "end", "globalTid": "tid",
-            "correlationId": "correlation_id", "nameId": "name_id"}
+    spec = {"start": "start", "end": "end", "globalTid": "tid", "correlationId": "correlation_id", "nameId": "name_id"}
     parts = []
     for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"):
         frame = _select(con, schema, table, spec, ("start", "end", "nameId"), notes)
@@ -230,23 +257,30 @@ def _load_api(con, schema, strings: pd.Series, notes) -> pd.DataFrame:  # type: 
     _int(frame, ["tid", "correlation_id", "name_id"])
     frame["pid"] = pid_of(frame["tid"])
     unique_ids = frame["name_id"].unique()
-    names = {int(i): _VERSION_SUFFIX.sub("", str(strings.get(int(i), f"<unknown #{i}>")))
-             for i in unique_ids}
+    names = {int(i): _VERSION_SUFFIX.sub("", str(strings.get(int(i), f"<unknown #{i}>"))) for i in unique_ids}
     frame["call"] = pd.Categorical(frame["name_id"].map(names))
     return frame.sort_values("start", kind="stable", ignore_index=True)[cols]
 
 
 def _load_nvtx(con, schema, strings: pd.Series, notes) -> tuple[pd.DataFrame, int]:  # type: ignore[no-untyped-def]
     cols = ["start", "end", "tid", "pid", "text", "domain"]
-    spec = {"start": "start", "end": "end", "eventType": "event_type", "text": "text",
-            "textId": "text_id", "globalTid": "tid", "domainId": "domain_id"}
+    spec = {
+        "start": "start",
+        "end": "end",
+        "eventType": "event_type",
+        "text": "text",
+        "textId": "text_id",
+        "globalTid": "tid",
+        "domainId": "domain_id",
+    }
     frame = _select(con, schema, "NVTX_EVENTS", spec, ("start", "eventType"), notes)
     if frame is None:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in cols}), 0
     etype = pd.to_numeric(frame["event_type"], errors="coerce")
     domains = frame.loc[etype == NVTX_DOMAIN_CREATE]
-    domain_names = {int(d): str(t) for d, t in zip(domains["domain_id"].fillna(0), domains["text"])
-                    if t is not None}
+    domain_names = {
+        int(d): str(t) for d, t in zip(domains["domain_id"].fillna(0), domains["text"], strict=False) if t is not None
+    }
     ranges = frame.loc[etype.isin(NVTX_RANGE_TYPES)].copy()
     ranges = ranges.loc[ranges["end"].notna()]
     ranges = _clean_intervals(ranges, "NVTX_EVENTS", notes)
