@@ -11,11 +11,19 @@ from launchprof.report.write import write_report
 
 
 def run_analyze(
-    trace: Path, output: Path, force: bool, bubble_threshold_ns: int, nsys: str | None, console: Console
+    trace: Path,
+    output: Path,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    step: str | None = None,
 ) -> None:
     """Analyse ``trace`` and write its report into ``output``; print where it went."""
     with console.status("loading trace") as status:
-        analysis = analyze(trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."))
+        analysis = analyze(
+            trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."), step=step
+        )
         status.update("writing report")
         summary = write_report(analysis, output, force=force, trace_path=str(trace))
     for d in summary.devices:
