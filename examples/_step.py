@@ -22,9 +22,9 @@ NAME = "step"
 
 def _pick() -> tuple[str, Callable[[], object], Callable[[], object]]:
     try:
-        import nvtx  # type: ignore[import-not-found]
-
         from importlib.metadata import PackageNotFoundError, version
+
+        import nvtx  # type: ignore[import-not-found]
 
         try:
             found = version("nvtx")

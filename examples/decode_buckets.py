@@ -41,8 +41,7 @@ class Decoder:
             return torch.randn(*shape, device="cuda", generator=g) / math.sqrt(shape[0])
 
         self.layers = [
-            {name: weight(WIDTH, WIDTH) for name in ("q", "k", "v", "o", "up", "down")}
-            for _ in range(LAYERS)
+            {name: weight(WIDTH, WIDTH) for name in ("q", "k", "v", "o", "up", "down")} for _ in range(LAYERS)
         ]
         self.k_cache = torch.zeros(LAYERS, max_len, WIDTH, device="cuda")
         self.v_cache = torch.zeros(LAYERS, max_len, WIDTH, device="cuda")

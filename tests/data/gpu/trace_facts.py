@@ -89,9 +89,7 @@ def _facts(db: sqlite3.Connection) -> dict:
         "gpu": db.execute("select name from TARGET_INFO_GPU").fetchone()[0],
     }
     # API calls: (globalPid, correlationId) -> (start, globalTid, name)
-    api_rows = db.execute(
-        "select start, globalTid, correlationId, nameId from CUPTI_ACTIVITY_KIND_RUNTIME"
-    ).fetchall()
+    api_rows = db.execute("select start, globalTid, correlationId, nameId from CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
     api_by_corr = {}
     counts: dict[str, int] = {}
     for start, tid, corr, name_id in api_rows:
