@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.analysis import Analysis, analyze_trace
+from launchprof.analysis.ranks import rank_view
 from launchprof.analysis.steps import find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import TraceError
@@ -69,7 +70,9 @@ def analyze(
         :class:`~launchprof.analysis.Analysis`: figures per device/process/stream in
         ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
         (documented in :mod:`launchprof.trace.model`), and ``extra["steps"]``, a
-        :class:`~launchprof.analysis.steps.Steps`.
+        :class:`~launchprof.analysis.steps.Steps`; ``extra["ranks"]``, a
+        :class:`~launchprof.analysis.ranks.CrossRank`, when the trace holds several
+        ranks (device, process pairs with GPU work) or NCCL kernels.
 
     Raises:
         TraceError: the file is missing or not an nsys SQLite export.
@@ -91,4 +94,7 @@ def analyze(
     if progress:
         progress("finding steps")
     analysis.extra["steps"] = find_steps(analysis, step_name=step)
+    ranks = rank_view(analysis, step_name=step)
+    if ranks is not None:
+        analysis.extra["ranks"] = ranks
     return analysis
