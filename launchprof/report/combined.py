@@ -50,7 +50,9 @@ class CombinedSummary(BaseModel):
 def build_combined(combined: Combined) -> CombinedSummary:
     """The ``combined.json`` document of ``combined``."""
     return CombinedSummary(
-        reports=[ReportEntry(path=r.path, folder=r.folder, ranks=len(r.ranks), error=r.error) for r in combined.reports],
+        reports=[
+            ReportEntry(path=r.path, folder=r.folder, ranks=len(r.ranks), error=r.error) for r in combined.reports
+        ],
         failed=sum(1 for r in combined.reports if r.error is not None),
         ranks=combined.view.to_dict() if combined.view is not None else None,
     )
@@ -101,7 +103,9 @@ def write_combined(combined: Combined, folder: Path) -> CombinedSummary:
     figures = []
     if combined.view is not None and len(combined.view.per_step):
         fig, cut = work_heatmap(combined.view)
-        caption = "Each cell: a rank's work in a step (period minus communication-only time) over the median of that step."
+        caption = (
+            "Each cell: a rank's work in a step (period minus communication-only time) over the median of that step."
+        )
         if cut:
             caption += f" Only the first {HEATMAP_MAX_STEPS} aligned steps are drawn."
         figures.append(embed(fig, caption))
