@@ -200,6 +200,14 @@ class TraceBuilder:
             )
         )
 
+    def domain(self, name: str, pid: int = 100, tid: int | None = None) -> int:
+        """An NVTX domain-create event (eventType 75) alone, with no range; returns its id."""
+        domain_id = 1 + sum(1 for r in self.nvtx if r["eventType"] == 75)
+        self.nvtx.append(
+            dict(start=0, end=None, eventType=75, text=name, globalTid=gtid(pid, tid), domainId=domain_id, textId=None)
+        )
+        return domain_id
+
     def write(self, path: Path) -> Path:
         con = sqlite3.connect(path)
         kernel_cols = [
