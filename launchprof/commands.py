@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.api import analyze
+from launchprof.errors import NoCudaActivityError
 from launchprof.report.write import write_report
 
 
@@ -24,6 +25,8 @@ def run_analyze(
             f"{d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
             markup=False,
         )
+    console.print(f"report: {output / 'report.html'}", markup=False, soft_wrap=True)
     if not summary.devices:
-        console.print("no GPU activity in this trace", markup=False)
-    console.print(f"report: {output / 'report.html'}", markup=False)
+        # Bad input (issue 2): the report holds what can be said, the exit status says it failed.
+        why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
+        raise NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
