@@ -37,8 +37,9 @@ def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = ""
         embedded.append(embed(figures.bubble_histogram(device), f"GPU {device.device_id}: bubble lengths."))
         embedded.append(
             embed(
-                figures.utilization_over_time(device),
-                f"GPU {device.device_id}: utilization in 200 equal time bins over the span.",
+                figures.utilization_over_time(device, window),
+                f"GPU {device.device_id}: busy share of {figures.UTILIZATION_BINS} equal time bins over the span; "
+                "the shaded band is the timeline's window.",
             )
         )
     return render(
