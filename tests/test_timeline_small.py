@@ -203,3 +203,30 @@ def test_no_nvtx_at_all_is_not_lost(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.launch(0, 100, 1000, 2000)
     assert _analyze(b, tmp_path).nvtx_ranges_lost is False
+
+
+def test_bubble_percentiles_and_histogram(tmp_path: Path) -> None:
+    b = launchprof.analyze(_gappy(tmp_path)).devices[0].figures.bubbles
+    # bubbles >= 1 us: 1000, 2500, 4000 ns
+    assert (b.p50_ns, b.p90_ns, b.max_ns) == (2500, 2500 + 0.8 * 1500, 4000)
+    nonzero = [(lo, hi, c) for lo, hi, c in b.histogram if c]
+    assert nonzero == [(1000, 2000, 1), (2000, 5000, 2)]
+    assert b.histogram[0][0] == 1000 and b.histogram[-1][1] is None
+
+
+def test_two_devices_are_measured_apart(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.gpus = [(0, "GPU zero"), (1, "GPU one")]
+    b.launch(0, 100, 1000, 2000, device=0)
+    b.launch(100, 200, 1500, 4500, device=1)  # would fill device 0's gap if mixed
+    b.launch(200, 2500, 3000, 3500, device=0)
+    a = _analyze(b, tmp_path)
+    d0, d1 = a.devices
+    assert (d0.device_id, d0.name, d1.device_id, d1.name) == (0, "GPU zero", 1, "GPU one")
+    assert (d0.figures.kernels, d0.figures.span_ns, d0.figures.busy_ns, d0.figures.host_wait_ns) == (
+        2,
+        2500,
+        1500,
+        1000,
+    )
+    assert (d1.figures.kernels, d1.figures.span_ns, d1.figures.busy_ns, d1.figures.idle_ns) == (1, 3000, 3000, 0)
