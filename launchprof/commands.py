@@ -33,9 +33,11 @@ def run_analyze(
             f"{d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
             markup=False,
         )
-    console.print(f"report: {output / 'report.html'}", markup=False, soft_wrap=True)
     if not summary.devices:
-        # Bad input (issue 2): the report holds what can be said, the exit status says it failed.
+        console.print("no GPU activity in this trace", markup=False)
+    console.print(f"report: {output / 'report.html'}", markup=False)
+    if not summary.devices:
+        # Bad input (issue 2): the report holds what can be said; the exit status says it failed.
         why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
         raise NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
 
