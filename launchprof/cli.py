@@ -65,6 +65,7 @@ def analyze(
             nsys,
             out,
             step=step,
+            require_gpu=True,
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
