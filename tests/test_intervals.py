@@ -16,6 +16,8 @@ from launchprof.analysis.intervals import union
 from launchprof.analysis.timeline import api_end_lookup, timeline_figures
 
 GRID = 60
+# No per-example deadline: shared CI machines are slow at times; the properties are what count.
+no_deadline = settings(deadline=None)
 
 
 @st.composite
@@ -50,6 +52,7 @@ def _runs(covered: np.ndarray) -> list[tuple[int, int]]:
     return runs
 
 
+@no_deadline
 @given(intervals())
 def test_union_is_idempotent(iv) -> None:
     u = union(*iv)
@@ -58,6 +61,7 @@ def test_union_is_idempotent(iv) -> None:
     assert again.ends.tolist() == u.ends.tolist()
 
 
+@no_deadline
 @given(intervals())
 def test_union_is_sorted_and_disjoint(iv) -> None:
     u = union(*iv)
@@ -66,6 +70,7 @@ def test_union_is_sorted_and_disjoint(iv) -> None:
     assert (u.starts[1:] > u.ends[:-1]).all()
 
 
+@no_deadline
 @given(intervals())
 def test_busy_at_most_sum_of_lengths_and_span(iv) -> None:
     starts, ends = iv
@@ -78,18 +83,21 @@ def test_busy_at_most_sum_of_lengths_and_span(iv) -> None:
         assert u.busy_ns == 0 and u.starts.size == 0
 
 
+@no_deadline
 @given(intervals())
 def test_busy_equals_brute_force_coverage(iv) -> None:
     """Zero-length intervals allowed: they cover no cell and add no busy time."""
     assert union(*iv).busy_ns == int((_coverage(*iv) > 0).sum())
 
 
+@no_deadline
 @given(intervals(min_len=1))
 def test_union_equals_brute_force_runs(iv) -> None:
     u = union(*iv)
     assert list(zip(u.starts.tolist(), u.ends.tolist(), strict=True)) == _runs(_coverage(*iv) > 0)
 
 
+@no_deadline
 @given(intervals(min_len=1))
 def test_first_row_opens_each_busy_interval(iv) -> None:
     starts, _ = iv
@@ -98,6 +106,7 @@ def test_first_row_opens_each_busy_interval(iv) -> None:
     assert opener_starts.tolist() == u.starts.tolist()
 
 
+@no_deadline
 @given(intervals())
 def test_union_does_not_modify_its_input(iv) -> None:
     starts = np.asarray(iv[0], dtype=np.int64)
@@ -131,7 +140,7 @@ def activity(draw) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     return act, api, draw(st.integers(0, 3_000))
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(activity())
 def test_timeline_figures_invariants(data) -> None:
     act, api, threshold = data
@@ -150,6 +159,7 @@ def test_timeline_figures_invariants(data) -> None:
     assert f.span_ns == act["end"].max() - act["start"].min()
 
 
+@no_deadline
 @given(activity(), st.integers(1, 50))
 def test_utilization_series_is_a_ratio_and_adds_up_to_busy(data, bins) -> None:
     act, api, _ = data
