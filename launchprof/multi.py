@@ -117,6 +117,9 @@ def analyze_one(
     try:
         analysis = analyze(Path(path), bubble_threshold_ns, nsys=nsys, step=step)
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
+        if not analysis.devices:
+            # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
+            return ReportResult(path, folder, [], "no CUDA activity in this trace (no kernel, memcpy or memset rows)")
         view = analysis.extra.get("ranks")
         ranks = view.ranks if isinstance(view, CrossRank) else find_ranks(analysis, step)
     except LaunchprofError as exc:

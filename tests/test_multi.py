@@ -203,3 +203,18 @@ def test_existing_scheduler_gives_the_same_report(rank_traces, dask_run, tmp_pat
     assert result.exit_code == 0, result.output
     assert (tmp_path / "s" / "combined.json").read_bytes() == (out / "combined.json").read_bytes()
     assert (tmp_path / "s" / "rank1" / "summary.json").read_bytes() == (out / "rank1" / "summary.json").read_bytes()
+
+
+def test_a_trace_without_gpu_work_counts_as_failed(rank_traces, tmp_path: Path) -> None:
+    from tracebuilder import TraceBuilder
+
+    _, parts = rank_traces
+    b = TraceBuilder()
+    b.call("cudaMalloc_v3020", 100, 200)
+    idle = b.write(tmp_path / "idle.sqlite")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["analyze", str(parts[0]), str(idle), "--workers", "0", "--output", str(out)])
+    assert result.exit_code != 0 and "no CUDA activity" in result.output
+    doc = json.loads((out / "combined.json").read_text())
+    assert [r["ranks"] for r in doc["reports"]] == [1, 0] and doc["failed"] == 1
+    assert (out / "idle" / "summary.json").exists()  # written, as the single-trace command does
