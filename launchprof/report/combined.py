@@ -85,6 +85,7 @@ def work_heatmap(view: CrossRank) -> tuple[go.Figure, bool]:
     fig.update_layout(
         title="Work per step relative to the median across ranks",
         xaxis_title="step",
+        yaxis_autorange="reversed",
         height=max(240, 40 + 22 * len(view.ranks)),
         margin=dict(l=200, r=20, t=40, b=40),
         template="plotly_white",
