@@ -91,10 +91,11 @@ def analyze(
     if progress:
         progress("analysing")
     analysis = analyze_trace(trace, bubble_threshold_ns)
-    if progress:
-        progress("finding steps")
-    analysis.extra["steps"] = find_steps(analysis, step_name=step)
+    # Several ranks (processes with GPU work) or NCCL kernels: the cross-rank view.
     ranks = rank_view(analysis, step_name=step)
     if ranks is not None:
         analysis.extra["ranks"] = ranks
+    if progress:
+        progress("finding steps")
+    analysis.extra["steps"] = find_steps(analysis, step_name=step)
     return analysis

@@ -10,8 +10,6 @@ from launchprof.api import analyze
 from launchprof.errors import NoCudaActivityError
 from launchprof.report.write import write_report
 
-MAX_RANK_LINES = 32
-
 
 def run_analyze(
     trace: Path,
@@ -48,6 +46,38 @@ def run_analyze(
         # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
         why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
         raise NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
+
+
+def run_calibrate(output: Path | None, console: Console) -> None:
+    """Run :func:`launchprof.calibrate.run_calibration`, save it, print the medians.
+
+    Raises:
+        CalibrateFailed: no GPU, no cuda-python, or a CUDA call failed.
+    """
+    from rich.table import Table
+
+    from launchprof.calibrate import CalibrationError, run_calibration, save_calibration
+    from launchprof.errors import CalibrateFailed
+
+    try:
+        with console.status("measuring launch and graph costs on GPU 0"):
+            result = run_calibration()
+        path = save_calibration(result, output)
+    except CalibrationError as exc:
+        raise CalibrateFailed(str(exc)) from None
+    dev = result.get("device", {})
+    table = Table(title=f"{dev.get('name', 'GPU')} (driver {dev.get('driver_version', '?')})")
+    table.add_column("quantity")
+    table.add_column("median", justify="right")
+    for key, value in sorted(result.get("medians", {}).items()):
+        table.add_row(key.removesuffix("_ns"), f"{value / 1e3:.2f} us")
+    for key, fit in sorted(result.get("fits", {}).items()):
+        table.add_row(f"{key} (fit)", f"{fit['intercept'] / 1e3:.2f} us + {fit['slope'] / 1e3:.3f} us/node")
+    console.print(table)
+    console.print(f"calibration: {path}", markup=False)
+
+
+MAX_RANK_LINES = 32
 
 
 def run_analyze_many(
@@ -99,32 +129,3 @@ def run_analyze_many(
         raise TraceError(
             f"{len(failed)} of {len(traces)} traces could not be analysed; first: {failed[0].path}: {failed[0].error}"
         )
-
-
-def run_calibrate(output: Path | None, console: Console) -> None:
-    """Run :func:`launchprof.calibrate.run_calibration`, save it, print the medians.
-
-    Raises:
-        CalibrateFailed: no GPU, no cuda-python, or a CUDA call failed.
-    """
-    from rich.table import Table
-
-    from launchprof.calibrate import CalibrationError, run_calibration, save_calibration
-    from launchprof.errors import CalibrateFailed
-
-    try:
-        with console.status("measuring launch and graph costs on GPU 0"):
-            result = run_calibration()
-        path = save_calibration(result, output)
-    except CalibrationError as exc:
-        raise CalibrateFailed(str(exc)) from None
-    dev = result.get("device", {})
-    table = Table(title=f"{dev.get('name', 'GPU')} (driver {dev.get('driver_version', '?')})")
-    table.add_column("quantity")
-    table.add_column("median", justify="right")
-    for key, value in sorted(result.get("medians", {}).items()):
-        table.add_row(key.removesuffix("_ns"), f"{value / 1e3:.2f} us")
-    for key, fit in sorted(result.get("fits", {}).items()):
-        table.add_row(f"{key} (fit)", f"{fit['intercept'] / 1e3:.2f} us + {fit['slope'] / 1e3:.3f} us/node")
-    console.print(table)
-    console.print(f"calibration: {path}", markup=False)
