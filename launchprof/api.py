@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.analysis import Analysis, analyze_trace
-from launchprof.analysis.ranks import rank_view
 from launchprof.analysis.steps import find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import TraceError
@@ -70,14 +69,16 @@ def analyze(
         :class:`~launchprof.analysis.Analysis`: figures per device/process/stream in
         ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
         (documented in :mod:`launchprof.trace.model`), and ``extra["steps"]``, a
-        :class:`~launchprof.analysis.steps.Steps`; ``extra["ranks"]``, a
-        :class:`~launchprof.analysis.ranks.CrossRank`, when the trace holds several
-        ranks (device, process pairs with GPU work) or NCCL kernels.
+        :class:`~launchprof.analysis.steps.Steps`.
 
     Raises:
         TraceError: the file is missing or not an nsys SQLite export.
         NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
         StepError: ``step`` names an NVTX range that is not in the trace.
+
+    With several ranks (device, process pairs with GPU work) or NCCL kernels,
+    ``extra["ranks"]`` holds the cross-rank view, a
+    :class:`~launchprof.analysis.ranks.CrossRank`.
     """
     sqlite = resolve_trace(path, nsys)
     if sqlite.name.endswith(".xz"):
@@ -91,6 +92,8 @@ def analyze(
     if progress:
         progress("analysing")
     analysis = analyze_trace(trace, bubble_threshold_ns)
+    from launchprof.analysis.ranks import rank_view
+
     # Several ranks (processes with GPU work) or NCCL kernels: the cross-rank view.
     ranks = rank_view(analysis, step_name=step)
     if ranks is not None:
