@@ -26,10 +26,11 @@ agree, only durations are compared):
 - aligned steps: step indices with a ``work_ns`` on at least two ranks and warm-up on
   none of them;
 - straggler: a (step, rank) whose ``work_ns`` exceeds :data:`STRAGGLER_FACTOR` (1.25)
-  times the median ``work_ns`` of that step across ranks. 1.25 is a heuristic: run-to-run
-  jitter of a steady step under nsys stays within about 10-20 % (tests/data/gpu/MANIFEST.md,
-  repeated runs), so a quarter more stands out; with two ranks the median is their mean,
-  so one rank must take 1.67x the other's time;
+  times the median ``work_ns`` of that step across ranks. 1.25 is a heuristic, the same
+  1.25x bar launchprof uses for a worthwhile speedup: in a synchronous job every rank
+  waits for the slowest at the next collective, so a rank a quarter slower than the
+  median costs the whole job a quarter of that step. With two ranks the median is their
+  mean, so one rank must take 1.67x the other's time;
 - slowest rank of a step: the rank with the largest ``work_ns`` (lowest rank on ties);
 - launch-bound rank: steady host-wait ratio (host-wait idle / step period, summed over
   the rank's steady steps; the whole span's CPU-bound ratio when it has no steps) of at
