@@ -218,3 +218,22 @@ def test_a_trace_without_gpu_work_counts_as_failed(rank_traces, tmp_path: Path) 
     doc = json.loads((out / "combined.json").read_text())
     assert [r["ranks"] for r in doc["reports"]] == [1, 0] and doc["failed"] == 1
     assert (out / "idle" / "summary.json").exists()  # written, as the single-trace command does
+
+
+def test_installed_command_runs_the_dask_path(rank_traces, dask_run, tmp_path: Path) -> None:
+    import sys
+
+    _, parts = rank_traces
+    out, _ = dask_run
+    exe = Path(sys.executable).parent / "launchprof"
+    pattern = str(parts[0].parent / "rank*.sqlite")
+    proc = subprocess.run(
+        [str(exe), "analyze", pattern, "--workers", "2", "--output", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "combined report:" in proc.stdout
+    assert (tmp_path / "o" / "combined.json").read_bytes() == (out / "combined.json").read_bytes()
