@@ -110,7 +110,10 @@ def launch_figures(api: pd.DataFrame, kernels: pd.DataFrame, graph_execs: pd.Dat
     is_inst = calls_where(is_instantiate)
     is_update = calls_where(GRAPH_UPDATE_CALLS.__contains__)
     graph_launches = int(is_graph.sum()) or int(len(graph_execs))
-    shorter = _shorter_ratio(api.loc[is_launch], kernels.loc[kernels["graph_node_id"].isna().to_numpy()])
+    join_cols = ["pid", "correlation_id", "start", "end"]
+    shorter = _shorter_ratio(
+        api[join_cols].loc[is_launch], kernels[join_cols].loc[kernels["graph_node_id"].isna().to_numpy()]
+    )
     k_dur_all = (kernels["end"] - kernels["start"]).to_numpy()
     return LaunchFigures(
         kernel_launch_calls=int(is_launch.sum()),

@@ -90,6 +90,8 @@ def _pid_array(values: np.ndarray) -> np.ndarray:
 
 def _narrow(values: np.ndarray) -> np.ndarray:
     """int32 when every value fits, else the int64 array unchanged."""
+    if values.dtype == np.int32:
+        return values
     if values.size == 0 or (values.min() >= _INT32.min and values.max() <= _INT32.max):
         return values.astype(np.int32)
     return values
@@ -164,8 +166,11 @@ class _Reader:
             db.close()
             self._adbc = None
 
-    def read(self, table: str, columns: Sequence[str], label: str, strict: bool) -> dict[str, _Column]:
-        """Read ``columns`` of ``table``. ``strict=False`` turns non-integer values into NULL."""
+    def read(
+        self, table: str, columns: Sequence[str], label: str, strict: bool, narrow: Sequence[bool]
+    ) -> dict[str, _Column]:
+        """Read ``columns`` of ``table``. ``strict=False`` turns non-integer values into NULL;
+        columns flagged in ``narrow`` are kept as int32 per batch while their values fit."""
         if strict:
             exprs = [f'"{c}"' for c in columns]
         else:
@@ -174,16 +179,18 @@ class _Reader:
         conn = self._adbc_connection()
         if conn is not None:
             try:
-                return self._read_adbc(conn, sql, columns, label)
+                return self._read_adbc(conn, sql, columns, label, narrow)
             except (sqlite3.DatabaseError, TraceError):
                 raise
             except Exception:
                 if strict:
                     raise _WrongType() from None
                 # Fall through to sqlite3 (e.g. a column NULL for a whole first batch).
-        return self._read_sqlite(sql, columns, label, strict)
+        return self._read_sqlite(sql, columns, label, strict, narrow)
 
-    def _read_adbc(self, conn: Any, sql: str, columns: Sequence[str], label: str) -> dict[str, _Column]:
+    def _read_adbc(
+        self, conn: Any, sql: str, columns: Sequence[str], label: str, narrow: Sequence[bool]
+    ) -> dict[str, _Column]:
         import adbc_driver_manager
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -206,15 +213,17 @@ class _Reader:
                         raise _WrongType()
                     null = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
                     values = (pc.fill_null(arr, 0) if arr.null_count else arr).to_numpy(zero_copy_only=False)
-                    parts[i].append((values.astype(np.int64, copy=False), null))
+                    parts[i].append((_fit(values.astype(np.int64, copy=False), narrow[i]), null))
                 rows += batch.num_rows
                 self.say(f"{label}: {rows:,} rows")
             reader.close()
         finally:
             stmt.close()
-        return {c: _concat(p) for c, p in zip(columns, parts, strict=True)}
+        return _concat_all(columns, parts)
 
-    def _read_sqlite(self, sql: str, columns: Sequence[str], label: str, strict: bool) -> dict[str, _Column]:
+    def _read_sqlite(
+        self, sql: str, columns: Sequence[str], label: str, strict: bool, narrow: Sequence[bool]
+    ) -> dict[str, _Column]:
         cur = self.con.execute(sql)
         parts: list[list[tuple[np.ndarray, np.ndarray | None]]] = [[] for _ in columns]
         rows = 0
@@ -232,14 +241,27 @@ class _Reader:
                     values = np.fromiter(
                         (v if type(v) is int and -(2**63) <= v < 2**63 else 0 for v in col), np.int64, len(col)
                     )
-                parts[i].append((values, ~ok))
+                parts[i].append((_fit(values, narrow[i]), ~ok))
             rows += len(chunk)
             self.say(f"{label}: {rows:,} rows")
-        return {c: _concat(p) for c, p in zip(columns, parts, strict=True)}
+        return _concat_all(columns, parts)
 
 
 class _WrongType(Exception):
     """A column holds a value of a type nsys never writes there."""
+
+
+def _fit(values: np.ndarray, narrow: bool) -> np.ndarray:
+    return _narrow(values) if narrow else values
+
+
+def _concat_all(columns: Sequence[str], parts: list[list[tuple[np.ndarray, np.ndarray | None]]]) -> dict[str, _Column]:
+    """Concatenate each column's batches, releasing the batches column by column."""
+    out = {}
+    for i, c in enumerate(columns):
+        out[c] = _concat(parts[i])
+        parts[i] = []
+    return out
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> _Column:
@@ -271,11 +293,12 @@ def _read_numeric(
     if missing_required:
         notes.append(f"{table} lacks column(s) {', '.join(missing_required)}: table skipped")
         return None
+    narrow = [columns[c] in _NARROW for c in present]
     try:
         try:
-            raw = reader.read(table, present, label, strict=True)
+            raw = reader.read(table, present, label, strict=True, narrow=narrow)
         except _WrongType:
-            raw = reader.read(table, present, label, strict=False)
+            raw = reader.read(table, present, label, strict=False, narrow=narrow)
             notes.append(f"{table}: values of the wrong type (not integers) read as missing")
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"cannot read table {table} of {reader.path} ({exc}); is the file truncated?") from None
@@ -400,7 +423,7 @@ def _load_kernels(reader: _Reader, schema: TraceSchema, notes: list[str]) -> pd.
         out = _empty(_KERNEL_ORDER)
         out["graph_node_id"] = out["graph_node_id"].astype("Int64")
         return out
-    return frame[_KERNEL_ORDER]
+    return frame if list(frame.columns) == _KERNEL_ORDER else frame[_KERNEL_ORDER]
 
 
 _MEMOP_ORDER = [

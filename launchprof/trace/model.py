@@ -115,8 +115,10 @@ class Trace:
         ds = np.diff(start)
         if not ((ds > 0).all() or ((ds >= 0).all() and (np.diff(end)[ds == 0] >= 0).all())):
             order = np.lexsort((end, start))
-            data = {c: v[order] for c, v in data.items()}
+            for c in cols:  # one column at a time: at most one extra column in memory
+                data[c] = data[c][order]
             codes = codes[order]
+            del order
         out = pd.DataFrame(data, copy=False)
         used = sorted(set(np.unique(codes).tolist()))
         remap = np.full(len(kinds), -1, np.int8)
