@@ -213,7 +213,11 @@ class _Reader:
                         raise _WrongType()
                     null = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
                     values = (pc.fill_null(arr, 0) if arr.null_count else arr).to_numpy(zero_copy_only=False)
-                    parts[i].append((_fit(values.astype(np.int64, copy=False), narrow[i]), null))
+                    # Copy out of the Arrow buffers: a zero-copy view would keep the whole
+                    # imported batch (every column) alive.
+                    values = values.astype(np.int64, copy=False)
+                    fitted = _fit(values, narrow[i])
+                    parts[i].append((fitted.copy() if fitted is values else fitted, null))
                 rows += batch.num_rows
                 self.say(f"{label}: {rows:,} rows")
             reader.close()
@@ -593,6 +597,26 @@ def _load_small(con: sqlite3.Connection, schema: TraceSchema, table: str, spec: 
     )
 
 
+_MALLOC_TUNED = False
+
+
+def _tune_malloc() -> None:
+    """Ask glibc to serve blocks >= 1 MiB by mmap, always (M_MMAP_THRESHOLD, -3).
+
+    By default glibc raises that threshold after large frees and then keeps freed batch
+    buffers in its heap: loading 10M kernels peaked ~40 % higher. No-op off glibc."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-3, 1 << 20)
+    except (OSError, AttributeError):
+        pass
+
+
 def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) -> Trace:
     """Load an nsys SQLite export.
 
@@ -611,6 +635,7 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
+    _tune_malloc()
     notes: list[str] = []
     reader = _Reader(path, con, say)
     try:
