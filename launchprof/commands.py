@@ -26,4 +26,6 @@ def run_analyze(
         )
     if not summary.devices:
         console.print("no GPU activity in this trace", markup=False)
+    for note in summary.notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     console.print(f"report: {output / 'report.html'}", markup=False)

@@ -148,7 +148,16 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
             "use nvtx 0.2.11 or a newer nsys)"
         )
     if not trace.has_cuda:
-        notes.append("no CUDA activity in this trace (no CUDA tables): GPU figures are empty")
+        ranges = len(trace.nvtx)
+        notes.append(
+            "no CUDA activity in this trace (no CUDA tables): GPU figures are empty"
+            + (f"; {ranges} NVTX range(s) recorded" if ranges else "")
+        )
+    elif gpu_pids and len(trace.api) == 0:
+        notes.append(
+            f"no CUDA API calls in this trace ({len(gpu_pids)} process(es) with GPU activity): "
+            "launch figures are empty and host-wait idle cannot be attributed (reported as 0)"
+        )
     return Analysis(
         trace=trace,
         bubble_threshold_ns=bubble_threshold_ns,

@@ -64,6 +64,8 @@ _KERNEL_COLS = {
     "blockZ": "block_z",
     "graphNodeId": "graph_node_id",
 }
+# Columns that older nsys exports lack (2022.4 has no graphNodeId): absent without a note.
+_OPTIONAL_BY_VERSION = {"graphNodeId", "graphId"}
 # Columns narrowed to int32 when every value fits (ids that CUPTI keeps in 32 bits).
 _NARROW = {"device_id", "stream_id", "pid", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"}
 
@@ -309,6 +311,9 @@ def _read_numeric(
     except Exception as exc:  # ADBC reports SQLite errors as its own exception classes
         raise TraceError(f"cannot read table {table} of {reader.path} ({exc}); is the file truncated?") from None
     n = len(next(iter(raw.values())).values) if raw else 0
+    absent = [c for c in columns if c not in present and c not in _OPTIONAL_BY_VERSION]
+    if absent:
+        notes.append(f"{table} lacks column(s) {', '.join(absent)}: read as missing")
     out = {columns[c]: raw[c] for c in present}
     for c, name in columns.items():
         if c not in present:
@@ -427,6 +432,8 @@ def _load_kernels(reader: _Reader, schema: TraceSchema, notes: list[str]) -> pd.
         out = _empty(_KERNEL_ORDER)
         out["graph_node_id"] = out["graph_node_id"].astype("Int64")
         return out
+    if len(frame) == 0:
+        notes.append("CUPTI_ACTIVITY_KIND_KERNEL holds no kernel with a valid start/end")
     return frame if list(frame.columns) == _KERNEL_ORDER else frame[_KERNEL_ORDER]
 
 
