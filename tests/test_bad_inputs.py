@@ -479,3 +479,22 @@ def test_hostile_strings_are_escaped_in_html_and_json(tmp_path: Path) -> None:
     assert page.count("</script>") == page.count("<script")  # no script element closed early
     summary = json.loads((out / "summary.json").read_text())
     assert summary["devices"][0]["name"] == HOSTILE[0]  # JSON keeps the text, as data
+
+
+def test_report_leaks_no_environment_or_absolute_paths(tmp_path: Path) -> None:
+    """report.html and summary.json hold the trace path as given (relative here) and no
+    environment value, home folder or absolute path of the machine."""
+    base(tmp_path / "t.sqlite")
+    secret = "s3cr3t-token-value-0123456789"
+    env = {**os.environ, "LAUNCHPROF_TEST_SECRET": secret, "HOME": str(tmp_path / "home-of-user")}
+    p = run_cli("analyze", "t.sqlite", "-o", "out", env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for name in ("report.html", "summary.json"):
+        text = (tmp_path / "out" / name).read_text()
+        assert secret not in text
+        assert str(tmp_path) not in text
+        assert str(Path.home()) not in text
+        values = {v for v in env.values() if len(v) >= 8 and "/" in v or v == secret}
+        leaked = [v for v in values if v in text]
+        assert leaked == [], (name, leaked)
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["trace"]["path"] == "t.sqlite"
