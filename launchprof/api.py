@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.analysis import Analysis, analyze_trace
+from launchprof.analysis.steps import find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import TraceError
 from launchprof.nsys.export import export_sqlite
@@ -50,6 +51,7 @@ def analyze(
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     nsys: str | None = None,
     progress: Callable[[str], None] | None = None,
+    step: str | None = None,
 ) -> Analysis:
     """Load and analyse an nsys trace.
 
@@ -59,15 +61,20 @@ def analyze(
         bubble_threshold_ns: idle gaps at least this long are bubbles (default 1 us).
         nsys: path of the nsys executable, if not on PATH.
         progress: optional callback given a short text before each stage.
+        step: NVTX range text that marks one step (default: launchprof's own marker,
+            else the repeating range covering most GPU work, else graph launches, else
+            the repeating kernel sequence; see :mod:`launchprof.analysis.steps`).
 
     Returns:
         :class:`~launchprof.analysis.Analysis`: figures per device/process/stream in
         ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
-        (documented in :mod:`launchprof.trace.model`).
+        (documented in :mod:`launchprof.trace.model`), and ``extra["steps"]``, a
+        :class:`~launchprof.analysis.steps.Steps`.
 
     Raises:
         TraceError: the file is missing or not an nsys SQLite export.
         NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
+        StepError: ``step`` names an NVTX range that is not in the trace.
     """
     sqlite = resolve_trace(path, nsys)
     if sqlite.name.endswith(".xz"):
@@ -80,4 +87,8 @@ def analyze(
     trace = dataclasses.replace(trace, path=Path(path))
     if progress:
         progress("analysing")
-    return analyze_trace(trace, bubble_threshold_ns)
+    analysis = analyze_trace(trace, bubble_threshold_ns)
+    if progress:
+        progress("finding steps")
+    analysis.extra["steps"] = find_steps(analysis, step_name=step)
+    return analysis

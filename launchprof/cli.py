@@ -51,6 +51,7 @@ def analyze(
         float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
     ] = 1.0,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
+    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
 ) -> None:
     """Analyse an existing trace: write summary.json and report.html."""
     from launchprof.commands import run_analyze
@@ -63,7 +64,23 @@ def analyze(
             int(round(bubble_threshold * 1000)),
             nsys,
             out,
+            step=step,
         )
+    except LaunchprofError as exc:
+        raise fail(exc) from None
+
+
+@app.command()
+def calibrate(
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="calibration file [default: the user cache folder]")
+    ] = None,
+) -> None:
+    """Measure this GPU's launch and graph costs with cuda-python and save them for predictions."""
+    from launchprof.commands import run_calibrate
+
+    try:
+        run_calibrate(output, out)
     except LaunchprofError as exc:
         raise fail(exc) from None
 

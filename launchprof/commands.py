@@ -11,11 +11,19 @@ from launchprof.report.write import write_report
 
 
 def run_analyze(
-    trace: Path, output: Path, force: bool, bubble_threshold_ns: int, nsys: str | None, console: Console
+    trace: Path,
+    output: Path,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    step: str | None = None,
 ) -> None:
     """Analyse ``trace`` and write its report into ``output``; print where it went."""
     with console.status("loading trace") as status:
-        analysis = analyze(trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."))
+        analysis = analyze(
+            trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."), step=step
+        )
         status.update("writing report")
         summary = write_report(analysis, output, force=force, trace_path=str(trace))
     for d in summary.devices:
@@ -29,3 +37,32 @@ def run_analyze(
     for note in summary.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
     console.print(f"report: {output / 'report.html'}", markup=False)
+
+
+def run_calibrate(output: Path | None, console: Console) -> None:
+    """Run :func:`launchprof.calibrate.run_calibration`, save it, print the medians.
+
+    Raises:
+        CalibrateFailed: no GPU, no cuda-python, or a CUDA call failed.
+    """
+    from rich.table import Table
+
+    from launchprof.calibrate import CalibrationError, run_calibration, save_calibration
+    from launchprof.errors import CalibrateFailed
+
+    try:
+        with console.status("measuring launch and graph costs on GPU 0"):
+            result = run_calibration()
+        path = save_calibration(result, output)
+    except CalibrationError as exc:
+        raise CalibrateFailed(str(exc)) from None
+    dev = result.get("device", {})
+    table = Table(title=f"{dev.get('name', 'GPU')} (driver {dev.get('driver_version', '?')})")
+    table.add_column("quantity")
+    table.add_column("median", justify="right")
+    for key, value in sorted(result.get("medians", {}).items()):
+        table.add_row(key.removesuffix("_ns"), f"{value / 1e3:.2f} us")
+    for key, fit in sorted(result.get("fits", {}).items()):
+        table.add_row(f"{key} (fit)", f"{fit['intercept'] / 1e3:.2f} us + {fit['slope'] / 1e3:.3f} us/node")
+    console.print(table)
+    console.print(f"calibration: {path}", markup=False)

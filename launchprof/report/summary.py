@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from launchprof.analysis import Analysis
+from launchprof.analysis.steps import Steps, step_stats
 from launchprof.analysis.timeline import TimelineFigures
 from launchprof.report.schema import (
     Bubbles,
@@ -65,7 +66,13 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
         )
         for d in analysis.devices
     ]
-    extra = {k: analysis.extra[k] for k in ("steps", "diagnosis", "recommendation") if k in analysis.extra}
+    extra: dict[str, Any] = {}
+    for key in ("steps", "diagnosis", "recommendation"):
+        value = analysis.extra.get(key)
+        if isinstance(value, Steps):
+            extra[key] = step_stats(value)
+        elif value is not None:
+            extra[key] = value.to_dict() if hasattr(value, "to_dict") else value
     return Summary(
         trace=TraceInfo(
             path=trace_path if trace_path is not None else str(trace.path),

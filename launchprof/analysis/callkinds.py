@@ -1,0 +1,83 @@
+"""Classes of CUDA API calls, by name (nsys ``_vNNNN`` suffix already removed).
+
+Sources: CUDA Runtime and Driver API references (synchronous/stream-ordered semantics);
+DOMAIN.md's list of calls that break stream capture.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, GRAPH_UPDATE_CALLS, KERNEL_LAUNCH_CALLS
+
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cudaThreadSynchronize",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+    }
+)
+# Synchronous copies: return only when the copy is done (host-side blocking).
+SYNC_COPY_CALLS = frozenset(
+    {
+        "cudaMemcpy",
+        "cudaMemcpy2D",
+        "cudaMemcpy3D",
+        "cudaMemcpyToSymbol",
+        "cudaMemcpyFromSymbol",
+        "cudaMemset",
+        "cuMemcpy",
+        "cuMemcpyDtoH",
+        "cuMemcpyHtoD",
+        "cuMemcpyDtoD",
+    }
+)
+ALLOC_CALLS = frozenset(
+    {
+        "cudaMalloc",
+        "cudaFree",
+        "cudaMallocHost",
+        "cudaHostAlloc",
+        "cudaFreeHost",
+        "cudaMallocManaged",
+        "cudaMallocPitch",
+        "cudaMalloc3D",
+        "cuMemAlloc",
+        "cuMemFree",
+        "cuMemAllocHost",
+        "cuMemFreeHost",
+        "cuMemHostAlloc",
+        "cuMemAllocManaged",
+        "cuMemAllocPitch",
+    }
+)
+CAPTURE_CALLS = frozenset(
+    {"cudaStreamBeginCapture", "cudaStreamEndCapture", "cuStreamBeginCapture", "cuStreamEndCapture"}
+)
+
+
+def classify(calls: pd.Series) -> pd.DataFrame:
+    """Boolean class columns for a Series of API call names.
+
+    Returns:
+        DataFrame aligned with ``calls``: ``launch``, ``graph_launch``, ``instantiate``,
+        ``exec_update``, ``sync`` (synchronize calls and synchronous copies/memsets),
+        ``alloc``, ``capture``.
+    """
+    c = calls.astype(str)
+    return pd.DataFrame(
+        {
+            "launch": c.isin(KERNEL_LAUNCH_CALLS),
+            "graph_launch": c.isin(GRAPH_LAUNCH_CALLS),
+            "instantiate": c.str.startswith(("cudaGraphInstantiate", "cuGraphInstantiate")),
+            "exec_update": c.isin(GRAPH_UPDATE_CALLS),
+            "sync": c.isin(SYNC_CALLS | SYNC_COPY_CALLS),
+            "alloc": c.isin(ALLOC_CALLS),
+            "capture": c.isin(CAPTURE_CALLS),
+        },
+        index=calls.index,
+    )

@@ -1,0 +1,567 @@
+"""Steps: one iteration of the user's loop, found in the trace and projected onto the GPU.
+
+Three sources, in order of preference (DOMAIN.md, "Step"):
+
+1. ``nvtx``: NVTX ranges. By default launchprof's own marker (range ``step`` in domain
+   ``launchprof``, see :mod:`launchprof.marker`); ``step_name`` picks ranges by text;
+   otherwise the one repeating range text that covers the most GPU work. A GPU activity
+   belongs to the range, on the thread that submitted it, that contains the start of the
+   submitting API call (joined on (pid, correlation id)).
+2. ``graph-launch``: without NVTX, each ``cudaGraphLaunch`` of the busiest process is one
+   step (a graph is the captured step).
+3. ``inferred``: without either, the shortest period ``p`` of the busiest process's
+   kernel sequence (kernel name and launch configuration) over a window in the middle
+   of the trace, accepted when at least 90 % of kernels match the kernel ``p`` later.
+   A ``template`` (kernel name ids of one step, e.g. from the graph of a converted run)
+   fixes the period and phase instead.
+
+Warm-up: the leading steps (at most a quarter of them) whose period or GPU duration
+exceeds 1.5x the median of the second half of the steps, or whose kernel count differs
+from the most common one. The 1.5x factor is a heuristic: start-up costs (module
+loading, library handles, allocator growth, capture, instantiation) are typically
+several times a steady step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis.callkinds import classify
+from launchprof.analysis.core import Analysis, DeviceAnalysis
+from launchprof.analysis.timeline import api_end_lookup
+from launchprof.errors import LaunchprofError
+
+STEP_DOMAIN = "launchprof"
+STEP_NAME = "step"
+MATCH_RATIO = 0.9
+WARMUP_FACTOR = 1.5
+MAX_PERIOD = 4096
+WINDOW = 16384
+
+
+class StepError(LaunchprofError):
+    """The steps asked for (``--step NAME``) are not in the trace."""
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Steps of one device.
+
+    Attributes:
+        source: ``"nvtx"``, ``"graph-launch"``, ``"inferred"`` or ``"none"``.
+        name: the NVTX range text, or a description of the inferred step.
+        reason: one sentence on how the steps were found (or why none were).
+        device_id, pid: the device and the process whose steps these are.
+        table: one row per step, in time order, columns (ns unless said):
+            ``step`` (0..n-1), ``cpu_start``, ``cpu_end`` (the step on the CPU: NVTX
+            range, or first launch call to next step's), ``gpu_start``, ``gpu_end``
+            (first activity start, last activity end), ``kernels``, ``memops``,
+            ``busy_ns`` (union inside the step), ``bubbles``, ``bubble_ns`` (gaps inside
+            the step >= threshold), ``host_wait_ns`` (gaps inside the step, and the gap
+            before it, whose next activity's submitting call ended after the gap began),
+            ``lead_gap_ns`` (idle from the previous step's last activity to this step's
+            first; 0 for the first step), ``period_ns`` (next step's gpu_start - this
+            one's; NaN for the last), ``launch_calls``, ``launch_call_ns``,
+            ``graph_launches``, ``sync_calls``, ``alloc_calls``, ``instantiations``,
+            ``exec_updates``, ``captures``, ``api_ns`` (time in CUDA API calls),
+            ``cpu_ns`` (cpu_end - cpu_start), ``warmup`` (bool).
+        activity_step: step index of each row of the device's ``activity`` (-1: none).
+        warmup: number of warm-up steps (the first ``warmup`` rows of ``table``).
+    """
+
+    source: str
+    name: str | None
+    reason: str
+    device_id: int | None
+    pid: int | None
+    table: pd.DataFrame
+    activity_step: pd.Series = field(repr=False)
+    warmup: int = 0
+
+    @property
+    def steady(self) -> pd.DataFrame:
+        """The steady-state steps: ``table`` without warm-up steps and without the last
+        step (its period is unknown)."""
+        t = self.table.loc[~self.table["warmup"]]
+        return t.loc[t["period_ns"].notna()] if len(t) > 1 else t
+
+    @property
+    def count(self) -> int:
+        return int(len(self.table))
+
+
+def _busiest(device: DeviceAnalysis) -> int:
+    kernels = device.activity.loc[device.activity["kind"].astype(str) == "kernel", "pid"]
+    counts = (kernels if len(kernels) else device.activity["pid"]).value_counts()
+    return int(counts.index[0])
+
+
+def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
+    """Index (into ``ranges``, sorted by start) of the range on the same thread that
+    contains each API call's start; -1 where none does."""
+    if ranges.empty or api.empty:
+        return np.full(len(api), -1, dtype=np.int64)
+    left = pd.DataFrame(
+        {"start": api["start"].to_numpy(), "tid": api["tid"].to_numpy(), "row": np.arange(len(api))}
+    ).sort_values("start", kind="stable")
+    right = pd.DataFrame(
+        {
+            "r_start": ranges["start"].to_numpy(),
+            "r_end": ranges["end"].to_numpy(),
+            "tid": ranges["tid"].to_numpy(),
+            "idx": np.arange(len(ranges)),
+        }
+    )
+    right = right.sort_values("r_start", kind="stable")
+    m = pd.merge_asof(left, right, left_on="start", right_on="r_start", by="tid", direction="backward")
+    inside = m["idx"].notna() & (m["start"] < m["r_end"])
+    out = np.full(len(api), -1, dtype=np.int64)
+    out[m.loc[inside, "row"].to_numpy()] = m.loc[inside, "idx"].to_numpy(dtype=np.int64)
+    return out
+
+
+def _activity_from_api(device: DeviceAnalysis, api: pd.DataFrame, api_step: np.ndarray) -> np.ndarray:
+    keyed = pd.DataFrame(
+        {"pid": api["pid"].to_numpy(), "correlation_id": api["correlation_id"].to_numpy(), "step": api_step}
+    )
+    keyed = keyed.loc[(keyed["step"] >= 0) & (keyed["correlation_id"] > 0)]
+    keyed = keyed.drop_duplicates(["pid", "correlation_id"], keep="last")
+    act = device.activity[["pid", "correlation_id"]]
+    merged = act.merge(keyed, on=["pid", "correlation_id"], how="left")
+    return merged["step"].fillna(-1).to_numpy(dtype=np.int64)
+
+
+def _nvtx_candidates(analysis: Analysis, device: DeviceAnalysis, step_name: str | None) -> pd.DataFrame | None:
+    nvtx = analysis.trace.nvtx
+    if nvtx.empty:
+        if step_name:
+            raise StepError(f"no NVTX range named {step_name!r}: this trace has no NVTX ranges")
+        return None
+    if step_name:
+        chosen = nvtx.loc[nvtx["text"] == step_name]
+        if chosen.empty:
+            texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
+            raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
+        return chosen
+    own = nvtx.loc[(nvtx["domain"] == STEP_DOMAIN) & (nvtx["text"] == STEP_NAME)]
+    if len(own):
+        return own
+    counts = nvtx.groupby(["domain", "text"]).size()
+    best, best_cover = None, 0
+    for (domain, text), n in counts.items():
+        if n < 3:
+            continue
+        rows = nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)]
+        cover = int((_activity_from_api(device, analysis.trace.api, _project(analysis.trace.api, rows)) >= 0).sum())
+        if cover > best_cover or (cover == best_cover and best is not None and len(rows) < len(best)):
+            best, best_cover = rows, cover
+    return best if best_cover > 0 else None
+
+
+def _period(tokens: np.ndarray) -> int | None:
+    """Shortest p with >= MATCH_RATIO of tokens equal to the token p later (middle window)."""
+    n = tokens.size
+    if n < 6:
+        return None
+    lo = max(0, n // 2 - WINDOW // 2)
+    w = tokens[lo : lo + WINDOW]
+    for p in range(1, min(MAX_PERIOD, w.size // 3) + 1):
+        if np.mean(w[:-p] == w[p:]) >= MATCH_RATIO:
+            return p
+    return None
+
+
+def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np.ndarray | None) -> np.ndarray:
+    """Step index for each kernel of a periodic sequence (kern sorted by start)."""
+    n = tokens.size
+    if template is not None:
+        windows = np.lib.stride_tricks.sliding_window_view(tokens, p) if n >= p else np.empty((0, p))
+        hits = np.flatnonzero((windows == template).all(axis=1)) if len(windows) else np.empty(0, int)
+        i0 = int(hits[0]) if hits.size else 0
+    else:
+        # Phase: the rotation whose first kernel follows the longest median idle gap.
+        gap = np.r_[0, kern["start"].to_numpy()[1:] - kern["end"].to_numpy()[:-1]]
+        lo = max(0, n // 2 - WINDOW // 2)
+        scores = [
+            np.median(gap[lo + r : lo + WINDOW : p]) if gap[lo + r : lo + WINDOW : p].size else 0 for r in range(p)
+        ]
+        r = int(np.argmax(scores))
+        first_tokens = tokens[lo + r]
+        i0 = int(np.flatnonzero(tokens == first_tokens)[0])
+    idx = np.arange(n)
+    return np.where(idx >= i0, (idx - i0) // p, -1)
+
+
+def _inferred(
+    analysis: Analysis, device: DeviceAnalysis, pid: int, template: Sequence[str] | None
+) -> tuple[np.ndarray, str, str] | None:
+    act = device.activity
+    mask = (act["pid"] == pid) & (act["kind"].astype(str) == "kernel")
+    rows = act.loc[mask]
+    kern = analysis.trace.kernels
+    kern = kern.loc[(kern["pid"] == pid) & (kern["device_id"] == device.device_id)]
+    kern = kern.sort_values(["start", "end"], kind="stable")
+    if len(kern) != len(rows) or kern.empty:
+        return None
+    if template is not None:
+        names = kern["name_id"].map(analysis.trace.string).to_numpy(dtype=object)
+        codes, uniques = pd.factorize(names)
+        lookup = {str(u): i for i, u in enumerate(uniques)}
+        wanted = np.array([lookup.get(str(t), -2) for t in template], dtype=np.int64)
+        p = len(template)
+        step_of_kernel = _sequence_steps(kern, codes.astype(np.int64), p, wanted)
+        how = f"kernel sequence cut into steps of {p} kernels by the given template"
+    else:
+        keys = kern[["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]]
+        tokens = pd.MultiIndex.from_frame(keys).factorize()[0].astype(np.int64)
+        found = _period(tokens)
+        if found is None:
+            return None
+        p = found
+        step_of_kernel = _sequence_steps(kern, tokens, p, None)
+        how = (
+            f"no NVTX step ranges and no graph launches: steps inferred from the repeating "
+            f"kernel sequence (period {p} kernels)"
+        )
+    # Map back to activity rows (same order: both sorted by (start, end) and stable).
+    out = np.full(len(act), -1, dtype=np.int64)
+    out[np.flatnonzero(mask.to_numpy())] = step_of_kernel
+    return out, f"repeating sequence of {p} kernels", how
+
+
+def _assign_by_time(starts: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Index of the last bound <= start (-1 before the first)."""
+    return np.searchsorted(bounds, starts, side="right") - 1
+
+
+def find_steps(
+    analysis: Analysis,
+    step_name: str | None = None,
+    template: Sequence[str] | None = None,
+    device_id: int | None = None,
+) -> Steps:
+    """Find the steps of the busiest device (or ``device_id``).
+
+    Args:
+        analysis: from :func:`launchprof.analyze`.
+        step_name: NVTX range text to use as the step (``--step``).
+        template: kernel names of one step, in order (e.g. the kernels of one graph
+            launch of a converted run); forces inferred steps of that length aligned on
+            the template's first occurrence.
+        device_id: the device to analyse; default the one with the most kernels.
+
+    Returns:
+        :class:`Steps` (``source == "none"`` with a reason when no step is found).
+
+    Raises:
+        StepError: ``step_name`` was given and no such NVTX range exists.
+    """
+    devices = [d for d in analysis.devices if device_id is None or d.device_id == device_id]
+    if not devices:
+        return _no_steps("no GPU activity in this trace", None, None)
+    device = max(devices, key=lambda d: (d.figures.kernels, -d.device_id))
+    pid = _busiest(device)
+    api = analysis.trace.api
+    act = device.activity
+    source, name, reason = "none", None, ""
+    activity_step = None
+    cpu_start = cpu_end = None
+    api_step = np.full(len(api), -1, dtype=np.int64)
+    ranges = None if template is not None else _nvtx_candidates(analysis, device, step_name)
+    if ranges is not None:
+        projected = _project(api, ranges.sort_values("start", kind="stable"))
+        cover = _activity_from_api(device, api, projected)
+        pids = pd.Series(act["pid"].to_numpy()[cover >= 0]).value_counts()
+        pid = int(pids.index[0]) if len(pids) else pid
+        ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
+        api_step = _project(api, ranges)
+        activity_step = _activity_from_api(device, api, api_step)
+        cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
+        source = "nvtx"
+        text, domain = (
+            str(ranges["text"].iloc[0]) if len(ranges) else step_name,
+            (str(ranges["domain"].iloc[0]) if len(ranges) else ""),
+        )
+        name = text if not domain else f"{domain}:{text}"
+        reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
+    if activity_step is None and template is None:
+        graph = api.loc[(api["pid"] == pid) & classify(api["call"])["graph_launch"]]
+        if len(graph):
+            api_step = np.full(len(api), -1, dtype=np.int64)
+            api_step[np.flatnonzero(api.index.isin(graph.index))] = np.arange(len(graph))
+            activity_step = _activity_from_api(device, api, api_step)
+            source, name = "graph-launch", "cudaGraphLaunch"
+            reason = f"no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
+            cpu_start = graph["start"].to_numpy()
+    if activity_step is None:
+        found = _inferred(analysis, device, pid, template)
+        if found is None:
+            return _no_steps(
+                "no NVTX step ranges, no graph launches and no repeating kernel sequence",
+                device.device_id,
+                pid,
+                len(act),
+            )
+        activity_step, name, reason = found
+        source = "inferred"
+    assert activity_step is not None
+    n_steps = int(activity_step.max()) + 1 if (activity_step >= 0).any() else 0
+    if source == "nvtx" and cpu_start is not None:
+        n_steps = len(cpu_start)
+    if n_steps == 0:
+        return _no_steps(f"{reason}, but none of them holds GPU work", device.device_id, pid, len(act))
+    table = _step_table(
+        analysis, device, pid, activity_step, n_steps, api_step if source == "nvtx" else None, cpu_start, cpu_end
+    )
+    table, warmup = _mark_warmup(table)
+    return Steps(
+        source,
+        name,
+        reason,
+        device.device_id,
+        pid,
+        table,
+        pd.Series(activity_step, index=act.index, name="step"),
+        warmup,
+    )
+
+
+def _no_steps(reason: str, device_id: int | None, pid: int | None, n: int = 0) -> Steps:
+    return Steps(
+        "none",
+        None,
+        reason,
+        device_id,
+        pid,
+        pd.DataFrame(columns=["step", "warmup", "period_ns"]),
+        pd.Series(np.full(n, -1, dtype=np.int64), name="step"),
+        0,
+    )
+
+
+def _step_table(
+    analysis: Analysis,
+    device: DeviceAnalysis,
+    pid: int,
+    activity_step: np.ndarray,
+    n_steps: int,
+    api_step: np.ndarray | None,
+    cpu_start: np.ndarray | None,
+    cpu_end: np.ndarray | None,
+) -> pd.DataFrame:
+    act = device.activity.assign(step=activity_step)
+    api = analysis.trace.api
+    steps = pd.RangeIndex(n_steps, name="step")
+    stepped = act.loc[act["step"] >= 0]
+    g = stepped.groupby("step")
+    kind = stepped["kind"].astype(str)
+    table = pd.DataFrame(index=steps)
+    table["gpu_start"] = g["start"].min()
+    table["gpu_end"] = g["end"].max()
+    table["kernels"] = (kind == "kernel").groupby(stepped["step"]).sum()
+    table["memops"] = kind.isin(["memcpy", "memset"]).groupby(stepped["step"]).sum()
+    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end_lookup(api), analysis.bubble_threshold_ns)
+    table["busy_ns"], table["bubbles"], table["bubble_ns"] = busy, bubbles, bubble_ns
+    table = table.fillna({"kernels": 0, "memops": 0, "busy_ns": 0, "bubbles": 0, "bubble_ns": 0})
+    # The gap before each step (from the previous step's last activity) and whether it was host-wait.
+    lead = table["gpu_start"] - table["gpu_end"].shift(1)
+    table["lead_gap_ns"] = lead.clip(lower=0).fillna(0)
+    lead_wait = _lead_wait(stepped, api_end_lookup(api), table)
+    table["host_wait_ns"] = inner_wait.reindex(steps).fillna(0) + lead_wait
+    table["period_ns"] = table["gpu_start"].shift(-1) - table["gpu_start"]
+    # CPU side of each step.
+    if cpu_start is None:
+        first_call = _first_call_start(stepped, api)
+        cpu_start = first_call.reindex(steps).ffill().bfill().to_numpy(dtype=np.int64)
+    if cpu_end is None:
+        cpu_end = np.r_[cpu_start[1:], table["gpu_end"].iloc[-1] if len(table) else 0]
+    table["cpu_start"], table["cpu_end"] = cpu_start, cpu_end
+    calls = api.loc[api["pid"] == pid]
+    if api_step is None:
+        call_step = _assign_by_time(calls["start"].to_numpy(), np.asarray(cpu_start))
+    else:
+        call_step = api_step[np.flatnonzero((api["pid"] == pid).to_numpy())]
+    cls = classify(calls["call"])
+    dur = (calls["end"] - calls["start"]).to_numpy()
+    keep = call_step >= 0
+    per = (
+        pd.DataFrame(
+            {
+                "step": call_step[keep],
+                "launch_calls": cls["launch"].to_numpy()[keep],
+                "launch_call_ns": np.where(cls["launch"].to_numpy(), dur, 0)[keep],
+                "graph_launches": cls["graph_launch"].to_numpy()[keep],
+                "sync_calls": cls["sync"].to_numpy()[keep],
+                "alloc_calls": cls["alloc"].to_numpy()[keep],
+                "instantiations": cls["instantiate"].to_numpy()[keep],
+                "exec_updates": cls["exec_update"].to_numpy()[keep],
+                "captures": cls["capture"].to_numpy()[keep],
+                "api_ns": dur[keep],
+            }
+        )
+        .groupby("step")
+        .sum()
+    )
+    table = table.join(per).fillna({c: 0 for c in per.columns})
+    table["cpu_ns"] = table["cpu_end"] - table["cpu_start"]
+    int_cols = [
+        "kernels",
+        "memops",
+        "busy_ns",
+        "bubbles",
+        "bubble_ns",
+        "lead_gap_ns",
+        "host_wait_ns",
+        "launch_calls",
+        "launch_call_ns",
+        "graph_launches",
+        "sync_calls",
+        "alloc_calls",
+        "instantiations",
+        "exec_updates",
+        "captures",
+        "api_ns",
+        "cpu_ns",
+    ]
+    for c in int_cols:
+        table[c] = table[c].fillna(0).astype("int64")
+    return table.reset_index()
+
+
+def _segments(stepped: pd.DataFrame) -> pd.DataFrame:
+    srt = stepped.sort_values(["step", "start", "end"], kind="stable")
+    run_end = srt.groupby("step")["end"].cummax()
+    prev = run_end.groupby(srt["step"]).shift(1)
+    opens = prev.isna() | (srt["start"] > prev)
+    gid = opens.cumsum().to_numpy()
+    seg = pd.DataFrame(
+        {
+            "step": srt["step"].to_numpy(),
+            "start": srt["start"].to_numpy(),
+            "end": run_end.to_numpy(),
+            "pid": srt["pid"].to_numpy(),
+            "correlation_id": srt["correlation_id"].to_numpy(),
+            "gid": gid,
+        }
+    )
+    return seg.groupby("gid").agg(
+        step=("step", "first"),
+        start=("start", "first"),
+        end=("end", "max"),
+        pid=("pid", "first"),
+        correlation_id=("correlation_id", "first"),
+    )
+
+
+def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int):  # type: ignore[no-untyped-def]
+    seg = _segments(stepped)
+    busy = (seg["end"] - seg["start"]).groupby(seg["step"]).sum()
+    same = seg["step"].to_numpy()[1:] == seg["step"].to_numpy()[:-1]
+    gap = seg["start"].to_numpy()[1:] - seg["end"].to_numpy()[:-1]
+    step_of_gap = seg["step"].to_numpy()[1:]
+    keys = pd.MultiIndex.from_arrays([seg["pid"].to_numpy()[1:], seg["correlation_id"].to_numpy()[1:]])
+    submit_end = api_end.reindex(keys).to_numpy(dtype="float64")
+    wait = np.nan_to_num(submit_end, nan=-np.inf) > seg["end"].to_numpy()[:-1]
+    gaps = pd.DataFrame({"step": step_of_gap, "gap": gap, "wait": wait}).loc[same]
+    is_bubble = gaps["gap"] >= threshold
+    bubbles = is_bubble.groupby(gaps["step"]).sum()
+    bubble_ns = gaps["gap"].where(is_bubble, 0).groupby(gaps["step"]).sum()
+    inner_wait = gaps["gap"].where(gaps["wait"], 0).groupby(gaps["step"]).sum()
+    return busy, bubbles, bubble_ns, inner_wait
+
+
+def _lead_wait(stepped: pd.DataFrame, api_end: pd.Series, table: pd.DataFrame) -> pd.Series:
+    first = stepped.sort_values(["step", "start"], kind="stable").groupby("step").first()
+    keys = pd.MultiIndex.from_arrays([first["pid"].to_numpy(), first["correlation_id"].to_numpy()])
+    submit_end = pd.Series(api_end.reindex(keys).to_numpy(dtype="float64"), index=first.index)
+    prev_end = table["gpu_end"].shift(1)
+    wait = submit_end.reindex(table.index) > prev_end
+    return table["lead_gap_ns"].where(wait, 0)
+
+
+def _first_call_start(stepped: pd.DataFrame, api: pd.DataFrame) -> pd.Series:
+    first = stepped.sort_values(["step", "start"], kind="stable").groupby("step").first()
+    calls = api.loc[api["correlation_id"] > 0].drop_duplicates(["pid", "correlation_id"], keep="last")
+    m = first.reset_index().merge(
+        calls[["pid", "correlation_id", "start"]], on=["pid", "correlation_id"], how="left", suffixes=("", "_call")
+    )
+    return pd.Series(m["start_call"].to_numpy(), index=m["step"].to_numpy())
+
+
+def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    n = len(table)
+    table = table.assign(warmup=False)
+    if n < 4:
+        return table, 0
+    ref = table.iloc[n // 2 :]
+    period_ref = ref["period_ns"].median()
+    dur_ref = (ref["gpu_end"] - ref["gpu_start"]).median()
+    mode = table["kernels"].mode().iloc[0]
+    slow = (table["period_ns"] > WARMUP_FACTOR * period_ref) | (
+        (table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref
+    )
+    odd = slow | (table["kernels"] != mode)
+    # Capture and instantiation mark warm-up only when the steady steps do not repeat them
+    # (a loop that re-captures every step is churn, not warm-up).
+    for col in ("instantiations", "captures"):
+        if (ref[col] == 0).all():
+            odd |= table[col] > 0
+    limit = n // 4
+    warm = 0
+    while warm < limit and bool(odd.iloc[warm]):
+        warm += 1
+    table.loc[: warm - 1, "warmup"] = True if warm else False
+    return table, warm
+
+
+def step_stats(steps: Steps) -> dict[str, float | int | str | None]:
+    """Steady-state distribution figures of ``steps`` for the summary (ns, counts).
+
+    Returns a dict with ``source``, ``name``, ``reason``, ``count``, ``warmup``,
+    ``steady``, and for the steady steps ``kernels_per_step_p50``, ``memops_per_step_p50``,
+    ``period_p50_ns``, ``period_p90_ns``, ``period_mean_ns``, ``period_std_ns``,
+    ``busy_p50_ns``, ``bubble_ns_p50``, ``host_wait_p50_ns``, ``launch_calls_p50``,
+    ``launch_call_ns_p50``, ``sync_calls_p50``, ``alloc_calls_p50``,
+    ``graph_launches_p50``, ``api_ns_p50``, ``cpu_ns_p50`` (numpy linear percentiles).
+    """
+    s = steps.steady
+    out: dict[str, float | int | str | None] = {
+        "source": steps.source,
+        "name": steps.name,
+        "reason": steps.reason,
+        "count": steps.count,
+        "warmup": steps.warmup,
+        "steady": int(len(s)),
+        "device_id": steps.device_id,
+        "pid": steps.pid,
+    }
+
+    def pct(col: str, q: float) -> float | None:
+        v = s[col].dropna().to_numpy(dtype=float) if col in s else np.empty(0)
+        return float(np.percentile(v, q)) if v.size else None
+
+    for col, key in (
+        ("kernels", "kernels_per_step_p50"),
+        ("memops", "memops_per_step_p50"),
+        ("period_ns", "period_p50_ns"),
+        ("busy_ns", "busy_p50_ns"),
+        ("bubble_ns", "bubble_ns_p50"),
+        ("host_wait_ns", "host_wait_p50_ns"),
+        ("launch_calls", "launch_calls_p50"),
+        ("launch_call_ns", "launch_call_ns_p50"),
+        ("sync_calls", "sync_calls_p50"),
+        ("alloc_calls", "alloc_calls_p50"),
+        ("graph_launches", "graph_launches_p50"),
+        ("api_ns", "api_ns_p50"),
+        ("cpu_ns", "cpu_ns_p50"),
+    ):
+        out[key] = pct(col, 50)
+    out["period_p90_ns"] = pct("period_ns", 90)
+    period = s["period_ns"].dropna().to_numpy(dtype=float) if "period_ns" in s else np.empty(0)
+    out["period_mean_ns"] = float(period.mean()) if period.size else None
+    out["period_std_ns"] = float(period.std(ddof=1)) if period.size > 1 else None
+    return out
