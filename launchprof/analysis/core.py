@@ -19,7 +19,7 @@ from launchprof.analysis.launches import LaunchFigures, launch_figures
 from launchprof.analysis.timeline import (
     DEFAULT_BUBBLE_THRESHOLD_NS,
     TimelineFigures,
-    api_end_lookup,
+    api_end_keyed,
     timeline_figures,
 )
 from launchprof.trace import Trace
@@ -111,7 +111,7 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     if bubble_threshold_ns < 0:
         raise ValueError("bubble threshold must be >= 0 ns")
     activity = trace.gpu_activity()
-    api_end = api_end_lookup(trace.api)
+    api_end = api_end_keyed(trace.api)
     names = _process_names(trace)
     gpu_names = {
         int(d): str(n)

@@ -95,6 +95,20 @@ def corr_key(pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
 
 
 def api_end_lookup(api: pd.DataFrame) -> pd.Series:
+    """API call end (ns) indexed by (pid, correlation_id), for calls with a correlation id.
+
+    Args:
+        api: the trace's ``api`` frame (columns ``pid``, ``correlation_id``, ``end``).
+
+    For large traces prefer :func:`api_end_keyed` (same data, int64 keys, binary search);
+    :func:`timeline_figures` accepts either.
+    """
+    calls = api.loc[api["correlation_id"] > 0, ["pid", "correlation_id", "end"]]
+    calls = calls.drop_duplicates(["pid", "correlation_id"], keep="last")
+    return calls.set_index(["pid", "correlation_id"])["end"]
+
+
+def api_end_keyed(api: pd.DataFrame) -> pd.Series:
     """API call end (ns) by (pid, correlation id), for calls with a correlation id > 0.
 
     Args:
@@ -102,7 +116,7 @@ def api_end_lookup(api: pd.DataFrame) -> pd.Series:
 
     Returns:
         Series of call ends indexed by :func:`corr_key` (int64, sorted ascending, unique;
-        for a repeated pair the last call wins), so lookups are a binary search.
+        for a repeated pair the last call wins, as in :func:`api_end_lookup`).
     """
     mask = (api["correlation_id"] > 0).to_numpy()
     keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
@@ -112,6 +126,20 @@ def api_end_lookup(api: pd.DataFrame) -> pd.Series:
     last = np.ones(keys.size, bool)
     last[:-1] = keys[1:] != keys[:-1]
     return pd.Series(ends[last], index=pd.Index(keys[last], dtype="int64"), name="end")
+
+
+def _keyed(api_end: pd.Series) -> pd.Series:
+    """``api_end`` as from :func:`api_end_keyed` (converted when from :func:`api_end_lookup`)."""
+    if not isinstance(api_end.index, pd.MultiIndex):
+        return api_end
+    frame = pd.DataFrame(
+        {
+            "pid": api_end.index.get_level_values(0).to_numpy(),
+            "correlation_id": api_end.index.get_level_values(1).to_numpy(),
+            "end": api_end.to_numpy(),
+        }
+    )
+    return api_end_keyed(frame)
 
 
 def lookup_end(api_end: pd.Series, keys: np.ndarray) -> np.ndarray:
@@ -135,7 +163,7 @@ def timeline_figures(
         activity: GPU activity rows (columns ``start``, ``end``, ``pid``,
             ``correlation_id``, ``kind``), as from ``Trace.gpu_activity()`` filtered
             to one device (or process, or stream). Not modified.
-        api_end: from :func:`api_end_lookup`.
+        api_end: from :func:`api_end_keyed` (or :func:`api_end_lookup`).
         bubble_threshold_ns: minimum gap counted as a bubble.
 
     Returns:
@@ -162,7 +190,7 @@ def timeline_figures(
     next_rows = u.order[u.first_row[1:]]
     next_pid = activity["pid"].to_numpy()[next_rows]
     next_corr = activity["correlation_id"].to_numpy()[next_rows]
-    submit_end = lookup_end(api_end, corr_key(next_pid, next_corr))
+    submit_end = lookup_end(_keyed(api_end), corr_key(next_pid, next_corr))
     submit_end[next_corr <= 0] = np.nan
     host_wait = np.nan_to_num(submit_end, nan=-np.inf) > u.gap_starts
     gaps = pd.DataFrame(
