@@ -29,8 +29,8 @@ TRACE_XZ = ROOT / "tests" / "data" / "traces" / "demo_A_4096.sqlite.xz"
 NSYS_RULES = "gpu-starv,gpu-low-util"
 
 
-def measure(cmd: list[str], cwd: Path) -> tuple[float, int]:
-    """(wall seconds, peak RSS bytes of the process tree) of one run; exits on failure."""
+def measure(cmd: list[str], cwd: Path) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS bytes of the process tree) of one run."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out = proc.stdout.read() if proc.stdout else b""
@@ -38,7 +38,7 @@ def measure(cmd: list[str], cwd: Path) -> tuple[float, int]:
     wall = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status) != 0 or b"ERROR" in out:
         sys.exit(f"{cmd[0]} failed:\n{out.decode(errors='replace')[-2000:]}")
-    return wall, usage.ru_maxrss * 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
 def main() -> None:
@@ -58,21 +58,29 @@ def main() -> None:
         }
         for cmd in cmds.values():  # warm the page cache and any first-run setup
             measure(cmd, work)
-        results: dict[str, list[tuple[float, int]]] = {name: [] for name in cmds}
+        results: dict[str, list[tuple[float, float, int]]] = {name: [] for name in cmds}
         for _ in range(args.repeat):  # interleaved, so load changes hit both alike
             for name, cmd in cmds.items():
                 results[name].append(measure(cmd, work))
     print(f"demo_A_4096 ({TRACE_XZ.name}, decompressed), {args.repeat} runs each, interleaved\n")
-    print("| tool | wall time median (min..max) | peak RSS |")
-    print("| --- | ---: | ---: |")
-    medians = {}
+    print("| tool | wall time median (min..max) | CPU time median | peak RSS |")
+    print("| --- | ---: | ---: | ---: |")
+    medians, cpu_medians = {}, {}
     for name, runs in results.items():
-        walls = [w for w, _ in runs]
+        walls = [w for w, _, _ in runs]
         medians[name] = statistics.median(walls)
-        peak = max(r for _, r in runs)
-        print(f"| `{name}` | {medians[name]:.2f} s ({min(walls):.2f}..{max(walls):.2f}) | {peak / 2**20:.0f} MiB |")
+        cpu_medians[name] = statistics.median(c for _, c, _ in runs)
+        peak = max(r for _, _, r in runs)
+        print(
+            f"| `{name}` | {medians[name]:.2f} s ({min(walls):.2f}..{max(walls):.2f}) "
+            f"| {cpu_medians[name]:.2f} s | {peak / 2**20:.0f} MiB |"
+        )
     lp, ns = medians.values()
-    print(f"\nlaunchprof / nsys time: {lp / ns:.2f}x; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    lp_cpu, ns_cpu = cpu_medians.values()
+    print(
+        f"\nlaunchprof / nsys: wall {lp / ns:.2f}x, CPU {lp_cpu / ns_cpu:.2f}x; "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":
