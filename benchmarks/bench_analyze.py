@@ -74,9 +74,8 @@ def main() -> None:
             load = os.getloadavg()[0]
         wall, cpu = statistics.median(walls), statistics.median(cpus)
         rows.append((n, wall, cpu, max(rss), trace.stat().st_size, load))
-        print(
-            f"{n:>10,} kernels: {wall:6.1f} s wall, {cpu:6.1f} s CPU, peak RSS {max(rss) / 2**30:5.2f} GiB, load {load:.1f}"
-        )
+        gib = max(rss) / 2**30
+        print(f"{n:>10,} kernels: {wall:6.1f} s wall, {cpu:6.1f} s CPU, peak RSS {gib:5.2f} GiB, load {load:.1f}")
     print("\n| kernels | trace size | wall time (median) | CPU time | peak RSS | CPU s per M kernels | load avg |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n, wall, cpu, peak, size, load in rows:
