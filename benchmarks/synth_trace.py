@@ -101,7 +101,14 @@ def _stream_schedule(arrive: np.ndarray, occupy: np.ndarray) -> np.ndarray:
     return c + np.maximum.accumulate(arrive - c)
 
 
-def _process(rng: np.random.Generator, n_kernels: int, kernels_per_step: int, streams: int, graph_every: int) -> dict:
+def _process(
+    rng: np.random.Generator,
+    n_kernels: int,
+    kernels_per_step: int,
+    streams: int,
+    graph_every: int,
+    kernel_ns: float = 3_000,
+) -> dict:
     """Arrays for one process: its API calls, kernels, memcpys and NVTX step ranges."""
     steps = max(1, -(-n_kernels // kernels_per_step))
     k_step = np.repeat(np.arange(steps), kernels_per_step)[:n_kernels]
@@ -122,7 +129,7 @@ def _process(rng: np.random.Generator, n_kernels: int, kernels_per_step: int, st
     corr = np.arange(1, n_calls + 1, dtype=np.int64)
     # Kernels: the call submitting each kernel (its own launch, or the step's graph launch).
     kernel_call = np.where(k_graph, first_call[k_step] + 1, first_call[k_step] + 1 + k_pos)
-    k_dur = _lognormal(rng, 3_000, 0.5, n_kernels)
+    k_dur = _lognormal(rng, kernel_ns, 0.5, n_kernels)
     long = rng.random(n_kernels) < 0.02
     k_dur[long] = _lognormal(rng, 200_000, 0.3, int(long.sum()))
     dispatch = np.where(k_graph, rng.integers(100, 300, n_kernels), 0)
@@ -191,6 +198,7 @@ def write_trace(
     kernels_per_step: int = 50,
     graph_every: int = 5,
     progress: bool = False,
+    kernel_ns: float = 3_000,
 ) -> dict:
     """Write the synthetic trace to ``path`` (replaced if present); returns its facts
     (kernel, call, graph-launch and step counts per process) for checking."""
@@ -233,7 +241,7 @@ def write_trace(
         t = time.perf_counter()
         pid = 4000 + p
         device = p % gpus
-        d = _process(rng, n, kernels_per_step, streams, graph_every)
+        d = _process(rng, n, kernels_per_step, streams, graph_every, kernel_ns)
         tid = gtid(pid, pid)
         con.execute("INSERT INTO PROCESSES VALUES (?, ?, ?)", (gpid(pid), pid, f"python3 worker{p}"))
         # One cudaGraphInstantiate (no correlation to GPU work) before the loop.
@@ -356,6 +364,7 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=2)
     ap.add_argument("--kernels-per-step", type=int, default=50)
     ap.add_argument("--graph-every", type=int, default=5, help="every Nth step is a graph replay (0: none)")
+    ap.add_argument("--kernel-us", type=float, default=3.0, help="median kernel duration (us)")
     args = ap.parse_args()
     t = time.perf_counter()
     facts = write_trace(
@@ -367,6 +376,7 @@ def main() -> None:
         args.kernels_per_step,
         args.graph_every,
         progress=True,
+        kernel_ns=args.kernel_us * 1000,
     )
     size = args.output.stat().st_size / 2**20
     print(f"wrote {args.output}: {facts['kernels']} kernels, {size:.0f} MiB in {time.perf_counter() - t:.1f} s")
