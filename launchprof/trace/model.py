@@ -23,6 +23,11 @@ Columns (all times are int64 nanoseconds on the trace's own clock):
 ``gpus`` - ``TARGET_INFO_GPU``: ``device_id``, ``name``.
 ``processes`` - ``PROCESSES`` where present: ``pid``, ``name``.
 
+Dtypes: times, ``correlation_id``, ``name_id``, ``tid``, ``bytes`` and graph ids are
+int64; ``device_id``, ``stream_id``, ``pid`` and the grid/block sizes of kernels are int32
+when every value fits (int64 otherwise); a NULL id reads as -1 (``pid`` 0 when the
+globalPid is missing). ``Trace.gpu_activity()``'s ``kind`` is categorical.
+
 The process id of a globalTid/globalPid is ``(value >> 24) & 0xFFFFFF`` (the nsys
 "Serialized GlobalId" layout); correlation ids are unique only within one process.
 """
