@@ -100,9 +100,18 @@ def _busiest(device: DeviceAnalysis) -> int:
     return int(counts.index[0])
 
 
+def _outermost(ranges: pd.DataFrame) -> pd.DataFrame:
+    """``ranges`` without those nested inside an earlier range of the same thread (a
+    recursive or re-entered range text would otherwise hide its outer range)."""
+    r = ranges.sort_values(["tid", "start"], kind="stable")
+    prev_end = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
+    return r.loc[~(prev_end > r["start"])].sort_values("start", kind="stable")
+
+
 def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     """Index (into ``ranges``, sorted by start) of the range on the same thread that
-    contains each API call's start; -1 where none does."""
+    contains each API call's start; -1 where none does. ``ranges`` must not nest on a
+    thread (see :func:`_outermost`)."""
     if ranges.empty or api.empty:
         return np.full(len(api), -1, dtype=np.int64)
     left = pd.DataFrame(
@@ -146,18 +155,19 @@ def _nvtx_candidates(analysis: Analysis, device: DeviceAnalysis, step_name: str 
         if chosen.empty:
             texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
             raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
-        return chosen
+        return _outermost(chosen)
     own = nvtx.loc[(nvtx["domain"] == STEP_DOMAIN) & (nvtx["text"] == STEP_NAME)]
     if len(own):
-        return own
+        return _outermost(own)
     counts = nvtx.groupby(["domain", "text"]).size()
     best, best_cover = None, 0
     for (domain, text), n in counts.items():
         if n < 3:
             continue
-        rows = nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)]
+        rows = _outermost(nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)])
         cover = int((_activity_from_api(device, analysis.trace.api, _project(analysis.trace.api, rows)) >= 0).sum())
-        if cover > best_cover or (cover == best_cover and best is not None and len(rows) < len(best)):
+        # Equal cover: prefer the finer range (more ranges: one iteration, not an epoch).
+        if cover > best_cover or (cover == best_cover and best is not None and len(rows) > len(best)):
             best, best_cover = rows, cover
     return best if best_cover > 0 else None
 
@@ -268,6 +278,7 @@ def find_steps(
     api = analysis.trace.api
     act = device.activity
     source, name, reason = "none", None, ""
+    skipped = ""
     activity_step = None
     cpu_start = cpu_end = None
     api_step = np.full(len(api), -1, dtype=np.int64)
@@ -277,17 +288,24 @@ def find_steps(
         cover = _activity_from_api(device, api, projected)
         pids = pd.Series(act["pid"].to_numpy()[cover >= 0]).value_counts()
         pid = int(pids.index[0]) if len(pids) else pid
-        ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
-        api_step = _project(api, ranges)
-        activity_step = _activity_from_api(device, api, api_step)
-        cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
-        source = "nvtx"
-        text, domain = (
-            str(ranges["text"].iloc[0]) if len(ranges) else step_name,
-            (str(ranges["domain"].iloc[0]) if len(ranges) else ""),
-        )
-        name = text if not domain else f"{domain}:{text}"
-        reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
+        text, domain = str(ranges["text"].iloc[0]), str(ranges["domain"].iloc[0])
+        label = text if not domain else f"{domain}:{text}"
+        if not (cover >= 0).any():
+            # Ranges on another thread than the CUDA calls (or around no GPU work): they
+            # cannot be projected onto the GPU (DOMAIN.md: same thread).
+            if step_name:
+                raise StepError(
+                    f"NVTX ranges {label!r} hold no GPU work: no CUDA call on their thread starts inside them"
+                )
+            skipped = f"NVTX ranges {label!r} hold no GPU work (no CUDA call on their thread starts inside them); "
+        else:
+            ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
+            api_step = _project(api, ranges)
+            activity_step = _activity_from_api(device, api, api_step)
+            cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
+            source = "nvtx"
+            name = label
+            reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
     if activity_step is None and template is None:
         graph = api.loc[(api["pid"] == pid) & classify(api["call"])["graph_launch"]]
         if len(graph):
@@ -295,7 +313,7 @@ def find_steps(
             api_step[np.flatnonzero(api.index.isin(graph.index))] = np.arange(len(graph))
             activity_step = _activity_from_api(device, api, api_step)
             source, name = "graph-launch", "cudaGraphLaunch"
-            reason = f"no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
+            reason = f"{skipped}no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
             cpu_start = graph["start"].to_numpy()
     if activity_step is None:
         found = _inferred(analysis, device, pid, template)
@@ -307,6 +325,7 @@ def find_steps(
                 len(act),
             )
         activity_step, name, reason = found
+        reason = skipped + reason
         source = "inferred"
     assert activity_step is not None
     n_steps = int(activity_step.max()) + 1 if (activity_step >= 0).any() else 0
