@@ -351,7 +351,7 @@ def diagnose(
             F.reinstantiation(ctx, analysis),
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
-            F.profiler_overhead(ctx, values, pred.gpu_side_ns if pred else None),
+            F.profiler_overhead(ctx, values, pred.gpu_side_ns if pred and verdict == "launch-bound" else None),
         ]
         if ctx.device is not None and len(ctx.steady)
         else [F.graph_trace_mode(ctx, analysis)]
@@ -385,14 +385,19 @@ def _recommend(
     calib: dict[str, Any],
 ) -> Recommendation:
     blockers = [{"kind": f.kind, "evidence": f.evidence, "fix": f.fix} for f in findings if f.severity == "blocker"]
-    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1 and (fig.get("launch_calls_per_step_p50") or 0) < 1
+    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    rebuilt = any(f.kind == "reinstantiation" for f in findings)
     if verdict == "no-gpu-work":
         convert, reason = False, "No GPU work: nothing to put in a graph."
-    elif already:
-        convert, reason = (
-            False,
-            "The steady state already runs as CUDA graphs (one graph launch a step, no kernel launches).",
+    elif already and rebuilt:
+        convert = False
+        reason = (
+            "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
+            "fix the reinstantiation blocker; a graph built once"
+            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.1f}x)." if pred else ".")
         )
+    elif already:
+        convert, reason = False, "The steady state already runs as CUDA graphs (a graph launch a step)."
     elif pred is None:
         convert, reason = False, "No per-step figures to predict from."
     elif verdict != "launch-bound":

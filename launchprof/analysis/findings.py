@@ -186,7 +186,7 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     cfg = k[list(CONFIG)]
     per_name = cfg.drop_duplicates().groupby("name_id").size()
     varying = per_name[per_name > 1]
-    if varying.empty:
+    if varying.empty or _count_varies(k):
         return None
     _, shapes = _signatures(k)
     distinct = int(shapes.nunique())
@@ -224,14 +224,21 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     )
 
 
+def _count_varies(k: pd.DataFrame) -> bool:
+    """True when fewer than DOMINANT_SHARE of the steps have the most common kernel count."""
+    counts = k.groupby("step").size().value_counts()
+    return bool(counts.iloc[0] / counts.sum() < DOMINANT_SHARE)
+
+
 def varying_sequence(ctx: StepContext) -> Finding | None:
-    """The kernel name sequence differs between steady steps (data-dependent control
-    flow) while no kernel changes its launch configuration."""
+    """The kernel sequence differs between steady steps (data-dependent control flow):
+    the kernel count per step varies, or the kernel names differ while no kernel
+    changes its launch configuration (else it is ``dynamic-shapes``)."""
     k = ctx.kernels
     if k.empty or k["step"].nunique() < 2:
         return None
     cfg = k[list(CONFIG)]
-    if (cfg.drop_duplicates().groupby("name_id").size() > 1).any():
+    if (cfg.drop_duplicates().groupby("name_id").size() > 1).any() and not _count_varies(k):
         return None  # shape changes explain it: dynamic-shapes
     names, _ = _signatures(k)
     counts = names.value_counts()
@@ -386,15 +393,27 @@ def profiler_overhead(ctx: StepContext, values: Mapping[str, float], gpu_side_ns
     call_p50 = float(
         ctx.calls.loc[ctx.calls["launch"], "end"].sub(ctx.calls.loc[ctx.calls["launch"], "start"]).median()
     )
-    unprofiled = max(period - overhead, 0.0)
+    unprofiled = period - overhead
     evidence = (
         f"launch calls last p50 {_us(call_p50)} under the profiler; nsys adds about "
         f"{_us(values['profiler_launch_overhead_ns'])} to each, {launches:g} per step: about {_us(overhead)} "
-        f"({share:.0%}) of the {_us(period)} step. Without the profiler the per-launch step would be about "
-        f"{_us(unprofiled)}"
+        f"({min(share, 1.0):.0%}) of the {_us(period)} step"
     )
-    figures: dict[str, Any] = {"overhead_ns": overhead, "share": share, "unprofiled_step_ns": unprofiled}
-    if gpu_side_ns and gpu_side_ns > 0:
+    figures: dict[str, Any] = {"overhead_ns": overhead, "share": share}
+    if unprofiled <= 0:
+        evidence += " (more than the step period: steps overlap here, so the correction cannot be applied)"
+        return Finding(
+            "profiler-overhead",
+            "info",
+            int(len(steady)),
+            _examples(steady["step"]),
+            evidence,
+            "Time the loop without nsys (or run launchprof calibrate) to see the unprofiled cost.",
+            figures,
+        )
+    figures["unprofiled_step_ns"] = unprofiled
+    evidence += f". Without the profiler the per-launch step would be about {_us(unprofiled)}"
+    if gpu_side_ns and gpu_side_ns > 0 and unprofiled > gpu_side_ns:
         figures["unprofiled_speedup"] = unprofiled / gpu_side_ns
         evidence += f" and a graph would gain about {unprofiled / gpu_side_ns:.1f}x instead"
     return Finding(

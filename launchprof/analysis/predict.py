@@ -62,17 +62,43 @@ def _load_file() -> tuple[dict[str, Any] | None, str | None]:
     return data, str(data.get("path") or data.get("source") or "calibration file")
 
 
+# launchprof.calibration/1 documents (launchprof.calibrate): (section, key, field) -> constant.
+_CALIBRATION_KEYS = {
+    ("medians", "graph_node_gap_ns", None): "node_gap_ns",
+    ("medians", "launch_cpu_ns", None): "launch_call_ns",
+    ("fits", "launch_cpu_ns", "intercept"): "graph_launch_call_base_ns",
+    ("fits", "launch_cpu_ns", "slope"): "graph_launch_call_per_node_ns",
+    ("fits", "instantiate_ns", "intercept"): "instantiate_base_ns",
+    ("fits", "instantiate_ns", "slope"): "instantiate_per_node_ns",
+}
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
 def _numbers(calibration: Mapping[str, Any]) -> dict[str, float]:
-    """The known constants found in ``calibration`` (top level, or under ``constants``
-    / ``medians``), as floats."""
+    """The known constants found in ``calibration``: keys of :data:`DEFAULTS` at top level
+    or under ``constants``/``medians``, and a ``launchprof.calibration/1`` document's
+    ``medians``/``fits`` (graph_node_gap_ns, launch_cpu_ns, the launch_cpu_ns and
+    instantiate_ns fits' intercept and slope)."""
     found: dict[str, float] = {}
+    for (section, key, part), target in _CALIBRATION_KEYS.items():
+        scope = calibration.get(section)
+        value = scope.get(key) if isinstance(scope, Mapping) else None
+        if part is not None:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        number = _number(value)
+        if number is not None:
+            found[target] = max(number, 0.0)
     for scope in (calibration, calibration.get("medians"), calibration.get("constants")):
         if not isinstance(scope, Mapping):
             continue
         for key in DEFAULTS:
-            value = scope.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                found[key] = float(value)
+            number = _number(scope.get(key))
+            if number is not None:
+                found[key] = number
     return found
 
 
