@@ -15,9 +15,9 @@ Three sources, in order of preference (DOMAIN.md, "Step"):
    A ``template`` (kernel name ids of one step, e.g. from the graph of a converted run)
    fixes the period and phase instead.
 
-Warm-up: the leading steps (at most a quarter of them) whose period or GPU duration
-exceeds 1.5x the median of the second half of the steps, or whose kernel count differs
-from the most common one. The 1.5x factor is a heuristic: start-up costs (module
+Warm-up: the leading steps (at most a quarter of them) whose period, GPU duration or CPU
+time exceeds 1.5x the median of the second half of the steps, whose kernel count differs
+from the most common one, or that capture or instantiate a graph. The 1.5x factor is a heuristic: start-up costs (module
 loading, library handles, allocator growth, capture, instantiation) are typically
 several times a steady step.
 """
@@ -200,6 +200,10 @@ def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np
             np.median(gap[lo + r : lo + WINDOW : p]) if gap[lo + r : lo + WINDOW : p].size else 0 for r in range(p)
         ]
         r = int(np.argmax(scores))
+        # Without a clearly longer pause (within 10 %), start where the trace starts.
+        starts_first = [q for q in range(p) if tokens[lo + q] == tokens[0]]
+        if starts_first and scores[starts_first[0]] >= 0.9 * scores[r]:
+            r = starts_first[0]
         first_tokens = tokens[lo + r]
         i0 = int(np.flatnonzero(tokens == first_tokens)[0])
     idx = np.arange(n)
@@ -520,8 +524,13 @@ def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     period_ref = ref["period_ns"].median()
     dur_ref = (ref["gpu_end"] - ref["gpu_start"]).median()
     mode = table["kernels"].mode().iloc[0]
-    slow = (table["period_ns"] > WARMUP_FACTOR * period_ref) | (
-        (table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref
+    cpu_ref = ref["cpu_ns"].median()
+    # Start-up work on the CPU before a step's first launch (module loading inside the
+    # first range) does not lengthen its GPU period: the step's CPU time shows it.
+    slow = (
+        (table["period_ns"] > WARMUP_FACTOR * period_ref)
+        | ((table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref)
+        | (table["cpu_ns"] > WARMUP_FACTOR * cpu_ref)
     )
     odd = slow | (table["kernels"] != mode) | (table["instantiations"] > 0) | (table["captures"] > 0)
     limit = n // 4

@@ -1,0 +1,50 @@
+"""Build step loops for tests: each step an NVTX range around per-launch kernels whose
+timing is set by the arguments (all ns), so expected figures can be counted by hand."""
+
+from __future__ import annotations
+
+from tracebuilder import TraceBuilder
+
+
+def launch_loop(
+    b: TraceBuilder,
+    steps: int,
+    kernels: int = 4,
+    call_ns: int = 5_000,
+    kernel_ns: int = 1_000,
+    host_ns: int = 0,
+    t0: int = 1_000_000,
+    name: str = "step",
+    domain: str | None = "launchprof",
+    range_tid: int | None = None,
+    pid: int = 100,
+    first_extra_ns: int = 0,
+    kernel_name: str = "k",
+    grid_of=None,  # type: ignore[no-untyped-def]
+    stream: int = 13,
+) -> int:
+    """A per-launch loop: per step ``host_ns`` of host work, then ``kernels`` launch calls
+    of ``call_ns`` back to back, each kernel starting 500 ns after its call ends and
+    lasting ``kernel_ns`` (so with call_ns > kernel_ns + 500 the GPU waits for the CPU).
+    Step 0 starts ``first_extra_ns`` later (warm-up). Returns the end time."""
+    t = t0
+    for s in range(steps):
+        start = t
+        t += host_ns + (first_extra_ns if s == 0 else 0)
+        for j in range(kernels):
+            grid = grid_of(s, j) if grid_of else (1, 1, 1)
+            b.launch(
+                t,
+                t + call_ns,
+                t + call_ns + 500,
+                t + call_ns + 500 + kernel_ns,
+                pid=pid,
+                name=f"{kernel_name}{j}",
+                grid=grid,
+                stream=stream,
+            )
+            t += call_ns
+        t += 500 + kernel_ns + 100
+        b.range(name, start, t, pid=pid, tid=range_tid, domain=domain)
+        t += 100
+    return t
