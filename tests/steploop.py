@@ -25,19 +25,23 @@ def launch_loop(
 ) -> int:
     """A per-launch loop: per step ``host_ns`` of host work, then ``kernels`` launch calls
     of ``call_ns`` back to back, each kernel starting 500 ns after its call ends and
-    lasting ``kernel_ns`` (so with call_ns > kernel_ns + 500 the GPU waits for the CPU).
+    lasting ``kernel_ns``, queued behind the previous kernel (so with call_ns > kernel_ns the
+    GPU waits for the CPU; with kernel_ns > call_ns it runs back to back).
     Step 0 starts ``first_extra_ns`` later (warm-up). Returns the end time."""
     t = t0
+    gpu_free = 0
     for s in range(steps):
         start = t
         t += host_ns + (first_extra_ns if s == 0 else 0)
         for j in range(kernels):
             grid = grid_of(s, j) if grid_of else (1, 1, 1)
+            k_start = max(t + call_ns + 500, gpu_free)  # one stream: kernels run in order
+            gpu_free = k_start + kernel_ns
             b.launch(
                 t,
                 t + call_ns,
-                t + call_ns + 500,
-                t + call_ns + 500 + kernel_ns,
+                k_start,
+                gpu_free,
                 pid=pid,
                 name=f"{kernel_name}{j}",
                 grid=grid,

@@ -15,7 +15,7 @@ from steploop import launch_loop
 from tracebuilder import TraceBuilder
 
 import launchprof
-from launchprof.analysis.steps import StepError, find_steps, step_stats
+from launchprof.analysis.steps import StepError, step_stats
 
 
 def _analyze(b: TraceBuilder, tmp_path: Path, **kw):  # type: ignore[no-untyped-def]
