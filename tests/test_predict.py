@@ -19,7 +19,7 @@ VALUES = {
     "instantiate_base_ns": 0.0,
     "instantiate_per_node_ns": 10_000.0,
     "launch_call_ns": 5_000.0,
-    "profiler_launch_overhead_ns": 2_000.0,
+    "unprofiled_launch_call_ns": 2_000.0,
 }
 
 
@@ -94,7 +94,7 @@ def test_calibration_document_from_the_h200_is_read() -> None:
     doc = json.loads((HERE / "data" / "gpu" / "calibration_h200.json").read_text())
     values, info = constants(doc)
     assert values["node_gap_ns"] == doc["medians"]["graph_node_gap_ns"]
-    assert values["launch_call_ns"] == doc["medians"]["launch_cpu_ns"]
+    assert values["unprofiled_launch_call_ns"] == doc["medians"]["launch_cpu_ns"]
     assert values["instantiate_per_node_ns"] == pytest.approx(doc["fits"]["instantiate_ns"]["slope"])
     assert values["graph_launch_call_base_ns"] == pytest.approx(doc["fits"]["launch_cpu_ns"]["intercept"])
     assert values["graph_launch_gap_ns"] == DEFAULTS["graph_launch_gap_ns"]  # not measured by calibrate

@@ -24,8 +24,10 @@ the single-repeat figure is given as an assumption.
 Constants: a calibration dict (``launchprof.calibrate``'s file or an explicit argument)
 overrides :data:`DEFAULTS` key by key. :data:`DEFAULTS` were measured on one H200 under
 nsys 2025.3 from the bundled traces by ``scripts/derive_defaults.py`` (see its docstring
-for each one); ``profiler_launch_overhead_ns`` comes from DOMAIN.md's table (per-launch
-demo step 517 us under nsys vs 310 us without, 75 launches).
+for each one); ``unprofiled_launch_call_ns`` subtracts what nsys adds to a launch call,
+from DOMAIN.md's table (per-launch demo step 517 us under nsys vs 310 us without, 75
+launches: 2.76 us each). A ``launchprof.calibration/1`` file is measured without the
+profiler, so its constants predict an unprofiled run.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ DEFAULTS: dict[str, float] = {
     "instantiate_base_ns": 0,
     "instantiate_per_node_ns": 29929,
     "launch_call_ns": 5605,
-    "profiler_launch_overhead_ns": 2760,
+    "unprofiled_launch_call_ns": 2845,
 }
 DEFAULTS_SOURCE = "defaults measured on an NVIDIA H200 under nsys 2025.3 (scripts/derive_defaults.py)"
 
@@ -65,7 +67,7 @@ def _load_file() -> tuple[dict[str, Any] | None, str | None]:
 # launchprof.calibration/1 documents (launchprof.calibrate): (section, key, field) -> constant.
 _CALIBRATION_KEYS = {
     ("medians", "graph_node_gap_ns", None): "node_gap_ns",
-    ("medians", "launch_cpu_ns", None): "launch_call_ns",
+    ("medians", "launch_cpu_ns", None): "unprofiled_launch_call_ns",
     ("fits", "launch_cpu_ns", "intercept"): "graph_launch_call_base_ns",
     ("fits", "launch_cpu_ns", "slope"): "graph_launch_call_per_node_ns",
     ("fits", "instantiate_ns", "intercept"): "instantiate_base_ns",
