@@ -129,6 +129,22 @@ class Recommendation:
         }
 
 
+def duration_histogram(durations: pd.DataFrame, per_decade: int = 5) -> pd.DataFrame:
+    """Log-spaced histogram of kernel and launch-call durations (``Diagnosis.durations``).
+
+    Returns:
+        DataFrame with ``low_ns``, ``high_ns`` (bin edges, ``per_decade`` bins a decade
+        from 100 ns to 100 ms), ``kernels`` and ``launch_calls`` (counts per bin; values
+        outside the range go to the first or last bin).
+    """
+    edges = np.logspace(2, 8, 6 * per_decade + 1)
+    out = pd.DataFrame({"low_ns": edges[:-1], "high_ns": edges[1:]})
+    for col, key in (("kernel_ns", "kernels"), ("launch_call_ns", "launch_calls")):
+        v = durations[col].to_numpy(dtype=float) if col in durations else np.empty(0)
+        out[key] = np.histogram(np.clip(v, edges[0], edges[-1] - 1), bins=edges)[0]
+    return out
+
+
 def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.1f} us"
 
