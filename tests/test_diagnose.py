@@ -198,3 +198,15 @@ def test_small_kernels_big_is_gpu_bound_and_predicts_the_small_gain(real_trace) 
 def test_graph_runs_are_not_told_to_convert(real_trace, name) -> None:  # type: ignore[no-untyped-def]
     r = launchprof.analyze(real_trace(name)).extra["recommendation"]
     assert not r.convert and "already" in r.reason
+
+
+def test_without_a_repeating_step_the_whole_trace_is_one_window(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    # The three kernels of tests/test_timeline_small.py: 3 us of 5 us idle waiting for the CPU.
+    b.launch(100, 900, 1000, 2000)
+    b.launch(4000, 4800, 5000, 5500)
+    b.launch(2500, 3000, 5700, 6000)
+    d, r = _run(b, tmp_path)
+    assert d.figures["host_wait_ratio"] == pytest.approx(3000 / 5000)
+    assert d.verdict == "launch-bound" and any("whole trace" in x for x in d.reasons)
+    assert not r.convert and r.predicted_speedup is None and "No repeating step" in r.reason

@@ -145,6 +145,10 @@ def duration_histogram(durations: pd.DataFrame, per_decade: int = 5) -> pd.DataF
     return out
 
 
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
 def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.1f} us"
 
@@ -213,7 +217,8 @@ def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
             return "no-gpu-work", ["no GPU activity (kernels, copies, memsets) in the steps of this trace"]
     period = fig["period_p50_ns"]
     head = (
-        f"Over {where}: step period p50 {_us(period)}, GPU busy {fig['busy_ratio']:.0%} of it, "
+        f"Over {where}: {'span' if ctx.pseudo else 'step period p50'} {_us(period)}, "
+        f"GPU busy {fig['busy_ratio']:.0%} of it, "
         f"GPU waiting for the CPU {fig['host_wait_ratio']:.0%}"
     )
     split = (
@@ -234,8 +239,8 @@ def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
     verdict = max(causes, key=lambda k: (causes[k], k == "launch-bound"))
     why = {
         "launch-bound": (
-            f"The GPU idles between its {fig['kernels_per_step_p50']:g} kernels a step waiting for the next launch "
-            f"({fig['launch_calls_per_step_p50']:g} launch calls a step): the launch path is the bottleneck."
+            f"The GPU idles between its {_g(fig['kernels_per_step_p50'])} kernels a step waiting for the next "
+            f"launch ({_g(fig['launch_calls_per_step_p50'])} launch calls a step): the launch path is the bottleneck."
         ),
         "sync-bound": (
             "Most idle time follows synchronizing calls: the CPU waits for the GPU to drain, then the GPU waits "
@@ -357,7 +362,7 @@ def diagnose(
     fig = _figures(ctx) if len(ctx.steady) else _figures_empty()
     verdict, reasons = _verdict(ctx, fig) if len(ctx.steady) else ("no-gpu-work", ["no GPU activity in this trace"])
     framework = _framework(analysis, ctx) if ctx.device is not None else "cuda"
-    pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" else (None, None)
+    pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None)
     found_list = (
         [
             F.sync_in_step(ctx),
@@ -414,6 +419,8 @@ def _recommend(
         )
     elif already:
         convert, reason = False, "The steady state already runs as CUDA graphs (a graph launch a step)."
+    elif ctx.pseudo:
+        convert, reason = False, "No repeating step was found: a graph needs a repeated launch sequence to capture."
     elif pred is None:
         convert, reason = False, "No per-step figures to predict from."
     elif verdict != "launch-bound":

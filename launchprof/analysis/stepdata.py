@@ -80,8 +80,9 @@ def _device(analysis: Analysis, steps: Steps) -> DeviceAnalysis | None:
     return None
 
 
-def _pseudo_table(device: DeviceAnalysis, pid: int) -> pd.DataFrame:
+def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.DataFrame:
     act = device.activity.loc[device.activity["pid"] == pid]
+    cls = classify(api.loc[api["pid"] == pid, "call"])
     kind = act["kind"].astype(str)
     u = union(act["start"].to_numpy(), act["end"].to_numpy())
     span = int(u.ends[-1] - u.starts[0]) if u.starts.size else 0
@@ -96,6 +97,8 @@ def _pseudo_table(device: DeviceAnalysis, pid: int) -> pd.DataFrame:
             "memops": [int(kind.isin(["memcpy", "memset"]).sum())],
             "busy_ns": [u.busy_ns],
             "period_ns": [float(span)],
+            "launch_calls": [int(cls["launch"].sum())],
+            "graph_launches": [int(cls["graph_launch"].sum())],
             "warmup": [False],
         }
     )
@@ -194,7 +197,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     act = device.activity
     if steps.source == "none" or steps.table.empty:
         pseudo = True
-        table = _pseudo_table(device, pid)
+        table = _pseudo_table(device, pid, analysis.trace.api)
         step_of = np.where(act["pid"].to_numpy() == pid, 0, -1)
     else:
         pseudo = False
