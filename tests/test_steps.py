@@ -42,7 +42,7 @@ def test_ranges_on_another_thread_are_not_projected(tmp_path: Path) -> None:
     assert s.source == "inferred"  # fell through: the ranges hold no GPU work
     assert "hold no GPU work" in s.reason
     with pytest.raises(StepError, match="hold no GPU work"):
-        _analyze(b, tmp_path / "x", step="step") if (tmp_path / "x").mkdir() is None else None
+        launchprof.analyze(tmp_path / "t.sqlite", step="step")
 
 
 def test_nested_ranges_of_the_same_text_use_the_outer_range(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ fix it before converting), ``warning`` (the analysis or the conversion needs car
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -419,6 +419,3 @@ def profiler_overhead(ctx: StepContext, values: Mapping[str, float], gpu_side_ns
         "Time the loop without nsys, or run launchprof calibrate, to confirm.",
         figures,
     )
-
-
-Finder = Callable[..., Finding | None]

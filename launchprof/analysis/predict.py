@@ -6,9 +6,11 @@ The model, per steady-state step of ``nodes`` GPU activities (kernels + memcpys 
   GPU busy time (graphs do not make kernels faster), the dispatch gap the GPU still
   leaves between consecutive graph nodes, and the idle time between two graph launches
   queued back to back (the GPU-side cost of starting a graph);
-- CPU side: ``graph_launch_call_base_ns + graph_launch_call_per_node_ns x nodes`` - the
-  host can submit no faster than one ``cudaGraphLaunch`` call per step (under nsys with
-  ``--cuda-graph-trace=node`` that call grows with the node count);
+- CPU side: ``graph_launch_call_base_ns + graph_launch_call_per_node_ns x nodes`` plus
+  the host time a graph does not remove (host work between launches, waits after
+  synchronizing calls) - the host can submit no faster than one ``cudaGraphLaunch`` call
+  per step (under nsys with ``--cuda-graph-trace=node`` that call grows with the node
+  count);
 - predicted graph step = max(GPU side, CPU side); predicted speedup = measured step
   period / predicted graph step.
 - Instantiation: ``instantiate_base_ns + instantiate_per_node_ns x nodes``. Break-even

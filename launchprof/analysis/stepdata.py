@@ -211,14 +211,13 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     in_steady = np.isin(step_of, steady_steps) & (step_of >= 0)
     # Kernels: the kernel rows of steady steps (activity rows matched on their keys).
     keys = ["device_id", "pid", "correlation_id", "stream_id", "start", "end"]
-    kact = act.loc[in_steady & (act["kind"].astype(str) == "kernel").to_numpy(), keys].assign(
-        step=step_of[in_steady & (act["kind"].astype(str) == "kernel").to_numpy()]
-    )
+    kind = act["kind"].astype(str).to_numpy()
+    is_kernel = in_steady & (kind == "kernel")
+    is_memop = in_steady & np.isin(kind, ["memcpy", "memset"])
+    kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
     kernels = analysis.trace.kernels.merge(kact.drop_duplicates(keys), on=keys, how="inner")
     kernels = kernels.sort_values(["step", "start"], kind="stable").reset_index(drop=True)
-    mact = act.loc[in_steady & act["kind"].astype(str).isin(["memcpy", "memset"]).to_numpy(), keys].assign(
-        step=step_of[in_steady & act["kind"].astype(str).isin(["memcpy", "memset"]).to_numpy()]
-    )
+    mact = act.loc[is_memop, keys].assign(step=step_of[is_memop])
     memops = analysis.trace.memops.merge(mact.drop_duplicates(keys), on=keys, how="inner")
     api = analysis.trace.api
     mine = api.loc[api["pid"] == pid]
