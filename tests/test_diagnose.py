@@ -210,3 +210,17 @@ def test_without_a_repeating_step_the_whole_trace_is_one_window(tmp_path: Path) 
     assert d.figures["host_wait_ratio"] == pytest.approx(3000 / 5000)
     assert d.verdict == "launch-bound" and any("whole trace" in x for x in d.reasons)
     assert not r.convert and r.predicted_speedup is None and "No repeating step" in r.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "framework"),
+    [
+        ("mlp_eager", None, "pytorch"),
+        ("matmul_eager", GPU, "pytorch"),
+        ("small_kernels_launch", GPU, "cuda"),  # cuda-python: a Python process, CUDA code
+        ("demo_A_4096", None, "cuda"),
+    ],
+)
+def test_conversion_code_follows_the_framework_seen_in_the_trace(real_trace, name, where, framework) -> None:  # type: ignore[no-untyped-def]
+    path = real_trace(name, where) if where else real_trace(name)
+    assert launchprof.analyze(path).extra["diagnosis"].framework == framework

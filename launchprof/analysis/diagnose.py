@@ -153,17 +153,17 @@ def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.1f} us"
 
 
+TORCH_KERNELS = r"at::native|elementwise|layer_norm_kernel|softmax_warp|reduce_kernel|cunn_"
+
+
 def _framework(analysis: Analysis, ctx: StepContext) -> str:
-    """``pytorch`` when the stepping process is Python or runs PyTorch kernels."""
-    procs = analysis.trace.processes
-    name = procs.loc[procs["pid"] == ctx.pid, "name"] if len(procs) else pd.Series(dtype=object)
-    if len(name) and str(name.iloc[0]).lower().startswith("python"):
-        return "pytorch"
-    if len(ctx.kernels):
-        names = pd.Series(ctx.kernels["name_id"].unique()).map(analysis.trace.string).astype(str)
-        if names.str.contains(r"at::native|elementwise_kernel|layer_norm_kernel", regex=True).any():
-            return "pytorch"
-    return "cuda"
+    """``pytorch`` when the stepping process ran PyTorch's own kernels (names from ATen:
+    elementwise, layer-norm, softmax, reduction kernels); else ``cuda``. A Python process
+    alone is not enough (cuda-python programs are CUDA code)."""
+    kernels = analysis.trace.kernels
+    ids = kernels.loc[kernels["pid"] == ctx.pid, "name_id"].unique()
+    names = pd.Series(ids).map(analysis.trace.string).astype(str)
+    return "pytorch" if names.str.contains(TORCH_KERNELS, regex=True).any() else "cuda"
 
 
 def _figures(ctx: StepContext) -> dict[str, Any]:
