@@ -224,3 +224,14 @@ def test_without_a_repeating_step_the_whole_trace_is_one_window(tmp_path: Path) 
 def test_conversion_code_follows_the_framework_seen_in_the_trace(real_trace, name, where, framework) -> None:  # type: ignore[no-untyped-def]
     path = real_trace(name, where) if where else real_trace(name)
     assert launchprof.analyze(path).extra["diagnosis"].framework == framework
+
+
+def test_call_classes_per_name_match_classify(real_trace) -> None:  # type: ignore[no-untyped-def]
+    from launchprof.analysis.callkinds import classify
+    from launchprof.analysis.stepdata import classes
+
+    api = launchprof.analyze(real_trace("mlp_graph")).trace.api
+    fast, slow = classes(api["call"]), classify(api["call"])
+    assert fast.equals(slow)
+    part = api["call"].iloc[::7]
+    assert classes(part).equals(classify(part))

@@ -80,9 +80,22 @@ def _device(analysis: Analysis, steps: Steps) -> DeviceAnalysis | None:
     return None
 
 
+def classes(calls: pd.Series) -> pd.DataFrame:
+    """:func:`~launchprof.analysis.callkinds.classify` computed once per distinct call name
+    (the ``call`` column is categorical: a few dozen names for millions of calls)."""
+    if isinstance(calls.dtype, pd.CategoricalDtype):
+        table = classify(pd.Series(calls.cat.categories.astype(str)))
+        codes = calls.cat.codes.to_numpy()
+        if table.empty:
+            return classify(calls.astype(str))
+        values = table.to_numpy(dtype=bool)[np.clip(codes, 0, None)] & (codes >= 0)[:, None]
+        return pd.DataFrame(values, index=calls.index, columns=table.columns)
+    return classify(calls)
+
+
 def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.DataFrame:
     act = device.activity.loc[device.activity["pid"] == pid]
-    cls = classify(api.loc[api["pid"] == pid, "call"])
+    cls = classes(api.loc[api["pid"] == pid, "call"])
     kind = act["kind"].astype(str)
     u = union(act["start"].to_numpy(), act["end"].to_numpy())
     span = int(u.ends[-1] - u.starts[0]) if u.starts.size else 0
@@ -139,7 +152,7 @@ def _gap_causes(
         return out
     gaps["gap_ns"] = gaps["end"] - gaps["start"]
     # Sync: a synchronizing call of the process blocked across the gap's start.
-    cls = classify(api["call"])
+    cls = classes(api["call"])
     sync = api.loc[cls["sync"].to_numpy(), ["pid", "start", "end"]].sort_values("start", kind="stable")
     gaps = gaps.sort_values("start", kind="stable")
     if len(sync):
@@ -222,7 +235,8 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     api = analysis.trace.api
     mine = api.loc[api["pid"] == pid]
     call_step = _step_of_time(mine["start"].to_numpy(dtype=np.int64), table)
-    calls = mine.assign(step=call_step, call=mine["call"].astype(str))
-    calls = calls.loc[np.isin(call_step, steady_steps) & (call_step >= 0)]
-    calls = pd.concat([calls, classify(calls["call"])], axis=1)
+    keep = np.isin(call_step, steady_steps) & (call_step >= 0)
+    calls = mine.loc[keep].assign(step=call_step[keep])
+    calls = pd.concat([calls, classes(calls["call"])], axis=1)
+    calls["call"] = calls["call"].astype(str)
     return StepContext(steps, device, pid, table, steady, kernels, calls, memops, pseudo)
