@@ -217,3 +217,17 @@ def test_real_profiler_overhead_on_the_demo(real_trace) -> None:  # type: ignore
     f = _findings(real_trace("demo_A_4096"))["profiler-overhead"]
     # DOMAIN.md: 517 us per 75-launch step under nsys, 310 us without: 25 repeats of 3 launches.
     assert 25 * f.figures["unprofiled_step_ns"] == pytest.approx(310_000, rel=0.15)
+
+
+def test_legacy_stream_from_target_info_cuda_stream(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.cuda_stream(9, flag=3)  # the NULL stream of pid 100
+    b.cuda_stream(7, flag=2)  # stream 7 is an ordinary non-blocking stream here
+    launch_loop(b, steps=11, kernels=8, stream=9)
+    f = _built(b, tmp_path)["legacy-stream"]
+    assert f.figures["streams"] == [9] and "TARGET_INFO_CUDA_STREAM" in f.evidence
+
+
+def test_real_legacy_stream_is_read_from_target_info(real_trace) -> None:  # type: ignore[no-untyped-def]
+    f = _findings(real_trace("small_kernels_legacy", GPU))["legacy-stream"]
+    assert "TARGET_INFO_CUDA_STREAM" in f.evidence and f.figures["streams"] == [7]

@@ -324,7 +324,20 @@ def graph_trace_mode(ctx: StepContext, analysis: Analysis) -> Finding | None:
     )
 
 
+NULL_STREAM_FLAG = 3  # nsys ENUM_CUPTI_STREAM_TYPE: CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL
+
+
 def _legacy_streams(analysis: Analysis, pid: int | None) -> tuple[set[int], str]:
+    """The legacy default stream ids of ``pid``: from TARGET_INFO_CUDA_STREAM (flag NULL
+    stream) when the export has it, else the stream of synchronous memset/memcpy calls,
+    else :data:`LEGACY_STREAM_ID`."""
+    info = analysis.trace.cuda_streams
+    if len(info) and {"stream_id", "pid", "flag"} <= set(info.columns):
+        flag = pd.to_numeric(info["flag"], errors="coerce")
+        null = info.loc[(flag == NULL_STREAM_FLAG) & (pd.to_numeric(info["pid"], errors="coerce") == pid)]
+        if len(null):
+            ids = set(int(x) for x in pd.to_numeric(null["stream_id"], errors="coerce").dropna())
+            return ids, "TARGET_INFO_CUDA_STREAM marks it the NULL stream"
     api = analysis.trace.api
     mine = api.loc[(api["pid"] == pid) & api["call"].astype(str).isin(_NULL_STREAM_CALLS)]
     act = pd.concat(
