@@ -18,6 +18,12 @@ GPU = HERE / "data" / "gpu"
 FACTS = json.loads((GPU / "facts.json").read_text())
 
 
+@pytest.fixture(autouse=True)
+def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Predictions here use the documented defaults, whatever the machine's cache holds."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
 def _run(b: TraceBuilder, tmp_path: Path) -> tuple[Diagnosis, Recommendation]:
     a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
     return a.extra["diagnosis"], a.extra["recommendation"]

@@ -16,6 +16,12 @@ from launchprof.report.write import write_report
 EVIL = '</script><img src=x onerror="alert(1)">'
 
 
+@pytest.fixture(autouse=True)
+def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Predictions here use the documented defaults, whatever the machine's cache holds."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
 def _report(tmp_path: Path, kernel_name: str = "k") -> str:
     b = TraceBuilder()
     sizes = [3, 5, 8, 16]

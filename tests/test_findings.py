@@ -17,6 +17,12 @@ GPU = Path(__file__).resolve().parent / "data" / "gpu"
 FACTS = json.loads((GPU / "facts.json").read_text())
 
 
+@pytest.fixture(autouse=True)
+def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Predictions here use the documented defaults, whatever the machine's cache holds."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
 def _findings(path: Path) -> dict[str, Finding]:
     d = launchprof.analyze(path).extra["diagnosis"]
     return {f.kind: f for f in d.findings}

@@ -18,6 +18,12 @@ import launchprof
 from launchprof.analysis.steps import StepError, step_stats
 
 
+@pytest.fixture(autouse=True)
+def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Predictions here use the documented defaults, whatever the machine's cache holds."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
 def _analyze(b: TraceBuilder, tmp_path: Path, **kw):  # type: ignore[no-untyped-def]
     return launchprof.analyze(b.write(tmp_path / "t.sqlite"), **kw)
 

@@ -63,7 +63,11 @@ def _load_file() -> tuple[dict[str, Any] | None, str | None]:
         return None, None
     if not data:
         return None, None
-    return data, str(data.get("path") or data.get("source") or "calibration file")
+    found = data.get("device")
+    device: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    # Name the calibration by what it measured, not by its path (no local paths in reports).
+    label = ", ".join(str(x) for x in (device.get("name"), data.get("created_utc")) if x)
+    return data, f"calibration file ({label})" if label else "calibration file"
 
 
 # launchprof.calibration/1 documents (launchprof.calibrate): (section, key, field) -> constant.
