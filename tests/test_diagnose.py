@@ -241,3 +241,22 @@ def test_call_classes_per_name_match_classify(real_trace) -> None:  # type: igno
     assert fast.equals(slow)
     part = api["call"].iloc[::7]
     assert classes(part).equals(classify(part))
+
+
+def test_kernels_without_api_calls_do_not_break_the_diagnosis(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(30):  # no CUDA API rows: nothing to join the kernels to
+        b.kernel(1_000 + i * 3_000, 2_000 + i * 3_000, corr=i + 1, name=f"k{i % 3}")
+    a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
+    steps = a.extra["steps"]
+    assert steps.source == "inferred" and (steps.table["cpu_start"] >= steps.table["gpu_start"].min()).all()
+    # No submitting call ended after a gap began: no host-wait, so the GPU's pace rules.
+    assert a.extra["diagnosis"].verdict == "gpu-bound"
+
+
+def test_a_single_step_is_judged_as_the_whole_trace(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    launch_loop(b, steps=1, kernels=8)
+    d, r = _run(b, tmp_path)
+    assert d.verdict == "launch-bound" and any("whole trace" in x for x in d.reasons)
+    assert not r.convert

@@ -208,7 +208,8 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
         return StepContext(steps, None, steps.pid, empty, empty, empty, empty, empty)
     pid = steps.pid if steps.pid is not None else int(device.activity["pid"].value_counts().index[0])
     act = device.activity
-    if steps.source == "none" or steps.table.empty:
+    no_period = steps.table.empty or not steps.steady["period_ns"].notna().any()
+    if steps.source == "none" or no_period:  # nothing, or one step: judge the whole trace
         pseudo = True
         table = _pseudo_table(device, pid, analysis.trace.api)
         step_of = np.where(act["pid"].to_numpy() == pid, 0, -1)

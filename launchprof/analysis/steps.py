@@ -399,7 +399,9 @@ def _step_table(
     # CPU side of each step.
     if cpu_start is None:
         first_call = _first_call_start(stepped, api)
-        cpu_start = first_call.reindex(steps).ffill().bfill().to_numpy(dtype=np.int64)
+        # Without the submitting call (an export without the API table), the GPU start.
+        first = first_call.reindex(steps).astype("float64").fillna(table["gpu_start"].astype("float64"))
+        cpu_start = first.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
     if cpu_end is None:
         cpu_end = np.r_[cpu_start[1:], table["gpu_end"].iloc[-1] if len(table) else 0]
     table["cpu_start"], table["cpu_end"] = cpu_start, cpu_end
