@@ -201,7 +201,7 @@ def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
     steps = ctx.steps
     where = (
         f"{fig['steady_steps']} steady-state steps ({steps.source} steps"
-        + (f", {steps.warmup} warm-up steps left out" if steps.warmup else "")
+        + (f", {steps.warmup} warm-up step{'s' if steps.warmup > 1 else ''} left out" if steps.warmup else "")
         + ")"
         if not ctx.pseudo
         else "the whole trace as one window (no repeating step found: start-up is included)"

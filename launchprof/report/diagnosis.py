@@ -29,8 +29,10 @@ def per_step_figure(d: Diagnosis) -> tuple[go.Figure, int, int]:
     MAX_STEP_BARS)."""
     t = d.per_step.loc[d.per_step["period_ns"].notna()]
     total = len(t)
+    width = 1.0
     if total > MAX_STEP_BARS:
         t = t.iloc[np.linspace(0, total - 1, MAX_STEP_BARS).astype(int)]
+        width = float(t["step"].iloc[-1] - t["step"].iloc[0]) / (MAX_STEP_BARS - 1)  # bars touch
     fig = go.Figure()
     for col, label, color in (
         ("busy_ns", "GPU busy", "#2b7bba"),
@@ -39,7 +41,9 @@ def per_step_figure(d: Diagnosis) -> tuple[go.Figure, int, int]:
         ("host_work_wait_ns", "waiting for host work", "#8c564b"),
         ("other_idle_ns", "other idle", "#bbbbbb"),
     ):
-        fig.add_trace(go.Bar(x=t["step"], y=t[col] / 1e3, name=label, marker_color=color))
+        fig.add_trace(
+            go.Bar(x=t["step"], y=t[col] / 1e3, name=label, marker_color=color, marker_line_width=0, width=width)
+        )
     warm = t.loc[t["warmup"]]
     if len(warm):
         fig.add_trace(
