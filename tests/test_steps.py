@@ -6,6 +6,7 @@ here (independent of launchprof) or from the construction facts in the traces' R
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -179,3 +180,20 @@ def test_demo_b_has_2000_graph_launch_steps_of_75_kernels(real_trace) -> None:  
     )[0][0]
     assert s.source == "graph-launch" and s.count == launches == 2000
     assert set(s.table["kernels"]) == {75}
+
+
+def test_cli_step_option_names_a_missing_range_in_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from launchprof.cli import app
+
+    b = TraceBuilder()
+    launch_loop(b, steps=5, kernels=3)
+    trace = b.write(tmp_path / "t.sqlite")
+    bad = CliRunner().invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "r1"), "--step", "nope"])
+    assert bad.exit_code != 0 and "launchprof: error: no NVTX range named 'nope'" in bad.output
+    assert "Traceback" not in bad.output
+    good = CliRunner().invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "r2"), "--step", "step"])
+    assert good.exit_code == 0, good.output
+    summary = json.loads((tmp_path / "r2" / "summary.json").read_text())
+    assert summary["steps"]["source"] == "nvtx" and summary["steps"]["count"] == 5
