@@ -117,7 +117,7 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
             "print(tensor) produce)"
         )
     wait = ctx.steady["sync_wait_ns"] if "sync_wait_ns" in ctx.steady else pd.Series(dtype=float)
-    if len(wait) and wait.sum() > 0:
+    if len(wait) and wait.median() > 0:
         evidence += f"; GPU idle after the sync p50 {_us(float(wait.median()))} per step"
     return Finding(
         "sync-in-step",
@@ -202,18 +202,25 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     odd_steps = shapes.index[shapes != shapes.value_counts().index[0]]
     kname = analysis.trace.string(name)
     bucket_text = ", ".join(f"{int(b)} ({int(n)} steps)" for b, n in buckets.items())
+    # Shapes that vary between graph launches: a pool of graphs is already in place.
+    pooled = bool(k["graph_node_id"].notna().mean() > 0.5)
     return Finding(
         "dynamic-shapes",
-        "blocker",
+        "info" if pooled else "blocker",
         int(len(shapes) - usual),
         _examples(odd_steps),
         f"{distinct} distinct step shapes over {len(shapes)} steady steps ({len(varying)} kernels change their "
         f"grid/block sizes); {kname} runs with {int(size.nunique())} grid sizes from {int(size.min())} to "
         f"{int(size.max())} blocks. Power-of-two buckets: {bucket_text}; padding every step up to its bucket "
         f"costs about {padding:.1%} extra GPU work",
-        f"A graph freezes launch configurations: capture one graph per shape bucket ({len(buckets)} graphs for the "
-        "buckets above), pad the inputs up to the bucket size, and pick the graph by size each step "
-        "(a pool of graphs keyed by bucket); shapes outside the buckets run eagerly.",
+        (
+            "The shapes vary between graph launches: a pool of graphs is in place; keep the number of buckets small "
+            "(each costs an instantiation and memory)."
+            if pooled
+            else f"A graph freezes launch configurations: capture one graph per shape bucket ({len(buckets)} graphs "
+            "for the buckets above), pad the inputs up to the bucket size, and pick the graph by size each step "
+            "(a pool of graphs keyed by bucket); shapes outside the buckets run eagerly."
+        ),
         {
             "distinct_shapes": distinct,
             "varying_kernels": int(len(varying)),
