@@ -111,13 +111,14 @@ def run_profile(
             f"launchprof: nsys {info.version or '(unknown version)'} does not know {' '.join(cmd.dropped)}; "
             "profiling without",
             markup=False,
+            soft_wrap=True,
         )
     warm = threading.Thread(target=_warm_imports, daemon=True)
     warm.start()
     code = run_nsys(
         cmd.argv,
         on_interrupt=lambda: console.print(
-            "launchprof: interrupted: stopping the workload; nsys is writing the trace", markup=False
+            "launchprof: interrupted: stopping the workload; nsys is writing the trace", markup=False, soft_wrap=True
         ),
     )
     with console.status("checking the trace") as status:
@@ -130,6 +131,7 @@ def run_profile(
         console.print(
             f"launchprof: nsys did not find its QdstrmImporter; launchprof imported the trace ({files.nsys_rep})",
             markup=False,
+            soft_wrap=True,
         )
     warm.join()
     from launchprof.commands import run_analyze
@@ -140,7 +142,7 @@ def run_profile(
     except LaunchprofError as exc:
         if code == 0:
             raise
-        console.print(f"launchprof: the analysis failed: {exc}", markup=False)
+        console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
         analysed = False
     if analysed and open_report:
         webbrowser.open((folder / "report.html").resolve().as_uri())
