@@ -63,10 +63,11 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def install_candidates() -> list[Path]:
-    """nsys executables in the usual install folders, each folder pattern newest first."""
+def install_candidates(patterns: tuple[str, ...] = INSTALL_GLOBS) -> list[Path]:
+    """nsys executables in the folders matching ``patterns`` (default: the usual install
+    folders), pattern by pattern, each pattern's matches newest version first."""
     found: list[Path] = []
-    for pattern in INSTALL_GLOBS:
+    for pattern in patterns:
         for folder in sorted(glob.glob(pattern), key=_version_key, reverse=True):
             exe = Path(folder) / "nsys"
             if _executable(exe) and exe not in found:
