@@ -21,8 +21,15 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.errors import LaunchprofError, NsysError, OutputError
-from launchprof.nsys.locate import nsys_info
+from launchprof.nsys.locate import locate_nsys, nsys_info
 from launchprof.nsys.profile import TRACE_STEM, TargetError, finish_trace, nsys_command, run_nsys, workload
+
+
+class Interrupted(LaunchprofError):
+    """Ctrl-C after nsys finished (during import, export or analysis); files are kept."""
+
+    exit_code = 130
+
 
 TRACE_FILES = ("trace.nsys-rep", "trace.sqlite", "trace.qdstrm", "summary.json", "report.html")
 
@@ -102,13 +109,14 @@ def run_profile(
     """
     work = workload(target)
     extra = split_nsys_args(nsys_args)
-    info = nsys_info(nsys)
+    nsys_path, _ = locate_nsys(nsys)
     folder = output if output is not None else default_folder(work.label)
     _claim_folder(folder)
-    cmd = nsys_command(info.path, folder / TRACE_STEM, work, extra)
+    cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
     if cmd.dropped:
+        version = nsys_info(nsys_path).version
         console.print(
-            f"launchprof: nsys {info.version or '(unknown version)'} does not know {' '.join(cmd.dropped)}; "
+            f"launchprof: nsys {version or '(unknown version)'} does not know {' '.join(cmd.dropped)}; "
             "profiling without",
             markup=False,
             soft_wrap=True,
@@ -121,8 +129,24 @@ def run_profile(
             "launchprof: interrupted: stopping the workload; nsys is writing the trace", markup=False, soft_wrap=True
         ),
     )
+    try:
+        return _after_recording(folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
+
+
+def _after_recording(
+    folder: Path,
+    nsys_path: Path,
+    code: int,
+    console: Console,
+    bubble_threshold_ns: int,
+    step: str | None,
+    open_report: bool,
+    warm: threading.Thread,
+) -> ProfileResult:
     with console.status("checking the trace") as status:
-        files = finish_trace(folder / TRACE_STEM, info.path, progress=lambda msg: status.update(f"{msg}..."))
+        files = finish_trace(folder / TRACE_STEM, nsys_path, progress=lambda msg: status.update(f"{msg}..."))
     if files is None:
         error = NsysError(f"nsys wrote no trace into {folder} (nsys exit code {code})")
         error.exit_code = code or error.exit_code
@@ -138,9 +162,14 @@ def run_profile(
 
     analysed = True
     try:
-        run_analyze(files.sqlite, folder, False, bubble_threshold_ns, str(info.path), console, step=step)
+        run_analyze(files.sqlite, folder, False, bubble_threshold_ns, str(nsys_path), console, step=step)
     except LaunchprofError as exc:
         if code == 0:
+            console.print(
+                f"launchprof: the trace is kept in {folder}; analyse it again with: launchprof analyze {files.sqlite}",
+                markup=False,
+                soft_wrap=True,
+            )
             raise
         console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
         analysed = False

@@ -163,3 +163,13 @@ def test_broken_importer_is_named_and_qdstrm_kept(tmp_path: Path) -> None:
     assert "cannot start: libboost_atomic.so.1.78.0 is missing" in line or "is missing" in line
     assert "the .qdstrm is kept" in line
     assert (tmp_path / "out" / "trace.qdstrm").stat().st_size > 0
+
+
+def test_open_shows_the_report_in_the_browser(tmp_path: Path) -> None:
+    seen = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {seen}\n')
+    browser.chmod(0o755)
+    done = profile("-o", "out", "--open", str(EXAMPLES / "fails.py"), "0", cwd=tmp_path, env={"BROWSER": str(browser)})
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text().strip() == (tmp_path / "out" / "report.html").resolve().as_uri()
