@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+out = Console(highlight=False, soft_wrap=True)
 
 
 def fail(exc: LaunchprofError) -> typer.Exit:
@@ -65,6 +65,7 @@ def analyze(
             nsys,
             out,
             step=step,
+            require_gpu=True,
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
@@ -128,6 +129,21 @@ def doctor(
     from launchprof.doctor import run_doctor
 
     raise typer.Exit(run_doctor(out, nsys, check_nvtx))
+
+
+@app.command()
+def calibrate(
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="calibration file [default: the user cache folder]")
+    ] = None,
+) -> None:
+    """Measure this GPU's launch and graph costs with cuda-python and save them for predictions."""
+    from launchprof.commands import run_calibrate
+
+    try:
+        run_calibrate(output, out)
+    except LaunchprofError as exc:
+        raise fail(exc) from None
 
 
 def main() -> None:

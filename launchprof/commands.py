@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.api import analyze
+from launchprof.errors import NoCudaActivityError
 from launchprof.report.write import write_report
 
 
@@ -18,8 +19,14 @@ def run_analyze(
     nsys: str | None,
     console: Console,
     step: str | None = None,
+    require_gpu: bool = False,
 ) -> None:
-    """Analyse ``trace`` and write its report into ``output``; print where it went."""
+    """Analyse ``trace`` and write its report into ``output``; print where it went.
+
+    Raises:
+        NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
+            after the report, which holds what can be said, was written).
+    """
     with console.status("loading trace") as status:
         analysis = analyze(
             trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."), step=step
@@ -35,3 +42,36 @@ def run_analyze(
     if not summary.devices:
         console.print("no GPU activity in this trace", markup=False)
     console.print(f"report: {output / 'report.html'}", markup=False)
+    if require_gpu and not summary.devices:
+        # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
+        why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
+        raise NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
+
+
+def run_calibrate(output: Path | None, console: Console) -> None:
+    """Run :func:`launchprof.calibrate.run_calibration`, save it, print the medians.
+
+    Raises:
+        CalibrateFailed: no GPU, no cuda-python, or a CUDA call failed.
+    """
+    from rich.table import Table
+
+    from launchprof.calibrate import CalibrationError, run_calibration, save_calibration
+    from launchprof.errors import CalibrateFailed
+
+    try:
+        with console.status("measuring launch and graph costs on GPU 0"):
+            result = run_calibration()
+        path = save_calibration(result, output)
+    except CalibrationError as exc:
+        raise CalibrateFailed(str(exc)) from None
+    dev = result.get("device", {})
+    table = Table(title=f"{dev.get('name', 'GPU')} (driver {dev.get('driver_version', '?')})")
+    table.add_column("quantity")
+    table.add_column("median", justify="right")
+    for key, value in sorted(result.get("medians", {}).items()):
+        table.add_row(key.removesuffix("_ns"), f"{value / 1e3:.2f} us")
+    for key, fit in sorted(result.get("fits", {}).items()):
+        table.add_row(f"{key} (fit)", f"{fit['intercept'] / 1e3:.2f} us + {fit['slope'] / 1e3:.3f} us/node")
+    console.print(table)
+    console.print(f"calibration: {path}", markup=False)
