@@ -123,8 +123,9 @@ def _start_group(argv: list[str]) -> subprocess.Popen[bytes]:
 
 def run_nsys(argv: list[str], on_interrupt: Callable[[], None] | None = None) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
-    through live) and return its exit code. SIGINT/SIGTERM received meanwhile are forwarded
-    to nsys's process group as SIGINT; ``on_interrupt`` is called on the first one.
+    through live) and return its exit code (128 + N when nsys itself dies of signal N).
+    SIGINT/SIGTERM received meanwhile are forwarded to nsys's process group as SIGINT;
+    ``on_interrupt`` is called on the first one.
 
     Raises:
         NsysError: nsys cannot be started.
@@ -151,7 +152,8 @@ def run_nsys(argv: list[str], on_interrupt: Callable[[], None] | None = None) ->
     except ValueError:  # not the main thread: signals cannot be handled here
         pass
     try:
-        return proc.wait()
+        code = proc.wait()
+        return 128 - code if code < 0 else code  # nsys itself killed by a signal: shell convention
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
