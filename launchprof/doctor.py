@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -22,11 +21,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from launchprof.errors import LaunchprofError, NsysError
+from launchprof.errors import LaunchprofError
 from launchprof.marker import STEP_DOMAIN
 from launchprof.nsys import importer as imp
 from launchprof.nsys.locate import NsysInfo, find_importer, nsys_info, nsys_own_importer
-from launchprof.nsys.profile import PROFILE_FLAGS, finish_trace, profile_options
+from launchprof.nsys.profile import PROFILE_FLAGS, profile_options, record_quietly
 
 # Seen on Debian's nsys 2022.4 (../shared/device/README.md, checked again for launchprof):
 # ranges from PyPI nvtx 0.2.10 and 0.2.11 are recorded, from 0.2.12 .. 0.2.17 they are not
@@ -163,15 +162,8 @@ def probe_nvtx(info: NsysInfo, attempts: int = 2) -> tuple[int, int]:
                 f"nvtx.pop_range(domain={STEP_DOMAIN!r})\n"
             )
             stem = Path(tmp) / f"probe{attempt}"
-            cmd = [str(info.path), "profile", "--trace=nvtx", "--sample=none", "--cpuctxsw=none"]
-            cmd += ["--export=sqlite", f"--output={stem}", sys.executable, str(script)]
-            try:
-                subprocess.run(cmd, capture_output=True, check=False, timeout=300)
-            except subprocess.TimeoutExpired:
-                raise NsysError("nsys did not finish the NVTX probe within 300 s") from None
-            files = finish_trace(stem, info.path)
-            if files is None:
-                raise NsysError("nsys wrote no trace for the NVTX probe")
+            flags = ["--trace=nvtx", "--sample=none", "--cpuctxsw=none"]
+            files = record_quietly(info.path, stem, [sys.executable, str(script)], flags)
             trace = load_trace(files.sqlite)
             nvtx = trace.nvtx
             ranges = int(((nvtx["text"] == PROBE_TEXT) & (nvtx["domain"] == STEP_DOMAIN)).sum())

@@ -192,3 +192,26 @@ def finish_trace(stem: Path, nsys: Path, progress: Callable[[str], None] | None 
         export_sqlite(rep, str(nsys), sqlite)
         exported = True
     return TraceFiles(rep, sqlite, imported, exported)
+
+
+def record_quietly(
+    nsys: Path, stem: Path, argv: Sequence[str], flags: Sequence[str], timeout_s: int = 300
+) -> TraceFiles:
+    """``nsys profile FLAGS --export=sqlite --output=STEM ARGV`` with its output captured,
+    then :func:`finish_trace` (used by ``launchprof doctor --check-nvtx``).
+
+    Raises:
+        NsysError: nsys did not finish within ``timeout_s``, wrote no trace, or the
+            import/export failed.
+    """
+    cmd = [str(nsys), "profile", *flags, "--export=sqlite", f"--output={stem}", *argv]
+    try:
+        subprocess.run(cmd, capture_output=True, check=False, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise NsysError(f"nsys did not finish within {timeout_s} s") from None
+    except OSError as exc:
+        raise NsysError(f"cannot run {nsys}: {exc.strerror}") from None
+    files = finish_trace(stem, nsys)
+    if files is None:
+        raise NsysError(f"nsys wrote no trace at {stem}")
+    return files
