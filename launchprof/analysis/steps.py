@@ -24,6 +24,7 @@ several times a steady step.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -32,7 +33,7 @@ import pandas as pd
 
 from launchprof.analysis.callkinds import classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
-from launchprof.analysis.timeline import api_end_lookup
+from launchprof.analysis.timeline import api_end_keyed, corr_key, lookup_end
 from launchprof.errors import LaunchprofError
 
 STEP_DOMAIN = "launchprof"
@@ -95,7 +96,7 @@ class Steps:
 
 
 def _busiest(device: DeviceAnalysis) -> int:
-    kernels = device.activity.loc[device.activity["kind"].astype(str) == "kernel", "pid"]
+    kernels = device.activity.loc[device.activity["kind"] == "kernel", "pid"]
     counts = (kernels if len(kernels) else device.activity["pid"]).value_counts()
     return int(counts.index[0])
 
@@ -200,7 +201,7 @@ def _inferred(
     analysis: Analysis, device: DeviceAnalysis, pid: int, template: Sequence[str] | None
 ) -> tuple[np.ndarray, str, str] | None:
     act = device.activity
-    mask = (act["pid"] == pid) & (act["kind"].astype(str) == "kernel")
+    mask = (act["pid"] == pid) & (act["kind"] == "kernel")
     rows = act.loc[mask]
     kern = analysis.trace.kernels
     kern = kern.loc[(kern["pid"] == pid) & (kern["device_id"] == device.device_id)]
@@ -217,7 +218,8 @@ def _inferred(
         how = f"kernel sequence cut into steps of {p} kernels by the given template"
     else:
         keys = kern[["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]]
-        tokens = pd.MultiIndex.from_frame(keys).factorize()[0].astype(np.int64)
+        # Codes in order of first appearance, as MultiIndex.factorize gives, but faster.
+        tokens = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
         found = _period(tokens)
         if found is None:
             return None
@@ -243,6 +245,7 @@ def find_steps(
     step_name: str | None = None,
     template: Sequence[str] | None = None,
     device_id: int | None = None,
+    pid: int | None = None,
 ) -> Steps:
     """Find the steps of the busiest device (or ``device_id``).
 
@@ -253,6 +256,8 @@ def find_steps(
             launch of a converted run); forces inferred steps of that length aligned on
             the template's first occurrence.
         device_id: the device to analyse; default the one with the most kernels.
+        pid: the process whose steps to find (one rank, :mod:`launchprof.analysis.ranks`);
+            default the busiest process. Only that process's GPU activity is used.
 
     Returns:
         :class:`Steps` (``source == "none"`` with a reason when no step is found).
@@ -261,6 +266,8 @@ def find_steps(
         StepError: ``step_name`` was given and no such NVTX range exists.
     """
     devices = [d for d in analysis.devices if device_id is None or d.device_id == device_id]
+    if pid is not None:
+        devices = _only_pid(devices, pid)
     if not devices:
         return _no_steps("no GPU activity in this trace", None, None)
     device = max(devices, key=lambda d: (d.figures.kernels, -d.device_id))
@@ -330,6 +337,17 @@ def find_steps(
     )
 
 
+def _only_pid(devices: list[DeviceAnalysis], pid: int) -> list[DeviceAnalysis]:
+    """The devices where ``pid`` has GPU activity, reduced to that activity (index kept)
+    and to that process's figures."""
+    out = []
+    for d in devices:
+        figures = [p.figures for p in d.processes if p.pid == pid]
+        if figures:
+            out.append(dataclasses.replace(d, figures=figures[0], activity=d.activity.loc[d.activity["pid"] == pid]))
+    return out
+
+
 def _no_steps(reason: str, device_id: int | None, pid: int | None, n: int = 0) -> Steps:
     return Steps(
         "none",
@@ -358,19 +376,20 @@ def _step_table(
     steps = pd.RangeIndex(n_steps, name="step")
     stepped = act.loc[act["step"] >= 0]
     g = stepped.groupby("step")
-    kind = stepped["kind"].astype(str)
+    kind = stepped["kind"]
     table = pd.DataFrame(index=steps)
     table["gpu_start"] = g["start"].min()
     table["gpu_end"] = g["end"].max()
     table["kernels"] = (kind == "kernel").groupby(stepped["step"]).sum()
     table["memops"] = kind.isin(["memcpy", "memset"]).groupby(stepped["step"]).sum()
-    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end_lookup(api), analysis.bubble_threshold_ns)
+    api_end = api_end_keyed(api)
+    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end, analysis.bubble_threshold_ns)
     table["busy_ns"], table["bubbles"], table["bubble_ns"] = busy, bubbles, bubble_ns
     table = table.fillna({"kernels": 0, "memops": 0, "busy_ns": 0, "bubbles": 0, "bubble_ns": 0})
     # The gap before each step (from the previous step's last activity) and whether it was host-wait.
     lead = table["gpu_start"] - table["gpu_end"].shift(1)
     table["lead_gap_ns"] = lead.clip(lower=0).fillna(0)
-    lead_wait = _lead_wait(stepped, api_end_lookup(api), table)
+    lead_wait = _lead_wait(stepped, api_end, table)
     table["host_wait_ns"] = inner_wait.reindex(steps).fillna(0) + lead_wait
     table["period_ns"] = table["gpu_start"].shift(-1) - table["gpu_start"]
     # CPU side of each step.
@@ -457,14 +476,20 @@ def _segments(stepped: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _submit_end(api_end: pd.Series, pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """End (float ns) of the API call that submitted each (pid, correlation id); NaN if none."""
+    out = lookup_end(api_end, corr_key(pid, corr))
+    out[np.asarray(corr) <= 0] = np.nan
+    return out
+
+
 def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int):  # type: ignore[no-untyped-def]
     seg = _segments(stepped)
     busy = (seg["end"] - seg["start"]).groupby(seg["step"]).sum()
     same = seg["step"].to_numpy()[1:] == seg["step"].to_numpy()[:-1]
     gap = seg["start"].to_numpy()[1:] - seg["end"].to_numpy()[:-1]
     step_of_gap = seg["step"].to_numpy()[1:]
-    keys = pd.MultiIndex.from_arrays([seg["pid"].to_numpy()[1:], seg["correlation_id"].to_numpy()[1:]])
-    submit_end = api_end.reindex(keys).to_numpy(dtype="float64")
+    submit_end = _submit_end(api_end, seg["pid"].to_numpy()[1:], seg["correlation_id"].to_numpy()[1:])
     wait = np.nan_to_num(submit_end, nan=-np.inf) > seg["end"].to_numpy()[:-1]
     gaps = pd.DataFrame({"step": step_of_gap, "gap": gap, "wait": wait}).loc[same]
     is_bubble = gaps["gap"] >= threshold
@@ -476,8 +501,9 @@ def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int):  # type: 
 
 def _lead_wait(stepped: pd.DataFrame, api_end: pd.Series, table: pd.DataFrame) -> pd.Series:
     first = stepped.sort_values(["step", "start"], kind="stable").groupby("step").first()
-    keys = pd.MultiIndex.from_arrays([first["pid"].to_numpy(), first["correlation_id"].to_numpy()])
-    submit_end = pd.Series(api_end.reindex(keys).to_numpy(dtype="float64"), index=first.index)
+    submit_end = pd.Series(
+        _submit_end(api_end, first["pid"].to_numpy(), first["correlation_id"].to_numpy()), index=first.index
+    )
     prev_end = table["gpu_end"].shift(1)
     wait = submit_end.reindex(table.index) > prev_end
     return table["lead_gap_ns"].where(wait, 0)
