@@ -7,6 +7,7 @@ a copy of it moved away from its libraries so the dynamic loader really fails.
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import subprocess
@@ -180,3 +181,14 @@ def test_no_importer_anywhere_is_an_error_that_keeps_the_qdstrm(
     with pytest.raises(NsysError, match=r"no QdstrmImporter was found"):
         imp.import_qdstrm(qdstrm, nsys)
     assert qdstrm.exists()
+
+
+def test_install_dirs_env_replaces_the_usual_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mine = exe(tmp_path / "tools/nsys-9/bin/nsys")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("LAUNCHPROF_NSYS", raising=False)
+    monkeypatch.setenv("LAUNCHPROF_NSYS_INSTALL_DIRS", f"{tmp_path}/nothing{os.pathsep}{tmp_path}/tools/*/bin")
+    assert locate_nsys() == (mine, "install folder")
+    monkeypatch.setenv("LAUNCHPROF_NSYS_INSTALL_DIRS", "")
+    with pytest.raises(NsysError, match=r"nsys \(Nsight Systems\) was not found"):
+        find_nsys()

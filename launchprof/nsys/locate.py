@@ -6,7 +6,8 @@ Search order for nsys (first hit wins):
 2. ``nsys`` on ``PATH``;
 3. the usual install folders, each newest version first: ``/opt/nvidia/nsight-systems/*/bin``,
    ``/usr/local/cuda*/bin``, ``/opt/nvidia/nsight-compute/*/host/target-linux-x64`` (Nsight
-   Compute bundles nsys there), Debian's ``/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64``.
+   Compute bundles nsys there), Debian's ``/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64``
+   (``$LAUNCHPROF_NSYS_INSTALL_DIRS`` replaces this list).
 
 nsys looks for its importer only at ``<real nsys folder>/../host-linux-x64/QdstrmImporter``;
 Debian (importer in ``/usr/lib/nsight-systems/host-linux-x64``) and Nsight Compute's bundle
@@ -63,11 +64,21 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def install_candidates(patterns: tuple[str, ...] = INSTALL_GLOBS) -> list[Path]:
-    """nsys executables in the folders matching ``patterns`` (default: the usual install
-    folders), pattern by pattern, each pattern's matches newest version first."""
+def install_patterns() -> tuple[str, ...]:
+    """The install-folder patterns searched after PATH: ``$LAUNCHPROF_NSYS_INSTALL_DIRS``
+    (glob patterns separated by ``os.pathsep``; set but empty searches none) when set,
+    else :data:`INSTALL_GLOBS`."""
+    env = os.environ.get("LAUNCHPROF_NSYS_INSTALL_DIRS")
+    if env is None:
+        return INSTALL_GLOBS
+    return tuple(p for p in env.split(os.pathsep) if p)
+
+
+def install_candidates(patterns: tuple[str, ...] | None = None) -> list[Path]:
+    """nsys executables in the folders matching ``patterns`` (default:
+    :func:`install_patterns`), pattern by pattern, each pattern's matches newest version first."""
     found: list[Path] = []
-    for pattern in patterns:
+    for pattern in install_patterns() if patterns is None else patterns:
         for folder in sorted(glob.glob(pattern), key=_version_key, reverse=True):
             exe = Path(folder) / "nsys"
             if _executable(exe) and exe not in found:
