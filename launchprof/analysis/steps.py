@@ -15,9 +15,9 @@ Three sources, in order of preference (DOMAIN.md, "Step"):
    A ``template`` (kernel name ids of one step, e.g. from the graph of a converted run)
    fixes the period and phase instead.
 
-Warm-up: the leading steps (at most a quarter of them) whose period or GPU duration
-exceeds 1.5x the median of the second half of the steps, or whose kernel count differs
-from the most common one. The 1.5x factor is a heuristic: start-up costs (module
+Warm-up: the leading steps (at most a quarter of them) whose period, GPU duration or CPU
+time exceeds 1.5x the median of the second half of the steps, whose kernel count differs
+from the most common one, or that capture or instantiate a graph. The 1.5x factor is a heuristic: start-up costs (module
 loading, library handles, allocator growth, capture, instantiation) are typically
 several times a steady step.
 """
@@ -101,9 +101,18 @@ def _busiest(device: DeviceAnalysis) -> int:
     return int(counts.index[0])
 
 
+def _outermost(ranges: pd.DataFrame) -> pd.DataFrame:
+    """``ranges`` without those nested inside an earlier range of the same thread (a
+    recursive or re-entered range text would otherwise hide its outer range)."""
+    r = ranges.sort_values(["tid", "start"], kind="stable")
+    prev_end = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
+    return r.loc[~(prev_end > r["start"])].sort_values("start", kind="stable")
+
+
 def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     """Index (into ``ranges``, sorted by start) of the range on the same thread that
-    contains each API call's start; -1 where none does."""
+    contains each API call's start; -1 where none does. ``ranges`` must not nest on a
+    thread (see :func:`_outermost`)."""
     if ranges.empty or api.empty:
         return np.full(len(api), -1, dtype=np.int64)
     left = pd.DataFrame(
@@ -147,18 +156,19 @@ def _nvtx_candidates(analysis: Analysis, device: DeviceAnalysis, step_name: str 
         if chosen.empty:
             texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
             raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
-        return chosen
+        return _outermost(chosen)
     own = nvtx.loc[(nvtx["domain"] == STEP_DOMAIN) & (nvtx["text"] == STEP_NAME)]
     if len(own):
-        return own
+        return _outermost(own)
     counts = nvtx.groupby(["domain", "text"]).size()
     best, best_cover = None, 0
     for (domain, text), n in counts.items():
         if n < 3:
             continue
-        rows = nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)]
+        rows = _outermost(nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)])
         cover = int((_activity_from_api(device, analysis.trace.api, _project(analysis.trace.api, rows)) >= 0).sum())
-        if cover > best_cover or (cover == best_cover and best is not None and len(rows) < len(best)):
+        # Equal cover: prefer the finer range (more ranges: one iteration, not an epoch).
+        if cover > best_cover or (cover == best_cover and best is not None and len(rows) > len(best)):
             best, best_cover = rows, cover
     return best if best_cover > 0 else None
 
@@ -191,6 +201,10 @@ def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np
             np.median(gap[lo + r : lo + WINDOW : p]) if gap[lo + r : lo + WINDOW : p].size else 0 for r in range(p)
         ]
         r = int(np.argmax(scores))
+        # Without a clearly longer pause (within 10 %), start where the trace starts.
+        starts_first = [q for q in range(p) if tokens[lo + q] == tokens[0]]
+        if starts_first and scores[starts_first[0]] >= 0.9 * scores[r]:
+            r = starts_first[0]
         first_tokens = tokens[lo + r]
         i0 = int(np.flatnonzero(tokens == first_tokens)[0])
     idx = np.arange(n)
@@ -275,6 +289,7 @@ def find_steps(
     api = analysis.trace.api
     act = device.activity
     source, name, reason = "none", None, ""
+    skipped = ""
     activity_step = None
     cpu_start = cpu_end = None
     api_step = np.full(len(api), -1, dtype=np.int64)
@@ -284,17 +299,24 @@ def find_steps(
         cover = _activity_from_api(device, api, projected)
         pids = pd.Series(act["pid"].to_numpy()[cover >= 0]).value_counts()
         pid = int(pids.index[0]) if len(pids) else pid
-        ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
-        api_step = _project(api, ranges)
-        activity_step = _activity_from_api(device, api, api_step)
-        cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
-        source = "nvtx"
-        text, domain = (
-            str(ranges["text"].iloc[0]) if len(ranges) else step_name,
-            (str(ranges["domain"].iloc[0]) if len(ranges) else ""),
-        )
-        name = text if not domain else f"{domain}:{text}"
-        reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
+        text, domain = str(ranges["text"].iloc[0]), str(ranges["domain"].iloc[0])
+        label = text if not domain else f"{domain}:{text}"
+        if not (cover >= 0).any():
+            # Ranges on another thread than the CUDA calls (or around no GPU work): they
+            # cannot be projected onto the GPU (DOMAIN.md: same thread).
+            if step_name:
+                raise StepError(
+                    f"NVTX ranges {label!r} hold no GPU work: no CUDA call on their thread starts inside them"
+                )
+            skipped = f"NVTX ranges {label!r} hold no GPU work (no CUDA call on their thread starts inside them); "
+        else:
+            ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
+            api_step = _project(api, ranges)
+            activity_step = _activity_from_api(device, api, api_step)
+            cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
+            source = "nvtx"
+            name = label
+            reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
     if activity_step is None and template is None:
         graph = api.loc[(api["pid"] == pid) & classify(api["call"])["graph_launch"]]
         if len(graph):
@@ -302,7 +324,7 @@ def find_steps(
             api_step[np.flatnonzero(api.index.isin(graph.index))] = np.arange(len(graph))
             activity_step = _activity_from_api(device, api, api_step)
             source, name = "graph-launch", "cudaGraphLaunch"
-            reason = f"no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
+            reason = f"{skipped}no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
             cpu_start = graph["start"].to_numpy()
     if activity_step is None:
         found = _inferred(analysis, device, pid, template)
@@ -314,6 +336,7 @@ def find_steps(
                 len(act),
             )
         activity_step, name, reason = found
+        reason = skipped + reason
         source = "inferred"
     assert activity_step is not None
     n_steps = int(activity_step.max()) + 1 if (activity_step >= 0).any() else 0
@@ -395,7 +418,9 @@ def _step_table(
     # CPU side of each step.
     if cpu_start is None:
         first_call = _first_call_start(stepped, api)
-        cpu_start = first_call.reindex(steps).ffill().bfill().to_numpy(dtype=np.int64)
+        # Without the submitting call (an export without the API table), the GPU start.
+        first = first_call.reindex(steps).astype("float64").fillna(table["gpu_start"].astype("float64"))
+        cpu_start = first.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
     if cpu_end is None:
         cpu_end = np.r_[cpu_start[1:], table["gpu_end"].iloc[-1] if len(table) else 0]
     table["cpu_start"], table["cpu_end"] = cpu_start, cpu_end
@@ -527,8 +552,13 @@ def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     period_ref = ref["period_ns"].median()
     dur_ref = (ref["gpu_end"] - ref["gpu_start"]).median()
     mode = table["kernels"].mode().iloc[0]
-    slow = (table["period_ns"] > WARMUP_FACTOR * period_ref) | (
-        (table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref
+    cpu_ref = ref["cpu_ns"].median()
+    # Start-up work on the CPU before a step's first launch (module loading inside the
+    # first range) does not lengthen its GPU period: the step's CPU time shows it.
+    slow = (
+        (table["period_ns"] > WARMUP_FACTOR * period_ref)
+        | ((table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref)
+        | (table["cpu_ns"] > WARMUP_FACTOR * cpu_ref)
     )
     odd = slow | (table["kernels"] != mode)
     # Capture and instantiation mark warm-up only when the steady steps do not repeat them

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from launchprof.analysis import Analysis
 from launchprof.report import figures
+from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.html import (
     atomic_write_all,
     embed,
@@ -74,7 +75,7 @@ def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_pa
             written.
     """
     summary = build_summary(analysis, trace_path)
-    page = render_report(analysis, summary)
+    page = render_report(analysis, summary, diagnosis_html=render_diagnosis(analysis))
     prepare_folder(folder, force, REPORT_FILES)
     write_plotlyjs(folder)
     # Both files or neither: a failed write never leaves a new summary beside an old page.

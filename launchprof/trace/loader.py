@@ -661,6 +661,9 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
             nvtx, domain_events = _load_nvtx(con, schema, strings, notes)
             gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
             processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
+            cuda_streams = _load_small(
+                con, schema, "TARGET_INFO_CUDA_STREAM", {"streamId": "stream_id", "processId": "pid", "flag": "flag"}
+            )
         except sqlite3.DatabaseError as exc:
             raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
     finally:
@@ -676,6 +679,7 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
         nvtx=nvtx,
         gpus=gpus,
         processes=processes,
+        cuda_streams=cuda_streams,
         strings=strings,
         nvtx_domain_events=domain_events,
         notes=tuple(notes),

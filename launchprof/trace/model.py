@@ -22,6 +22,9 @@ Columns (all times are int64 nanoseconds on the trace's own clock):
     ``text``, ``domain`` (domain name, ``""`` for the default domain).
 ``gpus`` - ``TARGET_INFO_GPU``: ``device_id``, ``name``.
 ``processes`` - ``PROCESSES`` where present: ``pid``, ``name``.
+``cuda_streams`` - ``TARGET_INFO_CUDA_STREAM`` where present: ``stream_id``, ``pid``,
+    ``flag`` (nsys ``ENUM_CUPTI_STREAM_TYPE``: 1 default, 2 non-blocking, 3 the NULL
+    stream, i.e. the legacy default stream).
 
 Dtypes: times, ``correlation_id``, ``name_id``, ``tid``, ``bytes`` and graph ids are
 int64; ``device_id``, ``stream_id``, ``pid`` and the grid/block sizes of kernels are int32
@@ -73,6 +76,7 @@ class Trace:
     strings: pd.Series
     nvtx_domain_events: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cuda_streams: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def has_cuda(self) -> bool:
