@@ -16,11 +16,22 @@ The analysis uses ranges named ``step`` in domain ``launchprof`` by default; ano
 is picked with ``--step NAME``. Without the ``nvtx`` package, or when no profiler is
 attached (nvtx reports itself disabled), a step does nothing but one attribute test.
 Ranges are per thread: open and close a step on the same thread.
+
+Step times without a profiler: when the environment variable ``LAUNCHPROF_STEP_TIMES``
+names a file, every step also records ``time.perf_counter_ns()`` at its start and end
+(appended to a list in memory) and the process appends them to that file once, at exit
+(``atexit``), one line per step: ``NAME START_NS END_NS`` (perf_counter clock, so only
+differences within one process mean anything). ``launchprof profile --baseline-runs N``
+sets it for the runs it makes without nsys. The file format is read by
+:func:`launchprof.baseline.read_step_times`.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import os
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
@@ -40,15 +51,38 @@ except ImportError:  # pragma: no cover - depends on the environment
     _ACTIVE = False
 
 
+STEP_TIMES_ENV = "LAUNCHPROF_STEP_TIMES"
+_TIMES_PATH = os.environ.get(STEP_TIMES_ENV) or None
+_times: list[tuple[str, int, int]] = []
+_now = time.perf_counter_ns
+
+
+def _write_times(path: str = _TIMES_PATH or "") -> None:
+    """Append the recorded steps to ``path`` in one write (called at exit)."""
+    if not path or not _times:
+        return
+    text = "".join(f"{name} {start} {end}\n" for name, start, end in _times)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+    _times.clear()
+
+
+if _TIMES_PATH:
+    atexit.register(_write_times)
+
+
 class Step:
     """An NVTX range ``name`` in domain ``launchprof``: a context manager and a decorator."""
 
-    __slots__ = ("name",)
+    __slots__ = ("name", "_starts")
 
     def __init__(self, name: str = STEP_NAME) -> None:
         self.name = name
+        self._starts: list[int] = []
 
     def __enter__(self) -> Step:
+        if _TIMES_PATH:
+            self._starts.append(_now())
         if _ACTIVE:
             _push(self.name, domain=STEP_DOMAIN)
         return self
@@ -56,19 +90,26 @@ class Step:
     def __exit__(self, *exc: object) -> None:
         if _ACTIVE:
             _pop(domain=STEP_DOMAIN)
+        if _TIMES_PATH and self._starts:
+            _times.append((self.name, self._starts.pop(), _now()))
 
     def __call__(self, func: F) -> F:
         name = self.name
 
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not _ACTIVE:
+            if not _ACTIVE and not _TIMES_PATH:
                 return func(*args, **kwargs)
-            _push(name, domain=STEP_DOMAIN)
+            start = _now() if _TIMES_PATH else 0
+            if _ACTIVE:
+                _push(name, domain=STEP_DOMAIN)
             try:
                 return func(*args, **kwargs)
             finally:
-                _pop(domain=STEP_DOMAIN)
+                if _ACTIVE:
+                    _pop(domain=STEP_DOMAIN)
+                if _TIMES_PATH:
+                    _times.append((name, start, _now()))
 
         return wrapper  # type: ignore[return-value]
 
