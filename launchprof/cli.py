@@ -127,6 +127,12 @@ def profile(
         float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
     ] = 1.0,
     open_report: Annotated[bool, typer.Option("--open", help="open the report in the browser")] = False,
+    baseline_runs: Annotated[
+        int,
+        typer.Option(
+            "--baseline-runs", help="also run TARGET N times without nsys and compare step times", min=0, max=100
+        ),
+    ] = 0,
 ) -> None:
     """Run TARGET under nsys, keep its trace, and write summary.json and report.html.
 
@@ -137,7 +143,15 @@ def profile(
 
     try:
         result = run_profile(
-            target, out, output, nsys, nsys_arg or (), int(round(bubble_threshold * 1000)), step, open_report
+            target,
+            out,
+            output,
+            nsys,
+            nsys_arg or (),
+            int(round(bubble_threshold * 1000)),
+            step,
+            open_report,
+            baseline_runs=baseline_runs,
         )
     except LaunchprofError as exc:
         raise fail(exc) from None

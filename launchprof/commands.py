@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -20,8 +21,10 @@ def run_analyze(
     console: Console,
     step: str | None = None,
     require_gpu: bool = False,
+    baseline: list[Any] | None = None,
 ) -> None:
     """Analyse ``trace`` and write its report into ``output``; print where it went.
+    ``baseline``: step times of unprofiled runs (:mod:`launchprof.baseline`), or None.
 
     Raises:
         NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
@@ -32,7 +35,7 @@ def run_analyze(
             trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."), step=step
         )
         status.update("writing report")
-        summary = write_report(analysis, output, force=force, trace_path=str(trace))
+        summary = write_report(analysis, output, force=force, trace_path=str(trace), baseline=baseline)
     for d in summary.devices:
         console.print(
             f"GPU {d.device_id}: {d.kernels} kernels, utilization {d.utilization:.1%}, "
@@ -43,6 +46,10 @@ def run_analyze(
         console.print("no GPU activity in this trace", markup=False)
     for note in summary.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
+    if summary.baseline is not None:
+        from launchprof.baseline import describe
+
+        console.print(describe(summary.baseline), markup=False, soft_wrap=True)
     console.print(f"report: {output / 'report.html'}", markup=False)
     if require_gpu and not summary.devices:
         # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.

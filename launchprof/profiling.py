@@ -10,19 +10,32 @@ does not add to the wall time.
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
 import threading
+import time
 import webbrowser
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
 from launchprof.errors import LaunchprofError, NsysError, OutputError
+from launchprof.marker import STEP_TIMES_ENV
 from launchprof.nsys.locate import locate_nsys, nsys_info
-from launchprof.nsys.profile import TRACE_STEM, TargetError, finish_trace, nsys_command, run_nsys, workload
+from launchprof.nsys.profile import (
+    TRACE_STEM,
+    TargetError,
+    Workload,
+    finish_trace,
+    nsys_command,
+    run_nsys,
+    workload,
+)
 
 
 class Interrupted(LaunchprofError):
@@ -31,7 +44,7 @@ class Interrupted(LaunchprofError):
     exit_code = 130
 
 
-TRACE_FILES = ("trace.nsys-rep", "trace.sqlite", "trace.qdstrm", "summary.json", "report.html")
+TRACE_FILES = ("trace.nsys-rep", "trace.sqlite", "trace.qdstrm", "summary.json", "report.html", "baseline-1.steps")
 
 
 @dataclass(frozen=True)
@@ -94,10 +107,14 @@ def run_profile(
     bubble_threshold_ns: int = 1000,
     step: str | None = None,
     open_report: bool = False,
+    baseline_runs: int = 0,
 ) -> ProfileResult:
     """Profile ``target`` (see :func:`launchprof.nsys.profile.workload`) and write
     ``trace.nsys-rep``, ``trace.sqlite``, ``summary.json``, ``report.html`` into ``output``
     (default :func:`default_folder`). The trace is kept whatever happens after recording.
+    With ``baseline_runs`` N > 0 and a successful nsys run, the workload then runs N more
+    times without nsys (``LAUNCHPROF_STEP_TIMES=FOLDER/baseline-I.steps``) and the report
+    gets a ``baseline`` section (:mod:`launchprof.baseline`).
 
     Returns:
         :class:`ProfileResult` with the workload's exit code (nsys passes it on).
@@ -130,7 +147,9 @@ def run_profile(
         ),
     )
     try:
-        return _after_recording(folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm)
+        return _after_recording(
+            folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs
+        )
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
 
@@ -144,6 +163,8 @@ def _after_recording(
     step: str | None,
     open_report: bool,
     warm: threading.Thread,
+    work: Workload | None = None,
+    baseline_runs: int = 0,
 ) -> ProfileResult:
     with console.status("checking the trace") as status:
         files = finish_trace(folder / TRACE_STEM, nsys_path, progress=lambda msg: status.update(f"{msg}..."))
@@ -157,12 +178,15 @@ def _after_recording(
             markup=False,
             soft_wrap=True,
         )
+    baseline = _run_baselines(work, folder, baseline_runs, console) if (work and baseline_runs and code == 0) else None
     warm.join()
     from launchprof.commands import run_analyze
 
     analysed = True
     try:
-        run_analyze(files.sqlite, folder, False, bubble_threshold_ns, str(nsys_path), console, step=step)
+        run_analyze(
+            files.sqlite, folder, False, bubble_threshold_ns, str(nsys_path), console, step=step, baseline=baseline
+        )
     except LaunchprofError as exc:
         if code == 0:
             console.print(
@@ -176,3 +200,27 @@ def _after_recording(
     if analysed and open_report:
         webbrowser.open((folder / "report.html").resolve().as_uri())
     return ProfileResult(folder, code, analysed)
+
+
+def _run_baselines(work: Workload, folder: Path, runs: int, console: Console) -> list[Any]:
+    """Run ``work`` ``runs`` times without nsys, each with ``LAUNCHPROF_STEP_TIMES`` set to
+    its own file (:func:`launchprof.baseline.run_files`), and return the step times read
+    back (one array per run that exited 0; failed runs are reported and left out)."""
+    from launchprof.baseline import read_step_times, run_files
+
+    got = []
+    for i, path in enumerate(run_files(folder, runs), start=1):
+        console.print(f"launchprof: baseline run {i} of {runs} (without nsys)", markup=False)
+        began = time.perf_counter()
+        try:
+            done = subprocess.run(work.argv, env={**os.environ, STEP_TIMES_ENV: str(path.resolve())}, check=False)
+        except OSError as exc:
+            raise TargetError(f"cannot run {work.argv[0]}: {exc.strerror}") from None
+        wall = time.perf_counter() - began
+        if done.returncode != 0:
+            console.print(f"launchprof: baseline run {i} exited with code {done.returncode}; left out", markup=False)
+            continue
+        times = read_step_times(path)
+        console.print(f"launchprof: baseline run {i}: {len(times)} steps in {wall:.2f} s", markup=False)
+        got.append(times)
+    return got

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from launchprof.analysis import Analysis
 from launchprof.report import figures
@@ -67,7 +68,13 @@ def _process_names(analysis: Analysis, pids: list[int]) -> dict[int, str]:
     return {int(p): str(n) for p, n in zip(wanted["pid"], wanted["name"], strict=False)}
 
 
-def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_path: str | None = None) -> Summary:
+def write_report(
+    analysis: Analysis,
+    folder: Path,
+    force: bool = False,
+    trace_path: str | None = None,
+    baseline: list[Any] | None = None,
+) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``.
 
     Raises:
@@ -75,7 +82,14 @@ def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_pa
             written.
     """
     summary = build_summary(analysis, trace_path)
-    page = render_report(analysis, summary, diagnosis_html=render_diagnosis(analysis))
+    extra_html = ""
+    if baseline is not None:
+        from launchprof.baseline import baseline_section, nvtx_period_p50
+
+        nvtx_period = nvtx_period_p50(analysis.trace.nvtx)
+        summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period)
+        extra_html = render("baseline.html.j2", b=summary.baseline)
+    page = render_report(analysis, summary, diagnosis_html=render_diagnosis(analysis) + extra_html)
     prepare_folder(folder, force, REPORT_FILES)
     write_plotlyjs(folder)
     # Both files or neither: a failed write never leaves a new summary beside an old page.

@@ -1,0 +1,198 @@
+"""Unprofiled baseline runs: step times measured without nsys, and the overhead correction.
+
+``launchprof profile --baseline-runs N`` runs the workload N more times without nsys, with
+``LAUNCHPROF_STEP_TIMES`` set so the step markers (:mod:`launchprof.marker`,
+``examples/_step.py``) write each step's host start and end (``time.perf_counter_ns``).
+This module reads those files and compares the unprofiled step period with the profiled
+one.
+
+Definitions (all ns, medians over the pooled steps of all runs):
+
+- a run's step periods are the differences of consecutive step starts (so a run of S
+  steps gives S - 1 periods); the first ``warmup`` periods of each run are left out;
+- ``overhead_ratio = profiled period p50 / unprofiled period p50`` (the profiled figure is
+  the analysis' ``steps.period_p50_ns``); ``correction = 1 / overhead_ratio``.
+
+Overhead-corrected prediction (assumption, stated in the report): nsys slows the host side
+only - CUDA API calls and the Python between them - by the same factor throughout, and
+leaves GPU work alone. So the per-launch step is scaled by ``correction`` (which gives the
+unprofiled period), the graph step's GPU side (GPU busy time + node dispatch gaps + the
+gap between graph launches) is kept, and its CPU side is scaled by ``correction`` too:
+
+    corrected graph step = max(gpu_side, cpu_side x correction)
+    corrected speedup    = per-launch step x correction / corrected graph step
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from launchprof.errors import LaunchprofError
+
+
+class StepTimesError(LaunchprofError):
+    """A step-times file is malformed."""
+
+
+def read_step_times(path: Path) -> np.ndarray:
+    """The ``(start_ns, end_ns)`` rows of a ``LAUNCHPROF_STEP_TIMES`` file, in start order
+    (int64, shape (steps, 2)); empty when the file is missing or empty.
+
+    Each line is ``NAME START_NS END_NS`` (:mod:`launchprof.marker`).
+
+    Raises:
+        StepTimesError: a line does not have three fields with integer times.
+    """
+    if not path.is_file():
+        return np.empty((0, 2), dtype=np.int64)
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        try:
+            if len(parts) != 3:
+                raise ValueError
+            rows.append((int(parts[1]), int(parts[2])))
+        except ValueError:
+            raise StepTimesError(f"{path}:{number}: expected 'NAME START_NS END_NS', got {line[:80]!r}") from None
+    times = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    return times[np.argsort(times[:, 0], kind="stable")]
+
+
+def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any]:
+    """Per-run step counts and the pooled unprofiled step figures.
+
+    Args:
+        runs: one ``(start_ns, end_ns)`` array per run (:func:`read_step_times`).
+        warmup: periods left out at the start of each run.
+
+    Returns:
+        ``runs`` (count), ``steps`` (per run), ``periods`` (pooled count),
+        ``period_p50_ns``, ``period_mean_ns``, ``duration_p50_ns`` (end - start of each
+        step, warm-up steps left out too); the figures are None without any period.
+    """
+    periods = [np.diff(r[:, 0])[warmup:] for r in runs]
+    durations = [(r[:, 1] - r[:, 0])[warmup:] for r in runs]
+    pooled = np.concatenate(periods) if periods else np.empty(0, dtype=np.int64)
+    pooled_d = np.concatenate(durations) if durations else np.empty(0, dtype=np.int64)
+    return {
+        "runs": len(runs),
+        "steps": [int(len(r)) for r in runs],
+        "warmup_per_run": warmup,
+        "periods": int(pooled.size),
+        "period_p50_ns": float(np.median(pooled)) if pooled.size else None,
+        "period_mean_ns": float(pooled.mean()) if pooled.size else None,
+        "duration_p50_ns": float(np.median(pooled_d)) if pooled_d.size else None,
+    }
+
+
+def corrected_prediction(
+    per_launch_step_ns: float, gpu_side_ns: float, cpu_side_ns: float, correction: float
+) -> dict[str, float]:
+    """The overhead-corrected graph prediction (module docstring).
+
+    Args:
+        per_launch_step_ns: the profiled per-launch step period.
+        gpu_side_ns, cpu_side_ns: the graph step's two sides from the prediction
+            (:func:`launchprof.analysis.predict.predict_graph_step`).
+        correction: unprofiled period / profiled period.
+
+    Raises:
+        ValueError: a correction that is not positive.
+    """
+    if not correction > 0:
+        raise ValueError("the correction must be > 0")
+    step = per_launch_step_ns * correction
+    graph = max(gpu_side_ns, cpu_side_ns * correction)
+    return {
+        "per_launch_step_ns": step,
+        "graph_step_ns": graph,
+        "speedup": step / graph if graph > 0 else float("inf"),
+    }
+
+
+ASSUMPTION = (
+    "Overhead correction: nsys is assumed to slow only the host side (CUDA API calls and the code between them), "
+    "by the same factor throughout, and to leave GPU work alone. The per-launch step is scaled by unprofiled / "
+    "profiled period; the graph step keeps its GPU side (GPU busy time, node dispatch gaps, gap between graph "
+    "launches) and scales its CPU side by the same factor: corrected graph step = max(GPU side, CPU side x factor)."
+)
+
+
+def nvtx_period_p50(nvtx: pd.DataFrame, text: str = "step", warmup: int = 1) -> float | None:
+    """Median period of the NVTX ranges named ``text`` in a trace, computed like the
+    baseline's: consecutive starts per thread (``pid``, ``tid``), the first ``warmup``
+    periods of each thread left out. None when there is no such period.
+
+    Args:
+        nvtx: the trace's NVTX ranges (columns ``start``, ``tid``, ``pid``, ``text``; ns).
+    """
+    ranges = nvtx.loc[nvtx["text"] == text, ["pid", "tid", "start"]].sort_values(["pid", "tid", "start"])
+    by = ranges.groupby(["pid", "tid"], sort=False)["start"]
+    periods = by.diff()
+    keep = periods.notna() & (by.cumcount() > warmup)
+    return float(periods[keep].median()) if keep.any() else None
+
+
+def baseline_section(
+    runs: Sequence[np.ndarray],
+    steps: Mapping[str, Any] | None,
+    recommendation: Mapping[str, Any] | None,
+    nvtx_period_ns: float | None = None,
+) -> dict[str, Any]:
+    """The ``baseline`` section of summary.json: :func:`summarize_runs` plus
+    ``profiled_period_p50_ns`` (the analysis' step period, else ``nvtx_period_ns`` - the
+    marker ranges' period in the trace, :func:`nvtx_period_p50`, for traces without GPU
+    steps) and its ``profiled_source``, ``overhead_ratio``, ``correction`` and, when the
+    summary has a graph prediction, ``corrected`` (:func:`corrected_prediction`) and
+    ``assumption``; ratios are None when either period is missing."""
+    section = summarize_runs(runs)
+    profiled = (steps or {}).get("period_p50_ns")
+    source = "steps"
+    if not profiled:
+        profiled, source = nvtx_period_ns, "nvtx"
+    unprofiled = section["period_p50_ns"]
+    section["profiled_period_p50_ns"] = float(profiled) if profiled else None
+    section["profiled_source"] = source if profiled else None
+    ok = bool(profiled) and bool(unprofiled)
+    section["overhead_ratio"] = float(profiled) / unprofiled if ok else None  # type: ignore[arg-type,operator]
+    section["correction"] = unprofiled / float(profiled) if ok else None  # type: ignore[arg-type,operator]
+    section["corrected"] = None
+    model = (recommendation or {}).get("model") or {}
+    measured = (recommendation or {}).get("measured_step_ns")
+    if ok and measured and "gpu_side_ns" in model and "cpu_side_ns" in model:
+        corr = corrected_prediction(
+            float(measured), float(model["gpu_side_ns"]), float(model["cpu_side_ns"]), section["correction"]
+        )
+        corr["profiled_speedup"] = float((recommendation or {}).get("predicted_speedup") or 0.0)
+        section["corrected"] = corr
+    section["assumption"] = ASSUMPTION
+    return section
+
+
+def run_files(folder: Path, runs: int) -> list[Path]:
+    """Where baseline run ``i`` (1-based) writes its step times: ``FOLDER/baseline-I.steps``."""
+    return [folder / f"baseline-{i}.steps" for i in range(1, runs + 1)]
+
+
+def describe(section: Mapping[str, Any]) -> str:
+    """One line for the terminal: unprofiled vs profiled step period and the corrected speedup."""
+    unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
+    if unprof is None or prof is None:
+        return f"baseline: {section.get('runs', 0)} runs without nsys, too few steps to compare"
+    line = (
+        f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
+        f"({section['overhead_ratio']:.2f}x, {section['runs']} runs, steps {section['steps']})"
+    )
+    corr = section.get("corrected")
+    if corr:
+        line += (
+            f"; overhead-corrected graph speedup {corr['speedup']:.2f}x (under nsys {corr['profiled_speedup']:.2f}x)"
+        )
+    return line

@@ -1,0 +1,187 @@
+"""Unprofiled baseline runs: the step-times files the markers write, the figures read from
+them, the overhead correction (hand values), and ``launchprof profile --baseline-runs``
+end to end under the real nsys on the CPU-only steps loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from launchprof.baseline import (
+    StepTimesError,
+    baseline_section,
+    corrected_prediction,
+    nvtx_period_p50,
+    read_step_times,
+    summarize_runs,
+)
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples"
+LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
+
+
+def test_correction_keeps_gpu_side_when_it_dominates() -> None:
+    # 500 us profiled step, 40 % profiler overhead removed (x 0.6): 300 us; graph step
+    # max(60 us GPU, 30 us x 0.6 = 18 us CPU) = 60 us; 300 / 60 = 5.
+    got = corrected_prediction(500_000, 60_000, 30_000, 0.6)
+    assert got["per_launch_step_ns"] == pytest.approx(300_000)
+    assert got["graph_step_ns"] == pytest.approx(60_000)
+    assert got["speedup"] == pytest.approx(5.0)
+
+
+def test_correction_scales_cpu_side_when_it_dominates() -> None:
+    # 400 us x 0.5 = 200 us; max(20 us, 100 us x 0.5 = 50 us) = 50 us; 200 / 50 = 4.
+    got = corrected_prediction(400_000, 20_000, 100_000, 0.5)
+    assert (got["per_launch_step_ns"], got["graph_step_ns"], got["speedup"]) == pytest.approx((200_000, 50_000, 4.0))
+    with pytest.raises(ValueError):
+        corrected_prediction(1, 1, 1, 0.0)
+
+
+def test_summarize_runs_by_hand() -> None:
+    # run 1 starts at 0, 10, 30, 60 (periods 10, 20, 30; warm-up drops 10): 20, 30
+    # run 2 starts at 100, 140, 150 (periods 40, 10; drops 40): 10   -> pooled 20, 30, 10
+    r1 = np.array([[0, 5], [10, 14], [30, 33], [60, 62]], dtype=np.int64)
+    r2 = np.array([[100, 101], [140, 147], [150, 151]], dtype=np.int64)
+    got = summarize_runs([r1, r2])
+    assert got["runs"] == 2 and got["steps"] == [4, 3] and got["periods"] == 3
+    assert got["period_p50_ns"] == 20.0
+    assert got["period_mean_ns"] == pytest.approx(20.0)
+    # durations after warm-up: 4, 3, 2 and 7, 1 -> median 3
+    assert got["duration_p50_ns"] == 3.0
+    empty = summarize_runs([np.array([[0, 1]], dtype=np.int64)])
+    assert empty["period_p50_ns"] is None and empty["steps"] == [1]
+
+
+def test_baseline_section_ratio_and_corrected_speedup() -> None:
+    runs = [np.array([[0, 1], [100_000, 1], [200_000, 1], [300_000, 1]], dtype=np.int64)]  # 100 us periods
+    steps = {"period_p50_ns": 250_000.0}
+    model = {"gpu_side_ns": 40_000.0, "cpu_side_ns": 10_000.0}
+    rec = {"measured_step_ns": 250_000.0, "predicted_speedup": 5.0, "model": model}
+    got = baseline_section(runs, steps, rec)
+    assert got["overhead_ratio"] == pytest.approx(2.5)
+    assert got["correction"] == pytest.approx(0.4)
+    # 250 us x 0.4 = 100 us; max(40 us, 4 us) = 40 us -> 2.5x
+    assert got["corrected"]["speedup"] == pytest.approx(2.5)
+    assert got["corrected"]["profiled_speedup"] == 5.0
+    assert baseline_section(runs, None, None)["overhead_ratio"] is None
+
+
+def test_nvtx_period_per_thread_by_hand() -> None:
+    # thread (1, 1): starts 0, 10, 25, 45 -> periods 10, 15, 20, first dropped: 15, 20
+    # thread (1, 2): starts 5, 105, 305 -> periods 100, 200, first dropped: 200
+    # "other" ranges are ignored -> median of 15, 20, 200 = 20
+    nvtx = pd.DataFrame(
+        {
+            "pid": [1, 1, 1, 1, 1, 1, 1, 1],
+            "tid": [1, 1, 2, 1, 2, 1, 2, 1],
+            "start": [45, 0, 305, 10, 5, 25, 105, 11],
+            "text": ["step", "step", "step", "step", "step", "step", "step", "other"],
+        }
+    )
+    before = nvtx.copy()
+    assert nvtx_period_p50(nvtx) == 20.0
+    pd.testing.assert_frame_equal(nvtx, before)
+    assert nvtx_period_p50(nvtx, text="none") is None
+
+
+def test_read_step_times_sorts_and_rejects_bad_lines(tmp_path: Path) -> None:
+    f = tmp_path / "t.steps"
+    f.write_text("step 30 40\nstep 10 20\n\n")
+    assert read_step_times(f).tolist() == [[10, 20], [30, 40]]
+    assert read_step_times(tmp_path / "missing").shape == (0, 2)
+    f.write_text("step 10\n")
+    with pytest.raises(StepTimesError, match=":1:"):
+        read_step_times(f)
+
+
+MARKER_SCRIPT = """
+import launchprof
+s = launchprof.step()
+for _ in range(3):
+    with s:
+        pass
+@launchprof.step("decode")
+def f():
+    return 1
+f(); f()
+"""
+
+
+def test_launchprof_marker_writes_step_times_at_exit(tmp_path: Path) -> None:
+    out = tmp_path / "times"
+    env = {**os.environ, "LAUNCHPROF_STEP_TIMES": str(out)}
+    subprocess.run([sys.executable, "-c", MARKER_SCRIPT], env=env, check=True, cwd=tmp_path)
+    lines = [ln.split() for ln in out.read_text().splitlines()]
+    assert [ln[0] for ln in lines] == ["step"] * 3 + ["decode"] * 2
+    assert all(int(b) >= int(a) for _, a, b in lines)
+    assert all(int(lines[i + 1][1]) >= int(lines[i][2]) for i in range(4))  # sequential, in order
+
+
+def test_examples_step_helper_writes_step_times(tmp_path: Path) -> None:
+    out = tmp_path / "times"
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from _step import step\nfor _ in range(4):\n    with step(): pass"
+    )
+    env = {**os.environ, "LAUNCHPROF_STEP_TIMES": str(out)}
+    subprocess.run([sys.executable, "-c", code, str(EXAMPLES)], env=env, check=True, cwd=tmp_path)
+    assert [ln.split()[0] for ln in out.read_text().splitlines()] == ["step"] * 4
+
+
+def test_no_file_without_the_variable(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "LAUNCHPROF_STEP_TIMES"}
+    subprocess.run([sys.executable, "-c", MARKER_SCRIPT], env=env, check=True, cwd=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+def test_profile_with_baseline_runs_end_to_end(tmp_path: Path) -> None:
+    steps = 9
+    done = subprocess.run(
+        [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "2", str(EXAMPLES / "cpu" / "steps_loop.py"),
+         "--steps", str(steps), "--work", "20000"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(f"steps: {steps}") == 3  # the nsys run and two baseline runs
+    folder = tmp_path / "out"
+    summary = json.loads((folder / "summary.json").read_text())
+    b = summary["baseline"]
+    assert b["runs"] == 2 and b["steps"] == [steps, steps]  # the loop marks `steps` steps by construction
+    # independent recomputation from the files: starts sorted, consecutive differences,
+    # first period of each run dropped, median of the pooled rest
+    periods = []
+    for i in (1, 2):
+        rows = [ln.split() for ln in (folder / f"baseline-{i}.steps").read_text().splitlines()]
+        assert len(rows) == steps and {r[0] for r in rows} == {"step"}
+        starts = sorted(int(r[1]) for r in rows)
+        periods += [b_ - a for a, b_ in zip(starts, starts[1:], strict=False)][1:]
+    assert b["periods"] == 2 * (steps - 2)
+    assert b["period_p50_ns"] == pytest.approx(float(np.median(periods)))
+    # CPU-only trace: no GPU steps, so the profiled period comes from the marker's NVTX
+    # ranges, recomputed here straight from the export with sqlite3
+    assert summary["steps"]["period_p50_ns"] is None and b["profiled_source"] == "nvtx"
+    con = sqlite3.connect(folder / "trace.sqlite")
+    try:
+        starts = [r[0] for r in con.execute(
+            "SELECT r.start FROM NVTX_EVENTS r LEFT JOIN StringIds s ON s.id = r.textId "
+            "WHERE r.eventType = 59 AND coalesce(r.text, s.value) = 'step' ORDER BY r.start"
+        )]  # fmt: skip
+    finally:
+        con.close()
+    assert len(starts) == steps
+    profiled = float(np.median(np.diff(starts)[1:]))
+    assert b["profiled_period_p50_ns"] == pytest.approx(profiled)
+    assert b["overhead_ratio"] == pytest.approx(profiled / float(np.median(periods)))
+    page = (folder / "report.html").read_text()
+    assert 'id="baseline"' in page and "Without the profiler" in page
+    assert "baseline: step p50" in done.stdout
