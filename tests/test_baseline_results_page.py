@@ -45,3 +45,11 @@ def test_figures_match_hand_computation() -> None:
     assert "the whole command 2.76 s wall" in page
     # mlp_eager / mlp_graph step period under nsys, from the two summaries: 706687 / 73279 = 9.64
     assert "mlp_eager -> mlp_graph: measured 9.64x under nsys" in page
+
+
+def test_corrected_prediction_row_by_hand() -> None:
+    page = (ROOT / "docs" / "results.md").read_text()
+    # small_launch summary: step 282816 ns, GPU side 58640 ns, CPU side 3259.6 ns, predicted 4.82x;
+    # without nsys 206.42 us: factor 206420 / 282816 = 0.730; corrected step 206420 ns,
+    # graph max(58640, 3259.6 x 0.730 = 2379) = 58640 ns: 206420 / 58640 = 3.52x; measured 206.42 / 38.09 = 5.42x
+    assert "| small_launch | 282.8 us | 206.4 us | 0.730 | 4.82x | 3.52x | 5.42x | 58.6 us | 38.1 us |" in page
