@@ -178,8 +178,8 @@ def _after_recording(
             markup=False,
             soft_wrap=True,
         )
+    warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
     baseline = _run_baselines(work, folder, baseline_runs, console) if (work and baseline_runs and code == 0) else None
-    warm.join()
     from launchprof.commands import run_analyze
 
     analysed = True
@@ -205,8 +205,9 @@ def _after_recording(
 def _run_baselines(work: Workload, folder: Path, runs: int, console: Console) -> list[Any]:
     """Run ``work`` ``runs`` times without nsys, each with ``LAUNCHPROF_STEP_TIMES`` set to
     its own file (:func:`launchprof.baseline.run_files`), and return the step times read
-    back (one array per run that exited 0; failed runs are reported and left out)."""
-    from launchprof.baseline import read_step_times, run_files
+    back (one array per run that exited 0; failed runs and unreadable step files are
+    reported and left out, so the analysis of the recorded trace always runs)."""
+    from launchprof.baseline import StepTimesError, read_step_times, run_files
 
     got = []
     for i, path in enumerate(run_files(folder, runs), start=1):
@@ -220,7 +221,11 @@ def _run_baselines(work: Workload, folder: Path, runs: int, console: Console) ->
         if done.returncode != 0:
             console.print(f"launchprof: baseline run {i} exited with code {done.returncode}; left out", markup=False)
             continue
-        times = read_step_times(path)
+        try:
+            times = read_step_times(path)
+        except StepTimesError as exc:
+            console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
+            continue
         console.print(f"launchprof: baseline run {i}: {len(times)} steps in {wall:.2f} s", markup=False)
         got.append(times)
     return got
