@@ -1,0 +1,345 @@
+"""``launchprof compare``: load two runs, cut their steps to the same unit of work,
+verify the conversion (:mod:`launchprof.analysis.verify`) and write ``compare.json`` and
+``compare.html``.
+
+Each side is a trace (``.sqlite``, ``.sqlite.xz``, ``.nsys-rep``) or a report folder
+(``summary.json`` and the step files of :mod:`launchprof.report.sides`).
+
+Steps of the same work: when the two sides' steady steps hold different numbers of
+kernels and one is a whole multiple of the other (a per-launch run without NVTX whose
+inferred step is one layer, against a graph whose step is the whole captured loop
+body), the side with the smaller step is cut again: a trace with the kernel names of
+one step of the other side as the template
+(:func:`~launchprof.analysis.steps.find_steps`), a report folder by joining that many
+consecutive steps (:func:`~launchprof.analysis.side.regroup`). Steps given by NVTX
+ranges are never re-cut: they are the user's own definition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from launchprof.analysis import Analysis
+from launchprof.analysis.side import SideData, regroup, side_from_analysis
+from launchprof.analysis.steps import find_steps
+from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.analysis.verify import CI_LEVEL, DEFAULT_MIN_EFFECT, Comparison, SideFigures, evidence_json, verify
+from launchprof.api import analyze
+from launchprof.errors import LaunchprofError
+from launchprof.report.compare_schema import CheckDoc, CompareDoc, KernelDoc, SideDoc
+from launchprof.report.html import atomic_write, embed, fmt_us, prepare_folder, render, write_plotlyjs
+from launchprof.report.sides import ReportFolderError, side_from_folder
+
+COMPARE_FILES = ("compare.json", "compare.html")
+KIND_COLORS = {
+    "kernel": "#1f77b4",
+    "memcpy": "#2ca02c",
+    "memset": "#17becf",
+    "graph": "#9467bd",
+    "launch call": "#ff7f0e",
+    "graph launch": "#d62728",
+    "sync call": "#8c564b",
+    "other CUDA API": "#b0b0b0",
+}
+
+
+def _load(
+    label: str, path: Path, step: str | None, bubble_threshold_ns: int, nsys: str | None, progress: Callable[[str], None] | None
+) -> tuple[SideData, Analysis | None]:
+    try:
+        if path.is_dir():
+            side = side_from_folder(path)
+            if step and side.step_name not in (step, f"launchprof:{step}") and side.step_source == "nvtx":
+                side = side.with_notes(f"{path}: --step {step!r} ignored for a report folder (its steps: {side.step_name})")
+            return side, None
+        analysis = analyze(
+            path,
+            bubble_threshold_ns,
+            nsys=nsys,
+            progress=(lambda msg: progress(f"{label}: {msg}")) if progress else None,
+            step=step,
+        )
+    except LaunchprofError as exc:
+        raise type(exc)(f"{label} {path}: {exc}") from None
+    return side_from_analysis(analysis, analysis.extra["steps"], path=str(path)), analysis
+
+
+def _template(side: SideData) -> list[str] | None:
+    """Kernel names of ``side``'s representative step, in start order (None when its
+    timeline is missing or cut short)."""
+    if side.sample is None:
+        return None
+    kern = side.sample.loc[side.sample["kind"] == "kernel"].sort_values(["start_ns", "end_ns"], kind="stable")
+    names = [str(n) for n in kern["name"]]
+    kps = side.kernels_per_step
+    return names if names and kps is not None and len(names) == round(kps) else None
+
+
+def align(
+    before: SideData, after: SideData, before_analysis: Analysis | None, after_analysis: Analysis | None
+) -> tuple[SideData, SideData]:
+    """Cut the smaller-step side again when the kernels per step differ by a whole
+    multiple (see the module docstring). Returns the two sides, changed or not."""
+    kb, ka = before.kernels_per_step, after.kernels_per_step
+    if not kb or not ka or round(kb) == round(ka):
+        return before, after
+    small_is_before = kb < ka
+    small, big = (before, after) if small_is_before else (after, before)
+    small_a = before_analysis if small_is_before else after_analysis
+    ks, kg = round(min(kb, ka)), round(max(kb, ka))
+    if ks == 0 or kg % ks:
+        return before, after
+    label = "BEFORE" if small_is_before else "AFTER"
+    other = "AFTER" if small_is_before else "BEFORE"
+    if small.step_source == "nvtx":
+        small = small.with_notes(
+            f"{label}'s steps ({ks} kernels) are 1/{kg // ks} of {other}'s ({kg}) but are NVTX ranges: not re-cut"
+        )
+    elif small_a is not None and (template := _template(big)) is not None:
+        steps = find_steps(small_a, template=template, device_id=None)
+        if steps.source == "none":
+            return before, after
+        small = side_from_analysis(small_a, steps, path=small.path).with_notes(
+            f"{label}'s steps ({ks} kernels, {small.step_source}) were re-cut into steps of {kg} kernels: the kernel "
+            f"sequence of one {other} step is the template"
+        )
+    elif small.origin == "report" and small.table is not None:
+        small = regroup(small, kg // ks)
+    return (small, big) if small_is_before else (big, small)
+
+
+def compare(
+    before: str | Path,
+    after: str | Path,
+    step: str | None = None,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
+    nsys: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Compare a run before and after its CUDA Graph conversion.
+
+    Args:
+        before, after: traces (``.sqlite``, ``.sqlite.xz``, ``.nsys-rep``) or report folders.
+        step: NVTX range text that marks one step (both traces).
+        min_effect: minimum speedup - 1 that counts as faster (0.05 = 5 %).
+        bubble_threshold_ns: minimum idle gap counted as a bubble (traces).
+        nsys: nsys executable for ``.nsys-rep`` inputs.
+        progress: optional callback given a short text before each stage.
+
+    Returns:
+        :class:`~launchprof.analysis.verify.Comparison`.
+
+    Raises:
+        TraceError, NsysError, StepError: a trace cannot be read (message names the side).
+        ReportFolderError: a folder lacks summary.json, or a side has no steps.
+    """
+    b_side, b_an = _load("BEFORE", Path(before), step, bubble_threshold_ns, nsys, progress)
+    a_side, a_an = _load("AFTER", Path(after), step, bubble_threshold_ns, nsys, progress)
+    for label, side in (("BEFORE", b_side), ("AFTER", a_side)):
+        if side.table is None and not side.stats.get("period_p50_ns"):
+            raise ReportFolderError(
+                f"{label} {side.path}: no steps found ({side.step_reason}); mark steps with NVTX ranges and give --step"
+            )
+    if progress:
+        progress("comparing steps")
+    b_side, a_side = align(b_side, a_side, b_an, a_an)
+    return verify(b_side, a_side, min_effect)
+
+
+def _side_doc(side: SideData, f: SideFigures) -> SideDoc:
+    return SideDoc(
+        path=side.path,
+        origin="report" if side.origin == "report" else "trace",
+        step_source=side.step_source,
+        step_name=side.step_name,
+        step_reason=side.step_reason,
+        steps=f.steps,
+        steady=f.steady,
+        warmup=f.warmup,
+        kernels_per_step=f.kernels_per_step,
+        period_p50_ns=f.period_p50_ns,
+        period_mean_ns=f.period_mean_ns,
+        busy_p50_ns=f.busy_p50_ns,
+        bubble_p50_ns=f.bubble_p50_ns,
+        host_wait_p50_ns=f.host_wait_p50_ns,
+        api_p50_ns=f.api_p50_ns,
+        cpu_p50_ns=f.cpu_p50_ns,
+        utilization=f.utilization,
+        bubble_ratio=f.bubble_ratio,
+        cpu_bound_ratio=f.cpu_bound_ratio,
+        graph_launches_per_step=f.graph_launches_per_step,
+        graph_kernel_share=f.graph_kernel_share,
+        graph_launches=side.graph_launches,
+        graph_instantiations=side.graph_instantiations,
+        instantiate_ns=side.instantiate_ns,
+        exec_updates=side.exec_updates,
+    )
+
+
+def build_compare_doc(c: Comparison, before_path: str | None = None, after_path: str | None = None) -> CompareDoc:
+    """The ``compare.json`` document of ``c`` (paths recorded as given, if passed).
+
+    Raises:
+        pydantic.ValidationError: an invariant does not hold - a bug, never a user error.
+    """
+    before = _side_doc(c.before, c.before_figures)
+    after = _side_doc(c.after, c.after_figures)
+    if before_path is not None:
+        before = before.model_copy(update={"path": before_path})
+    if after_path is not None:
+        after = after.model_copy(update={"path": after_path})
+    return CompareDoc(
+        verdict=c.verdict,  # type: ignore[arg-type]
+        speedup=c.speedup,
+        speedup_ci=c.speedup_ci,
+        speedup_method=c.speedup_method,
+        predicted_speedup=c.predicted_speedup,
+        min_effect=c.min_effect,
+        before=before,
+        after=after,
+        checks=[CheckDoc(name=k.name, passed=k.passed, detail=k.detail, evidence=evidence_json(k.evidence)) for k in c.checks],
+        kernels=[
+            KernelDoc(
+                name=str(r["name"]),
+                grid=(int(r["grid_x"]), int(r["grid_y"]), int(r["grid_z"])),
+                block=(int(r["block_x"]), int(r["block_y"]), int(r["block_z"])),
+                before_per_step=float(r["before_per_step"]),
+                after_per_step=float(r["after_per_step"]),
+                differs=bool(r["differs"]),
+            )
+            for _, r in c.kernels.iterrows()
+        ],
+        notes=c.notes,
+    )
+
+
+def headline(doc: CompareDoc) -> str:
+    """One sentence under the verdict: the figure or the check that decided it."""
+    by = {k.name: k for k in doc.checks}
+    if doc.verdict == "verified" and doc.speedup is not None and doc.speedup_ci is not None:
+        lo, hi = doc.speedup_ci
+        return (
+            f"{doc.speedup:.2f}x faster per step ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x): "
+            f"{fmt_us(doc.before.period_p50_ns)} -> {fmt_us(doc.after.period_p50_ns)}, the same kernels, "
+            f"run as {doc.after.graph_launches_per_step or 0:g} graph launch(es) per step."
+        )
+    decisive = {"not-converted": "converted", "different-work": "same_work", "churn": "churn", "not-faster": "faster"}
+    check = by.get(decisive.get(doc.verdict, ""))
+    return check.detail if check else ""
+
+
+def _bars(doc: CompareDoc) -> go.Figure:
+    labels = ["step period", "GPU busy", "bubbles", "host-wait idle", "CUDA API time (CPU)", "CPU time per step"]
+    keys = ["period_p50_ns", "busy_p50_ns", "bubble_p50_ns", "host_wait_p50_ns", "api_p50_ns", "cpu_p50_ns"]
+    fig = go.Figure()
+    for name, side, color in (("BEFORE", doc.before, "#9e9e9e"), ("AFTER", doc.after, "#2b7bba")):
+        values = [getattr(side, k) for k in keys]
+        us = [None if v is None else v / 1e3 for v in values]
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=us,
+                name=name,
+                marker_color=color,
+                text=["-" if v is None else f"{v:,.1f}" for v in us],
+                textposition="outside",
+                hovertemplate="%{x}: %{y:,.2f} us<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis_title="median per steady step (us)",
+        height=380,
+        margin=dict(l=60, r=20, t=40, b=40),
+        template="plotly_white",
+        title="Per steady step, median",
+    )
+    return fig
+
+
+def _timelines(c: Comparison) -> go.Figure | None:
+    sides = [("BEFORE", c.before), ("AFTER", c.after)]
+    if all(s.sample is None for _, s in sides):
+        return None
+    titles = []
+    for label, s in sides:
+        if s.sample is None:
+            titles.append(f"{label}: no step timeline available")
+            continue
+        shift = int(s.sample["shift_ns"].max()) if len(s.sample) else 0
+        extra = f"; GPU rows drawn {shift / 1e3:,.1f} us earlier (work queued ahead)" if shift else ""
+        titles.append(f"{label}: step {s.sample_step}{extra}")
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
+    seen: set[str] = set()
+    end = 0.0
+    for row, (_, s) in enumerate(sides, start=1):
+        if s.sample is None or s.sample.empty:
+            continue
+        end = max(end, float(s.sample["end_ns"].max()))
+        for kind, rows in s.sample.groupby("kind", sort=True):
+            fig.add_trace(
+                go.Bar(
+                    orientation="h",
+                    base=rows["start_ns"] / 1e3,
+                    x=(rows["end_ns"] - rows["start_ns"]) / 1e3,
+                    y=rows["lane"],
+                    name=str(kind),
+                    legendgroup=str(kind),
+                    showlegend=kind not in seen,
+                    marker_color=KIND_COLORS.get(str(kind), "#444444"),
+                    text=rows["name"],
+                    textposition="none",
+                    hovertemplate="%{text}<br>start %{base:,.2f} us<br>%{x:,.2f} us<extra>%{y}</extra>",
+                ),
+                row=row,
+                col=1,
+            )
+            seen.add(str(kind))
+    fig.update_layout(
+        barmode="overlay",
+        height=460,
+        margin=dict(l=140, r=20, t=50, b=50),
+        template="plotly_white",
+        legend=dict(orientation="h", y=-0.15),
+    )
+    fig.update_xaxes(range=[0, end / 1e3 * 1.02])
+    fig.update_xaxes(title_text="time from the step's first event (us), same scale for both", row=2, col=1)
+    return fig
+
+
+def render_compare(c: Comparison, doc: CompareDoc) -> str:
+    """The compare page: verdict first, bars, the two step timelines, checks, kernels."""
+    figures = [embed(_bars(doc), "Median per steady step: BEFORE (grey) and AFTER (blue).")]
+    tl = _timelines(c)
+    if tl is not None:
+        figures.append(
+            embed(
+                tl,
+                "One steady step of each side (the one whose period is nearest the median), on the same time scale: "
+                "GPU activity per stream and CUDA API calls per CPU thread.",
+            )
+        )
+    return render("compare.html.j2", doc=doc, headline=headline(doc), figures=figures, ci_level=CI_LEVEL)
+
+
+def write_compare(
+    c: Comparison, folder: Path, force: bool = False, before_path: str | None = None, after_path: str | None = None
+) -> CompareDoc:
+    """Write ``compare.json``, ``compare.html`` and ``plotly.min.js`` into ``folder``.
+
+    Raises:
+        OutputError: the folder holds a comparison and ``force`` is False, or cannot be
+            written.
+    """
+    doc = build_compare_doc(c, before_path, after_path)
+    page = render_compare(c, doc)
+    prepare_folder(folder, force, COMPARE_FILES)
+    write_plotlyjs(folder)
+    atomic_write(folder / "compare.json", doc.to_json())
+    atomic_write(folder / "compare.html", page)
+    return doc
