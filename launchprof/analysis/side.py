@@ -52,6 +52,8 @@ STEP_COLUMNS = (
 KERNEL_KEY = ("name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 SAMPLE_COLUMNS = ("lane", "kind", "name", "start_ns", "end_ns", "shift_ns")
 MAX_SAMPLE_ROWS = 3_000
+# The GPU runs a step this many periods after the CPU began it: work is queued ahead.
+QUEUED_AHEAD_PERIODS = 2
 # Columns summed when steps are joined by regroup(); the others are handled one by one.
 _ADDITIVE = (
     "kernels",
@@ -93,8 +95,9 @@ class SideData:
             (the first whose period is nearest the median): columns ``lane``, ``kind``,
             ``name``, ``start_ns``, ``end_ns`` (ns from the step's first event, CPU or GPU),
             ``shift_ns`` (0, or on GPU rows how far they were moved earlier: when the GPU
-            ran the step more than one period after the CPU began it, the work was queued
-            ahead and the GPU rows are drawn from the step's first GPU activity instead);
+            ran the step more than :data:`QUEUED_AHEAD_PERIODS` periods after the CPU began
+            it, the work was queued ahead, and the GPU rows start at the step's first GPU
+            activity instead);
             None when unknown.
         sample_step: the step index of ``sample``.
         bubble_threshold_ns: the bubble threshold the steps were measured with.
@@ -208,7 +211,7 @@ def _sample(
     calls = api.loc[(api["pid"] == steps.pid) & (api["start"] >= row["cpu_start"]) & (api["start"] < row["cpu_end"])]
     t0 = min(int(row["gpu_start"]), int(row["cpu_start"]))
     lag = int(row["gpu_start"]) - int(row["cpu_start"])
-    shift = lag if lag > row["period_ns"] else 0
+    shift = lag if lag > QUEUED_AHEAD_PERIODS * row["period_ns"] else 0
     kinds = gpu["kind"].astype(str)
     gpu_names = info.loc[in_step, "name"].where(kinds == "kernel", kinds)
     cls = classify(calls["call"])

@@ -27,7 +27,15 @@ from launchprof.analysis import Analysis
 from launchprof.analysis.side import SideData, regroup, side_from_analysis
 from launchprof.analysis.steps import find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
-from launchprof.analysis.verify import CI_LEVEL, DEFAULT_MIN_EFFECT, Comparison, SideFigures, evidence_json, verify
+from launchprof.analysis.verify import (
+    CI_LEVEL,
+    DEFAULT_MIN_EFFECT,
+    VERDICTS,
+    Comparison,
+    SideFigures,
+    evidence_json,
+    verify,
+)
 from launchprof.api import analyze
 from launchprof.errors import LaunchprofError
 from launchprof.report.compare_schema import CheckDoc, CompareDoc, KernelDoc, SideDoc
@@ -45,6 +53,41 @@ KIND_COLORS = {
     "sync call": "#8c564b",
     "other CUDA API": "#b0b0b0",
 }
+
+
+class CompareOptionError(LaunchprofError):
+    """A compare option has a value outside its choices."""
+
+
+DEFAULT_FAIL_ON = ",".join(v for v in VERDICTS if v != "verified")
+
+
+def parse_fail_on(text: str) -> frozenset[str]:
+    """The verdicts named in ``--fail-on`` (comma-separated; ``none`` for none).
+
+    Raises:
+        CompareOptionError: an unknown verdict.
+    """
+    names = {t.strip() for t in text.split(",") if t.strip()}
+    if names == {"none"}:
+        return frozenset()
+    unknown = sorted(names - set(VERDICTS))
+    if unknown or not names:
+        raise CompareOptionError(
+            f"--fail-on: unknown verdict {', '.join(map(repr, unknown)) or repr(text)} "
+            f"(choose from {', '.join(VERDICTS)}, or none)"
+        )
+    return frozenset(names)
+
+
+def default_name(before: Path, after: Path) -> str:
+    """``compare-<before stem>-vs-<after stem>`` (folder name for a report folder)."""
+
+    def stem(p: Path) -> str:
+        name = p.resolve().name if p.is_dir() else p.name
+        return name.split(".")[0] or "run"
+
+    return f"compare-{stem(before)}-vs-{stem(after)}"
 
 
 def _load(
@@ -234,7 +277,7 @@ def headline(doc: CompareDoc) -> str:
 
 
 def _bars(doc: CompareDoc) -> go.Figure:
-    labels = ["step period", "GPU busy", "bubbles", "host-wait idle", "CUDA API time (CPU)", "CPU time per step"]
+    labels = ["step period", "GPU busy", "bubbles", "host-wait idle", "CPU time in CUDA API", "CPU step span"]
     keys = ["period_p50_ns", "busy_p50_ns", "bubble_p50_ns", "host_wait_p50_ns", "api_p50_ns", "cpu_p50_ns"]
     fig = go.Figure()
     for name, side, color in (("BEFORE", doc.before, "#9e9e9e"), ("AFTER", doc.after, "#2b7bba")):
@@ -281,6 +324,9 @@ def _timelines(c: Comparison) -> go.Figure | None:
         if s.sample is None or s.sample.empty:
             continue
         end = max(end, float(s.sample["end_ns"].max()))
+        lanes = sorted(s.sample["lane"].unique(), key=lambda lane: (not str(lane).startswith("GPU"), str(lane)))
+        # Bottom to top: GPU lanes below, CPU threads above (as nsys draws them).
+        fig.update_yaxes(categoryorder="array", categoryarray=lanes, row=row, col=1)
         for kind, rows in s.sample.groupby("kind", sort=True):
             fig.add_trace(
                 go.Bar(

@@ -15,6 +15,7 @@ from launchprof.report.html import (
     write_plotlyjs,
 )
 from launchprof.report.schema import Summary
+from launchprof.report.sides import write_step_files
 from launchprof.report.summary import build_summary
 
 REPORT_FILES = ("summary.json", "report.html")
@@ -52,7 +53,9 @@ def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = ""
 
 
 def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_path: str | None = None) -> Summary:
-    """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``.
+    """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
+    the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
+    reads.
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
@@ -64,4 +67,5 @@ def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_pa
     write_plotlyjs(folder)
     atomic_write(folder / "summary.json", summary.to_json())
     atomic_write(folder / "report.html", page)
+    write_step_files(analysis, folder)
     return summary
