@@ -255,7 +255,9 @@ def test_report_folders_compare_like_their_traces(tmp_path: Path) -> None:
         assert c.speedup_ci == from_traces.speedup_ci
         assert [k.passed for k in c.checks] == [k.passed for k in from_traces.checks]
     assert from_folders.before.origin == "report"
-    assert from_folders.before.sample is not None and len(from_folders.before.sample) == 2 * len(NAMES)  # 4 launch calls, 4 kernels
+    assert from_folders.before.sample is not None and len(from_folders.before.sample) == 2 * len(
+        NAMES
+    )  # 4 launch calls, 4 kernels
 
 
 def test_folder_without_step_files_falls_back_to_summary_statistics(tmp_path: Path) -> None:
@@ -296,10 +298,10 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
         compare(tmp_path / "missing.sqlite", trace)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ReportFolderError, match="folder without summary.json"):
+    with pytest.raises(ReportFolderError, match=r"^AFTER .*empty: a folder without summary.json"):
         compare(trace, empty)
     (empty / "summary.json").write_text('{"hello": 1}')
-    with pytest.raises(ReportFolderError, match="not a launchprof summary"):
+    with pytest.raises(ReportFolderError, match=r"^BEFORE .*empty: its summary.json is not a launchprof summary"):
         compare(empty, trace)
     plain, _ = build(tmp_path, "plain", graph_run, nvtx=False)
     with pytest.raises(StepError, match=r"^AFTER .*plain.sqlite: no NVTX range named 'step'"):

@@ -261,9 +261,7 @@ def speedup_interval(
     if b.size < 2 or a.size < 2:
         return point, (point, point)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    ratios = block_bootstrap_medians(b, BOOTSTRAP_RESAMPLES, rng) / block_bootstrap_medians(
-        a, BOOTSTRAP_RESAMPLES, rng
-    )
+    ratios = block_bootstrap_medians(b, BOOTSTRAP_RESAMPLES, rng) / block_bootstrap_medians(a, BOOTSTRAP_RESAMPLES, rng)
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(ratios, [tail, 100 - tail])
     return point, (float(min(lo, point)), float(max(hi, point)))
@@ -367,7 +365,8 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
             evidence,
         )
     listed = "; ".join(
-        f"{_config(r)}: {r['before_per_step']:g} -> {r['after_per_step']:g} per step" for _, r in diff.head(5).iterrows()
+        f"{_config(r)}: {r['before_per_step']:g} -> {r['after_per_step']:g} per step"
+        for _, r in diff.head(5).iterrows()
     )
     more = f" and {len(diff) - 5} more" if len(diff) > 5 else ""
     return Check(
@@ -509,7 +508,10 @@ def check_paid_back(after: SideData, fb: SideFigures, fa: SideFigures) -> Check:
         )
     if gain <= 0:
         return Check(
-            "paid_back", False, f"No gain per step: the {_fmt_us(after.instantiate_ns)} instantiation never pays back.", evidence
+            "paid_back",
+            False,
+            f"No gain per step: the {_fmt_us(after.instantiate_ns)} instantiation never pays back.",
+            evidence,
         )
     n_star = after.instantiate_ns / gain
     evidence["break_even_iterations"] = n_star

@@ -91,13 +91,20 @@ def default_name(before: Path, after: Path) -> str:
 
 
 def _load(
-    label: str, path: Path, step: str | None, bubble_threshold_ns: int, nsys: str | None, progress: Callable[[str], None] | None
+    label: str,
+    path: Path,
+    step: str | None,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    progress: Callable[[str], None] | None,
 ) -> tuple[SideData, Analysis | None]:
     try:
         if path.is_dir():
             side = side_from_folder(path)
             if step and side.step_name not in (step, f"launchprof:{step}") and side.step_source == "nvtx":
-                side = side.with_notes(f"{path}: --step {step!r} ignored for a report folder (its steps: {side.step_name})")
+                side = side.with_notes(
+                    f"{path}: --step {step!r} ignored for a report folder (its steps: {side.step_name})"
+                )
             return side, None
         analysis = analyze(
             path,
@@ -245,7 +252,10 @@ def build_compare_doc(c: Comparison, before_path: str | None = None, after_path:
         min_effect=c.min_effect,
         before=before,
         after=after,
-        checks=[CheckDoc(name=k.name, passed=k.passed, detail=k.detail, evidence=evidence_json(k.evidence)) for k in c.checks],
+        checks=[
+            CheckDoc(name=k.name, passed=k.passed, detail=k.detail, evidence=evidence_json(k.evidence))
+            for k in c.checks
+        ],
         kernels=[
             KernelDoc(
                 name=str(r["name"]),

@@ -61,6 +61,10 @@ def _load(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _num(d: Any, *keys: str) -> float | None:
     for k in keys:
         if not isinstance(d, dict):
@@ -73,17 +77,19 @@ def _report_row(folder: Path) -> ReportRow:
     page = "report.html" if (folder / "report.html").exists() else None
     s = _load(folder / "summary.json")
     if s is None:
-        return ReportRow(folder.name, page, "", None, None, None, None, None, None, None, None, "unreadable summary.json")
+        return ReportRow(
+            folder.name, page, "", None, None, None, None, None, None, None, None, "unreadable summary.json"
+        )
     devices = [d for d in s.get("devices") or [] if isinstance(d, dict)]
     busiest = max(devices, key=lambda d: d.get("kernels") or 0) if devices else {}
-    steps = s.get("steps") if isinstance(s.get("steps"), dict) else {}
-    diagnosis = s.get("diagnosis") if isinstance(s.get("diagnosis"), dict) else {}
+    steps = _dict(s.get("steps"))
+    diagnosis = _dict(s.get("diagnosis"))
     verdict = diagnosis.get("verdict") if isinstance(diagnosis.get("verdict"), str) else None
     kernels = _num(busiest, "kernels")
     return ReportRow(
         folder=folder.name,
         page=page,
-        trace=str((s.get("trace") or {}).get("path", "")),
+        trace=str(_dict(s.get("trace")).get("path", "")),
         kernels=None if kernels is None else int(kernels),
         utilization=_num(busiest, "utilization"),
         cpu_bound_ratio=_num(busiest, "cpu_bound_ratio"),
@@ -105,8 +111,8 @@ def _compare_row(folder: Path) -> CompareRow:
     return CompareRow(
         folder=folder.name,
         page=page,
-        before=str((c.get("before") or {}).get("path", "")),
-        after=str((c.get("after") or {}).get("path", "")),
+        before=str(_dict(c.get("before")).get("path", "")),
+        after=str(_dict(c.get("after")).get("path", "")),
         verdict=c.get("verdict") if isinstance(c.get("verdict"), str) else None,
         speedup=_num(c, "speedup"),
         speedup_ci=ci_pair,

@@ -87,17 +87,18 @@ def side_from_folder(folder: Path) -> SideData:
     """Read a report folder (``summary.json`` and, when present, the step files).
 
     Raises:
-        ReportFolderError: no ``summary.json``, or it is not a launchprof summary.
+        ReportFolderError: no ``summary.json``, or it is not a launchprof summary (the
+            message leaves out the folder: the caller names it).
     """
     summary_path = folder / "summary.json"
     if not summary_path.is_file():
-        raise ReportFolderError(f"{folder} is a folder without summary.json; give a trace or a launchprof report folder")
+        raise ReportFolderError("a folder without summary.json; give a trace or a launchprof report folder")
     try:
         summary = json.loads(summary_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise ReportFolderError(f"{summary_path} is not readable JSON ({exc})") from None
+        raise ReportFolderError(f"its summary.json is not readable JSON ({exc})") from None
     if not isinstance(summary, dict) or not str(summary.get("schema", "")).startswith("launchprof.summary/"):
-        raise ReportFolderError(f"{summary_path} is not a launchprof summary (no 'schema': 'launchprof.summary/...')")
+        raise ReportFolderError("its summary.json is not a launchprof summary (no 'schema': 'launchprof.summary/...')")
     stats = summary.get("steps") or {}
     launches = summary.get("launches") or {}
     devices = summary.get("devices") or []
