@@ -114,6 +114,21 @@ def compare(
     raise typer.Exit(code)
 
 
+@app.command()
+def calibrate(
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="calibration file [default: the user cache folder]")
+    ] = None,
+) -> None:
+    """Measure this GPU's launch and graph costs with cuda-python and save them for predictions."""
+    from launchprof.commands import run_calibrate
+
+    try:
+        run_calibrate(output, out)
+    except LaunchprofError as exc:
+        raise fail(exc) from None
+
+
 def main() -> None:
     """Entry point of the ``launchprof`` script."""
     app(prog_name="launchprof")

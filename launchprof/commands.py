@@ -80,3 +80,32 @@ def run_compare(
         console.print(f"  note: {note}", markup=False, soft_wrap=True)
     console.print(f"comparison: {output / 'compare.html'}", markup=False)
     return 1 if doc.verdict in failing else 0
+
+
+def run_calibrate(output: Path | None, console: Console) -> None:
+    """Run :func:`launchprof.calibrate.run_calibration`, save it, print the medians.
+
+    Raises:
+        CalibrateFailed: no GPU, no cuda-python, or a CUDA call failed.
+    """
+    from rich.table import Table
+
+    from launchprof.calibrate import CalibrationError, run_calibration, save_calibration
+    from launchprof.errors import CalibrateFailed
+
+    try:
+        with console.status("measuring launch and graph costs on GPU 0"):
+            result = run_calibration()
+        path = save_calibration(result, output)
+    except CalibrationError as exc:
+        raise CalibrateFailed(str(exc)) from None
+    dev = result.get("device", {})
+    table = Table(title=f"{dev.get('name', 'GPU')} (driver {dev.get('driver_version', '?')})")
+    table.add_column("quantity")
+    table.add_column("median", justify="right")
+    for key, value in sorted(result.get("medians", {}).items()):
+        table.add_row(key.removesuffix("_ns"), f"{value / 1e3:.2f} us")
+    for key, fit in sorted(result.get("fits", {}).items()):
+        table.add_row(f"{key} (fit)", f"{fit['intercept'] / 1e3:.2f} us + {fit['slope'] / 1e3:.3f} us/node")
+    console.print(table)
+    console.print(f"calibration: {path}", markup=False)

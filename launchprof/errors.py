@@ -29,3 +29,7 @@ class NsysError(LaunchprofError):
 
 class OutputError(LaunchprofError):
     """The output folder cannot be written (exists without --force, read-only, disk full)."""
+
+
+class CalibrateFailed(LaunchprofError):
+    """Calibration cannot run here (no GPU, no cuda-python) or a CUDA call failed."""

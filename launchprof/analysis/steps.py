@@ -504,7 +504,12 @@ def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     slow = (table["period_ns"] > WARMUP_FACTOR * period_ref) | (
         (table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref
     )
-    odd = slow | (table["kernels"] != mode) | (table["instantiations"] > 0) | (table["captures"] > 0)
+    odd = slow | (table["kernels"] != mode)
+    # Capture and instantiation mark warm-up only when the steady steps do not repeat them
+    # (a loop that re-captures every step is churn, not warm-up).
+    for col in ("instantiations", "captures"):
+        if (ref[col] == 0).all():
+            odd |= table[col] > 0
     limit = n // 4
     warm = 0
     while warm < limit and bool(odd.iloc[warm]):
