@@ -32,6 +32,7 @@ STEP_COLUMNS = (
     "period_ns",
     "kernels",
     "graph_kernels",
+    "graph_execs",
     "memops",
     "busy_ns",
     "bubbles",
@@ -54,10 +55,13 @@ SAMPLE_COLUMNS = ("lane", "kind", "name", "start_ns", "end_ns", "shift_ns")
 MAX_SAMPLE_ROWS = 3_000
 # The GPU runs a step this many periods after the CPU began it: work is queued ahead.
 QUEUED_AHEAD_PERIODS = 2
+# Step columns a reader may find missing (filled with 0): added after the first format.
+OPTIONAL_STEP_COLUMNS = ("graph_kernels", "graph_execs")
 # Columns summed when steps are joined by regroup(); the others are handled one by one.
 _ADDITIVE = (
     "kernels",
     "graph_kernels",
+    "graph_execs",
     "memops",
     "busy_ns",
     "bubbles",
@@ -85,8 +89,9 @@ class SideData:
         step_source, step_name, step_reason: how the steps were found (see
             :class:`~launchprof.analysis.steps.Steps`).
         table: one row per step, columns :data:`STEP_COLUMNS` (ns; ``graph_kernels``:
-            kernels of the step submitted by a graph launch; ``warmup`` bool); None when
-            only summary figures are available.
+            kernels of the step submitted by a graph launch; ``graph_execs``: whole-graph
+            rows of a ``--cuda-graph-trace=graph`` trace, which has no kernel rows for
+            graph work; ``warmup`` bool); None when only summary figures are available.
         stats: steady-state step figures as :func:`~launchprof.analysis.steps.step_stats`
             gives them (the fallback when ``table`` is None).
         kernels: the kernels of a steady step: columns :data:`KERNEL_KEY` and
@@ -284,10 +289,14 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
         return SideData(table=None, kernels=None, sample=None, sample_step=None, **common)
     act_step = steps.activity_step.to_numpy()
     graph_rows = _graph_submitted(analysis, device.activity) & (device.activity["kind"].astype(str) == "kernel")
-    graph_kernels = pd.Series(graph_rows[act_step >= 0]).groupby(act_step[act_step >= 0]).sum()
-    table = steps.table.assign(
-        graph_kernels=graph_kernels.reindex(steps.table["step"].to_numpy()).fillna(0).to_numpy(dtype=np.int64)
-    )
+    graph_execs = (device.activity["kind"].astype(str) == "graph").to_numpy()
+    stepped = act_step >= 0
+
+    def per_step(flags: np.ndarray) -> np.ndarray:
+        counts = pd.Series(flags[stepped]).groupby(act_step[stepped]).sum()
+        return counts.reindex(steps.table["step"].to_numpy()).fillna(0).to_numpy(dtype=np.int64)
+
+    table = steps.table.assign(graph_kernels=per_step(np.asarray(graph_rows)), graph_execs=per_step(graph_execs))
     table = table.loc[:, list(STEP_COLUMNS)].reset_index(drop=True)
     info = kernel_info(analysis, device)
     steady = steps.steady

@@ -36,8 +36,11 @@ Checks (DOMAIN.md, "A good report answers", point 4):
   instantiation time / (BEFORE period - AFTER period) (DOMAIN.md: amortized cost).
   Evidence only.
 
-Verdict, first match: ``not-converted`` (converted failed), ``different-work`` (same work
-failed), ``churn``, ``not-faster`` (faster did not pass), else ``verified``.
+Verdict, first match: ``not-converted`` (converted failed), ``churn`` (re-capturing or
+re-instantiating every step comes first: it also explains extra kernels per step, such as
+the fills PyTorch issues around each capture), ``different-work`` (same work failed),
+``not-faster`` (faster did not pass), else ``verified``. A check that could not be
+evaluated (``passed`` None) decides nothing.
 """
 
 from __future__ import annotations
@@ -95,6 +98,7 @@ class SideFigures:
     bubble_ratio: float | None
     cpu_bound_ratio: float | None
     graph_launches_per_step: float | None
+    graph_execs_per_step: float | None
     graph_kernel_share: float | None
     instantiations_per_launch: float | None
     captures_per_launch: float | None
@@ -182,6 +186,7 @@ def side_figures(side: SideData) -> SideFigures:
             bubble_ratio=of_period("bubble_ns_p50"),
             cpu_bound_ratio=of_period("host_wait_p50_ns"),
             graph_launches_per_step=None if glp is None else float(glp),
+            graph_execs_per_step=None,
             graph_kernel_share=None,
             instantiations_per_launch=None,
             captures_per_launch=None,
@@ -219,6 +224,7 @@ def side_figures(side: SideData) -> SideFigures:
         bubble_ratio=_clip01(_ratio(float(s["bubble_ns"].sum()), total)),
         cpu_bound_ratio=_clip01(_ratio(float(s["host_wait_ns"].sum()), total)),
         graph_launches_per_step=p50("graph_launches"),
+        graph_execs_per_step=p50("graph_execs"),
         graph_kernel_share=share,
         instantiations_per_launch=per_launch("instantiations"),
         captures_per_launch=per_launch("captures", 0.5),
@@ -302,6 +308,10 @@ def _config(row: pd.Series) -> str:
     )
 
 
+def _kinds(n: int) -> str:
+    return f"{n} kernel kind" if n == 1 else f"{n} kernel kinds"
+
+
 def _fmt_us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.1f} us"
 
@@ -344,6 +354,16 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
     """The ``same_work`` check (see the module docstring)."""
     kb, ka = fb.kernels_per_step, fa.kernels_per_step
     evidence: Evidence = {"before_kernels_per_step": kb, "after_kernels_per_step": ka}
+    for label, f in (("BEFORE", fb), ("AFTER", fa)):
+        if not f.kernels_per_step and f.graph_execs_per_step:
+            return Check(
+                "same_work",
+                None,
+                f"{label} was traced with whole-graph rows only (nsys --cuda-graph-trace=graph): the kernels inside "
+                "its graphs are not in the trace, so the work cannot be compared; record with "
+                "--cuda-graph-trace=node.",
+                evidence,
+            )
     if kernels.empty:
         if kb is None or ka is None:
             return Check("same_work", None, "Kernels per step unknown on one side.", evidence)
@@ -360,7 +380,7 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
         return Check(
             "same_work",
             True,
-            f"The same {len(kernels)} kernel kinds (name and launch configuration) run per steady step on both sides, "
+            f"The same {_kinds(len(kernels))} (name and launch configuration) run per steady step on both sides, "
             f"{kb:g} kernels per step before and {ka:g} after.",
             evidence,
         )
@@ -372,7 +392,7 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
     return Check(
         "same_work",
         False,
-        f"{len(diff)} kernel kinds differ per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
+        f"{_kinds(len(diff))} differ per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
         evidence,
     )
 
@@ -477,15 +497,22 @@ def check_churn(after: SideData, fa: SideFigures) -> Check:
         f"{upd:.2f} exec updates ({after.graph_instantiations} instantiations and {after.exec_updates} "
         f"updates in the whole run)."
     )
-    if not passed:
-        what = "re-instantiates" if inst > CHURN_MAX else "re-captures"
-        detail += f" AFTER {what} its graph in steady state"
+    if not passed and inst > CHURN_MAX:
+        detail += " AFTER re-instantiates its graph in steady state"
         if cost is not None and fa.period_p50_ns:
             detail += (
                 f": instantiation costs {_fmt_us(cost)} per step ({_fmt_us(each_ns)} each), "
                 f"{cost / fa.period_p50_ns:.0%} of the step period"
             )
-        detail += "; keep the graph and reuse its buffers, or update it with cudaGraphExecUpdate."
+        detail += "; instantiate once and reuse the graph (static buffers), or update it with cudaGraphExecUpdate."
+    elif not passed:
+        detail += " AFTER re-captures its graph in steady state: every step still makes the captured launch calls"
+        if fa.api_p50_ns is not None and fa.period_p50_ns:
+            detail += (
+                f" (CUDA API time {_fmt_us(fa.api_p50_ns)} per step, "
+                f"{fa.api_p50_ns / fa.period_p50_ns:.0%} of the step period)"
+            )
+        detail += "; capture once and keep the buffers static (copy new inputs into them)."
     return Check("churn", passed, detail, evidence)
 
 
@@ -530,10 +557,10 @@ def verdict_of(checks: list[Check]) -> str:
     by = {c.name: c.passed for c in checks}
     if by.get("converted") is not True:
         return "not-converted"
-    if by.get("same_work") is False:
-        return "different-work"
     if by.get("churn") is False:
         return "churn"
+    if by.get("same_work") is False:
+        return "different-work"
     if by.get("faster") is not True:
         return "not-faster"
     return "verified"

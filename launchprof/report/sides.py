@@ -24,7 +24,14 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import Analysis
-from launchprof.analysis.side import KERNEL_KEY, SAMPLE_COLUMNS, STEP_COLUMNS, SideData, side_from_analysis
+from launchprof.analysis.side import (
+    KERNEL_KEY,
+    OPTIONAL_STEP_COLUMNS,
+    SAMPLE_COLUMNS,
+    STEP_COLUMNS,
+    SideData,
+    side_from_analysis,
+)
 from launchprof.analysis.steps import Steps
 from launchprof.errors import LaunchprofError
 from launchprof.report.html import atomic_write
@@ -61,7 +68,9 @@ def write_step_files(analysis: Analysis, folder: Path) -> None:
         atomic_write(folder / "step_timeline.csv", _csv(side.sample))
 
 
-def _read_csv(path: Path, columns: tuple[str, ...], notes: list[str]) -> pd.DataFrame | None:
+def _read_csv(
+    path: Path, columns: tuple[str, ...], notes: list[str], optional: tuple[str, ...] = ()
+) -> pd.DataFrame | None:
     if not path.exists():
         return None
     try:
@@ -69,6 +78,7 @@ def _read_csv(path: Path, columns: tuple[str, ...], notes: list[str]) -> pd.Data
     except (OSError, ValueError, pd.errors.ParserError) as exc:
         notes.append(f"{path} could not be read ({exc}); ignored")
         return None
+    frame = frame.assign(**{c: 0 for c in optional if c not in frame.columns})
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         notes.append(f"{path} lacks columns {', '.join(missing)}; ignored")
@@ -103,7 +113,7 @@ def side_from_folder(folder: Path) -> SideData:
     launches = summary.get("launches") or {}
     devices = summary.get("devices") or []
     notes: list[str] = []
-    table = _read_csv(folder / "steps.csv", STEP_COLUMNS, notes)
+    table = _read_csv(folder / "steps.csv", STEP_COLUMNS, notes, OPTIONAL_STEP_COLUMNS)
     if table is not None:
         table = table.assign(warmup=table["warmup"].astype(str).str.lower().eq("true"))
     else:
