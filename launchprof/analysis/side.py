@@ -221,8 +221,15 @@ def _sample(
     gpu_names = info.loc[in_step, "name"].where(kinds == "kernel", kinds)
     cls = classify(calls["call"])
     call_kind = np.select(
-        [cls["launch"].to_numpy(), cls["graph_launch"].to_numpy(), cls["sync"].to_numpy()],
-        ["launch call", "graph launch", "sync call"],
+        [
+            cls["launch"].to_numpy(),
+            cls["graph_launch"].to_numpy(),
+            cls["instantiate"].to_numpy(),
+            cls["exec_update"].to_numpy(),
+            cls["capture"].to_numpy(),
+            cls["sync"].to_numpy(),
+        ],
+        ["launch call", "graph launch", "graph instantiate", "graph update", "capture begin/end", "sync call"],
         "other CUDA API",
     )
     frame = pd.concat(

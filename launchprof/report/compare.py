@@ -50,6 +50,9 @@ KIND_COLORS = {
     "graph": "#9467bd",
     "launch call": "#ff7f0e",
     "graph launch": "#d62728",
+    "graph instantiate": "#e377c2",
+    "graph update": "#bcbd22",
+    "capture begin/end": "#7f7f7f",
     "sync call": "#8c564b",
     "other CUDA API": "#b0b0b0",
 }
