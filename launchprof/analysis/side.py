@@ -182,10 +182,20 @@ def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
     return pd.DataFrame(cols, index=act.index)
 
 
+def call_classes(calls: pd.Series) -> pd.DataFrame:
+    """:func:`~launchprof.analysis.callkinds.classify` of ``calls``, computed once per
+    distinct name when ``calls`` is categorical (the trace's ``api["call"]`` is)."""
+    if not isinstance(calls.dtype, pd.CategoricalDtype) or calls.isna().any():
+        return classify(calls)
+    per_name = classify(pd.Series(calls.cat.categories))
+    codes = calls.cat.codes.to_numpy()
+    return pd.DataFrame({c: per_name[c].to_numpy()[codes] for c in per_name.columns}, index=calls.index)
+
+
 def _graph_submitted(analysis: Analysis, act: pd.DataFrame) -> np.ndarray:
     """Whether each activity row was submitted by a graph launch call (pid, correlation id)."""
     api = analysis.trace.api
-    graph = api.loc[classify(api["call"])["graph_launch"], ["pid", "correlation_id"]].drop_duplicates()
+    graph = api.loc[call_classes(api["call"])["graph_launch"], ["pid", "correlation_id"]].drop_duplicates()
     keys = pd.MultiIndex.from_frame(act[["pid", "correlation_id"]])
     return keys.isin(pd.MultiIndex.from_frame(graph)) if len(graph) else np.zeros(len(act), dtype=bool)
 
@@ -271,7 +281,7 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
     ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
     """
     api = analysis.trace.api
-    cls = classify(api["call"])
+    cls = call_classes(api["call"])
     mine = (api["pid"] == steps.pid).to_numpy() if steps.pid is not None else np.ones(len(api), bool)
     dur = (api["end"] - api["start"]).to_numpy()
     rec = analysis.extra.get("recommendation")
