@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+out = Console(highlight=False, soft_wrap=True)
 
 
 def fail(exc: LaunchprofError) -> typer.Exit:
@@ -65,6 +65,7 @@ def analyze(
             nsys,
             out,
             step=step,
+            require_gpu=True,
         )
     except LaunchprofError as exc:
         raise fail(exc) from None

@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.api import analyze
+from launchprof.errors import NoCudaActivityError
 from launchprof.report.index import write_index
 from launchprof.report.write import write_report
 
@@ -19,8 +20,14 @@ def run_analyze(
     nsys: str | None,
     console: Console,
     step: str | None = None,
+    require_gpu: bool = False,
 ) -> None:
-    """Analyse ``trace`` and write its report into ``output``; print where it went."""
+    """Analyse ``trace`` and write its report into ``output``; print where it went.
+
+    Raises:
+        NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
+            after the report, which holds what can be said, was written).
+    """
     with console.status("loading trace") as status:
         analysis = analyze(
             trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."), step=step
@@ -37,6 +44,10 @@ def run_analyze(
     if not summary.devices:
         console.print("no GPU activity in this trace", markup=False)
     console.print(f"report: {output / 'report.html'}", markup=False)
+    if require_gpu and not summary.devices:
+        # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
+        why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
+        raise NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
 
 
 def run_compare(

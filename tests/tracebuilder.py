@@ -38,6 +38,7 @@ class TraceBuilder:
         self.runtime: list[dict[str, Any]] = []
         self.nvtx: list[dict[str, Any]] = []
         self.gpus: list[tuple[int, str]] = [(0, "Test GPU")]
+        self.processes: list[tuple[int, str]] = []  # (pid, name): a PROCESSES table when set
         self._corr: dict[int, int] = {}
 
     def sid(self, text: str) -> int:
@@ -200,6 +201,14 @@ class TraceBuilder:
             )
         )
 
+    def domain(self, name: str, pid: int = 100, tid: int | None = None) -> int:
+        """An NVTX domain-create event (eventType 75) alone, with no range; returns its id."""
+        domain_id = 1 + sum(1 for r in self.nvtx if r["eventType"] == 75)
+        self.nvtx.append(
+            dict(start=0, end=None, eventType=75, text=name, globalTid=gtid(pid, tid), domainId=domain_id, textId=None)
+        )
+        return domain_id
+
     def write(self, path: Path) -> Path:
         con = sqlite3.connect(path)
         kernel_cols = [
@@ -293,6 +302,9 @@ class TraceBuilder:
         con.executemany("INSERT INTO StringIds VALUES (?, ?)", [(i, s) for s, i in self.strings.items()])
         con.execute("CREATE TABLE TARGET_INFO_GPU (vmId, id, name)")
         con.executemany("INSERT INTO TARGET_INFO_GPU VALUES (0, ?, ?)", self.gpus)
+        if self.processes:
+            con.execute("CREATE TABLE PROCESSES (globalPid INTEGER, pid INTEGER, name TEXT)")
+            con.executemany("INSERT INTO PROCESSES VALUES (?, ?, ?)", [(gpid(p), p, n) for p, n in self.processes])
         con.execute(f"CREATE TABLE {meta_table} (name TEXT NOT NULL, value TEXT)")
         con.executemany(
             f"INSERT INTO {meta_table} VALUES (?, ?)",

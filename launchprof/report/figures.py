@@ -1,8 +1,11 @@
 """Plotly figures of an Analysis. Draws only: every number shown was computed in
 :mod:`launchprof.analysis`. Trace strings go into figure JSON, which
-:mod:`launchprof.report.html` embeds escaped."""
+:mod:`launchprof.report.html` embeds escaped; strings plotly itself renders as
+pseudo-HTML (hover text) are HTML-escaped here as well."""
 
 from __future__ import annotations
+
+import html
 
 import numpy as np
 import pandas as pd
@@ -13,26 +16,78 @@ from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
 
 TIMELINE_WINDOW_NS = 2_000_000
 MAX_TIMELINE_BARS = 4_000
+UTILIZATION_BINS = 200
+
+# One colour per kind of bar, the same on every page (colour-blind safe "tab10" picks).
+COLORS = {
+    "kernel": "#1f77b4",
+    "memcpy": "#2ca02c",
+    "memset": "#9467bd",
+    "graph": "#17becf",
+    "launch call": "#d62728",
+    "other CUDA API": "#bbbbbb",
+    "host-wait gap": "rgba(214, 39, 40, 0.35)",
+    "other gap": "rgba(127, 127, 127, 0.45)",
+}
+_LAUNCH_CALLS = KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS
 
 
-def _layout(fig: go.Figure, title: str, height: int = 320) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
+def _layout(fig: go.Figure, title: str, height: int = 320, legend: bool = False) -> go.Figure:
+    fig.update_layout(
+        showlegend=legend,
+        title=dict(text=title, x=0, xanchor="left", y=0.98, yanchor="top", yref="container", font=dict(size=15)),
+        height=height,
+        margin=dict(l=10, r=20, t=75 if legend else 45, b=45),
+        template="plotly_white",
+        font=dict(family="system-ui, sans-serif", size=12),
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+    )
+    fig.update_yaxes(automargin=True)
     return fig
 
 
+def duration_label(ns: float) -> str:
+    """A short duration label with a fitting unit: ``500 ns``, ``20 us``, ``1.5 ms``, ``2 s``."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:g} {unit}"
+    return f"{ns:g} ns"
+
+
 def timeline_window(device: DeviceAnalysis, window_ns: int = TIMELINE_WINDOW_NS) -> tuple[int, int]:
-    """A representative window: ``window_ns`` long, starting at the activity nearest the
-    middle of the device's span (steady state rather than start-up)."""
-    f = device.figures
-    middle = f.start_ns + f.span_ns // 2
+    """A representative window: ``window_ns`` long, starting at the median GPU activity
+    (by count, not by time), so that it falls where most of the work is (the steady
+    state) rather than in a long start-up pause in the middle of the span."""
     starts = device.activity["start"].to_numpy()
-    i = int(np.searchsorted(starts, middle))
-    lo = int(starts[min(i, len(starts) - 1)]) if len(starts) else f.start_ns
+    if not len(starts):
+        return device.figures.start_ns, device.figures.start_ns + window_ns
+    lo = int(np.sort(starts)[len(starts) // 2])
     return lo, lo + window_ns
 
 
+def _bars(
+    fig: go.Figure, name: str, lane: list[str], start: pd.Series, end: pd.Series, t0: int, hover: list[str]
+) -> None:
+    """Horizontal bars [start, end) (ns) drawn in us from ``t0``; ``hover`` is escaped HTML."""
+    fig.add_trace(
+        go.Bar(
+            orientation="h",
+            base=((start - t0) / 1e3).to_numpy(),
+            x=((end - start) / 1e3).to_numpy(),
+            y=lane,
+            name=name,
+            marker=dict(color=COLORS[name], line=dict(width=0)),
+            customdata=hover,
+            textposition="none",
+            hovertemplate="%{customdata}<br>start %{base:.2f} us, %{x:.2f} us<extra>" + name + "</extra>",
+        )
+    )
+
+
 def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]) -> tuple[go.Figure, bool]:
-    """GPU lanes per stream and CPU lanes per thread (launch calls) inside ``window``.
+    """Lanes inside ``window``: the CUDA API calls of each CPU thread (launch calls
+    apart), the device's idle gaps (host-wait or not, as the analysis classed them) and
+    the activity of each GPU stream.
 
     Returns the figure and whether bars were dropped to stay under MAX_TIMELINE_BARS.
     """
@@ -42,66 +97,144 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
     act = act.loc[(act["end"] > lo) & (act["start"] < hi)]
     api = trace.api
     api = api.loc[(api["end"] > lo) & (api["start"] < hi) & api["pid"].isin(act["pid"].unique())]
-    downsampled = len(act) + len(api) > MAX_TIMELINE_BARS
+    gaps = device.figures.gaps
+    gaps = gaps.loc[(gaps["end"] > lo) & (gaps["start"] < hi)]
+    downsampled = len(act) + len(api) + len(gaps) > MAX_TIMELINE_BARS
     if downsampled:
         act = act.head(MAX_TIMELINE_BARS // 2)
-        api = api.head(MAX_TIMELINE_BARS // 2)
+        api = api.head(MAX_TIMELINE_BARS // 4)
+        gaps = gaps.head(MAX_TIMELINE_BARS // 4)
+    several_pids = device.activity["pid"].nunique() > 1
     fig = go.Figure()
-    t0 = lo
-    for kind, rows in act.groupby(act["kind"].astype(str), sort=True):
-        fig.add_trace(
-            go.Bar(
-                orientation="h",
-                base=(rows["start"] - t0) / 1e3,
-                x=(rows["end"] - rows["start"]) / 1e3,
-                y=[
-                    f"GPU {device.device_id} pid {p} stream {s}"
-                    for p, s in zip(rows["pid"], rows["stream_id"], strict=False)
-                ],
-                name=kind,
-                hovertemplate="%{y}<br>start %{base:.2f} us<br>%{x:.2f} us<extra>" + kind + "</extra>",
-            )
-        )
+
+    cpu_lanes = [
+        f"CPU pid {p} tid {t & 0xFFFFFF}" if several_pids else f"CPU thread {t & 0xFFFFFF}"
+        for p, t in zip(api["pid"], api["tid"], strict=False)
+    ]
     call = api["call"].astype(str)
-    for label, mask in (
-        ("launch call", call.isin(KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS)),
-        ("other CUDA API", ~call.isin(KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS)),
-    ):
-        rows = api.loc[mask]
-        if rows.empty:
-            continue
-        fig.add_trace(
-            go.Bar(
-                orientation="h",
-                base=(rows["start"] - t0) / 1e3,
-                x=(rows["end"] - rows["start"]) / 1e3,
-                y=[f"CPU pid {p} tid {t & 0xFFFFFF}" for p, t in zip(rows["pid"], rows["tid"], strict=False)],
-                name=label,
-                text=call[mask].tolist(),
-                hovertemplate="%{text}<br>start %{base:.2f} us<br>%{x:.2f} us<extra></extra>",
+    is_launch = call.isin(_LAUNCH_CALLS).to_numpy()
+    for label, mask in (("other CUDA API", ~is_launch), ("launch call", is_launch)):
+        if mask.any():
+            rows = api.loc[mask]
+            names = [html.escape(c) for c in call[mask]]
+            _bars(
+                fig,
+                label,
+                [lane for lane, m in zip(cpu_lanes, mask, strict=False) if m],
+                rows["start"],
+                rows["end"],
+                lo,
+                names,
             )
+
+    gap_lane = f"GPU {device.device_id} idle"
+    for label, flag in (("host-wait gap", True), ("other gap", False)):
+        rows = gaps.loc[gaps["host_wait"] == flag]
+        if len(rows):
+            hover = [f"idle {(e - s) / 1e3:,.2f} us" for s, e in zip(rows["start"], rows["end"], strict=False)]
+            _bars(
+                fig, label, [gap_lane] * len(rows), rows["start"].clip(lower=lo), rows["end"].clip(upper=hi), lo, hover
+            )
+
+    kinds = act["kind"].astype(str)
+    lanes = [
+        f"GPU {device.device_id} stream {s}" + (f" (pid {p})" if several_pids else "")
+        for p, s in zip(act["pid"], act["stream_id"], strict=False)
+    ]
+    for kind in ("memcpy", "memset", "graph", "kernel"):
+        mask = (kinds == kind).to_numpy()
+        if not mask.any():
+            continue
+        rows = act.loc[mask]
+        hover = [kind] * len(rows)
+        if kind == "kernel":
+            hover = _kernel_names(analysis, rows)
+        _bars(
+            fig, kind, [lane for lane, m in zip(lanes, mask, strict=False) if m], rows["start"], rows["end"], lo, hover
         )
-    fig.update_layout(barmode="overlay", xaxis_title="time in window (us)")
-    return _layout(fig, f"Timeline, {(hi - lo) / 1e6:.1f} ms window", 360), downsampled
+
+    order = sorted(set(cpu_lanes)) + [gap_lane] + sorted(set(lanes), key=_stream_key)
+    fig.update_layout(barmode="overlay", bargap=0.25, hovermode="closest")
+    fig.update_xaxes(title="time since the window start (us)", range=[0, (hi - lo) / 1e3], showgrid=True)
+    fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed")
+    title = f"Timeline of a {duration_label(hi - lo)} window: CPU API calls, GPU idle gaps, GPU streams"
+    return _layout(fig, title, 150 + 42 * len(order), legend=True), downsampled
+
+
+def _stream_key(lane: str) -> tuple[int, str]:
+    parts = lane.split()
+    return (int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else 0, lane)
+
+
+def _kernel_names(analysis: Analysis, rows: pd.DataFrame) -> list[str]:
+    """Kernel short names (escaped) of activity ``rows``, found by (pid, correlation id,
+    start) in the trace's kernel table."""
+    k = analysis.trace.kernels
+    keys = pd.MultiIndex.from_arrays([k["pid"], k["correlation_id"], k["start"]])
+    name_ids = pd.Series(k["name_id"].to_numpy(), index=keys)
+    name_ids = name_ids[~name_ids.index.duplicated()]
+    wanted = pd.MultiIndex.from_arrays([rows["pid"], rows["correlation_id"], rows["start"]])
+    found = name_ids.reindex(wanted)
+    return [html.escape(analysis.trace.string(int(i))) if pd.notna(i) else "kernel" for i in found.to_numpy()]
 
 
 def bubble_histogram(device: DeviceAnalysis) -> go.Figure:
-    """Bar chart of the device's bubble-length histogram (from the analysis)."""
+    """Bar chart of the device's bubble-length histogram (from the analysis), from the
+    threshold bin to the last non-empty bin, with the count on each bar."""
     hist = device.figures.bubbles.histogram
-    labels = [f">= {lo / 1e3:g} us" if hi is None else f"{lo / 1e3:g}-{hi / 1e3:g} us" for lo, hi, _ in hist]
-    fig = go.Figure(go.Bar(x=labels, y=[c for _, _, c in hist]))
-    fig.update_layout(xaxis_title="bubble length", yaxis_title="bubbles")
-    return _layout(fig, f"Bubble lengths, GPU {device.device_id}")
+    counts = [c for _, _, c in hist]
+    last = max((i for i, c in enumerate(counts) if c), default=0)
+    shown = hist[: max(last + 1, 1)]
+    labels = [
+        f"≥ {duration_label(lo)}" if hi is None else f"{duration_label(lo)} – {duration_label(hi)}"
+        for lo, hi, _ in shown
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=[c for _, _, c in shown],
+            text=[f"{c:,}" if c else "" for _, _, c in shown],
+            textposition="outside",
+            cliponaxis=False,
+            marker=dict(color="#7f7f7f"),
+            hovertemplate="%{x}: %{y:,} bubbles<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title="bubble length", type="category")
+    fig.update_yaxes(title="bubbles", rangemode="tozero")
+    b = device.figures.bubbles
+    return _layout(
+        fig,
+        f"Bubble lengths, GPU {device.device_id} ({b.count:,} bubbles of at least {duration_label(b.threshold_ns)})",
+    )
 
 
-def utilization_over_time(device: DeviceAnalysis) -> go.Figure:
-    """Line of the busy share per time bin (from :func:`utilization_series`)."""
-    series: pd.DataFrame = utilization_series(device.activity)
+def utilization_over_time(device: DeviceAnalysis, window: tuple[int, int] | None = None) -> go.Figure:
+    """Busy share per time bin (from :func:`utilization_series`), with the timeline's
+    ``window`` shaded when given."""
+    series: pd.DataFrame = utilization_series(device.activity, bins=UTILIZATION_BINS)
     t0 = device.figures.start_ns
     fig = go.Figure(
-        go.Scatter(x=(series["start_ns"] - t0) / 1e6, y=series["utilization"], mode="lines", line_shape="hv")
+        go.Scatter(
+            x=(series["start_ns"] - t0) / 1e6,
+            y=series["utilization"],
+            mode="lines",
+            line=dict(shape="hv", color=COLORS["kernel"], width=1.5),
+            fill="tozeroy",
+            hovertemplate="%{x:.2f} ms: %{y:.1%} busy<extra></extra>",
+            name="utilization",
+        )
     )
-    fig.update_layout(
-        xaxis_title="time since first GPU activity (ms)", yaxis_title="utilization", yaxis_range=[0, 1.05]
-    )
-    return _layout(fig, f"GPU utilization over time, GPU {device.device_id}")
+    if window is not None:
+        fig.add_vrect(
+            x0=(window[0] - t0) / 1e6,
+            x1=(window[1] - t0) / 1e6,
+            fillcolor="#ff7f0e",
+            opacity=0.25,
+            line_width=0,
+            annotation_text="timeline window",
+            annotation_position="top left",
+        )
+    fig.update_xaxes(title="time since the first GPU activity (ms)")
+    fig.update_yaxes(title="GPU busy", range=[0, 1.05], tickformat=".0%")
+    return _layout(fig, f"GPU utilization over time, GPU {device.device_id} ({UTILIZATION_BINS} equal time bins)")

@@ -43,7 +43,12 @@ def fmt_pct(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio * 100:.1f} %"
 
 
-_ENV.globals.update(us=fmt_us, ms=fmt_ms, pct=fmt_pct)
+def fmt_num(n: int | None) -> str:
+    """A count with thousands separators: ``10801`` -> ``"10,801"`` (``"-"`` for None)."""
+    return "-" if n is None else f"{n:,}"
+
+
+_ENV.globals.update(us=fmt_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num)
 
 
 @dataclass(frozen=True)

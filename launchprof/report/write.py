@@ -30,16 +30,23 @@ def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = ""
         caption = (
             f"GPU {device.device_id}: timeline of a representative window "
             f"({fmt_ms(window[1] - window[0])} starting {fmt_ms(window[0] - device.figures.start_ns)} "
-            f"after the first GPU activity)."
+            f"after the first GPU activity, at the median GPU activity). Red CPU bars are launch calls, grey ones "
+            "other CUDA API calls; the idle lane marks each GPU idle gap, red when the GPU waited for the CPU "
+            "(host-wait), grey otherwise. Drag to zoom, double-click to reset, hover a bar for its name."
         )
         if downsampled:
-            caption += f" Downsampled: only the first {figures.MAX_TIMELINE_BARS} bars of the window are drawn."
+            caption += (
+                f" Downsampled: only the earliest {figures.MAX_TIMELINE_BARS // 2:,} GPU activities, "
+                f"{figures.MAX_TIMELINE_BARS // 4:,} API calls and {figures.MAX_TIMELINE_BARS // 4:,} idle gaps "
+                "of the window are drawn."
+            )
         embedded.append(embed(fig, caption))
         embedded.append(embed(figures.bubble_histogram(device), f"GPU {device.device_id}: bubble lengths."))
         embedded.append(
             embed(
-                figures.utilization_over_time(device),
-                f"GPU {device.device_id}: utilization in 200 equal time bins over the span.",
+                figures.utilization_over_time(device, window),
+                f"GPU {device.device_id}: busy share of {figures.UTILIZATION_BINS} equal time bins over the span; "
+                "the shaded band is the timeline's window.",
             )
         )
     return render(

@@ -1,0 +1,237 @@
+"""The command line, in-process (typer's CliRunner) and as the installed ``launchprof``
+command. Hostile inputs beyond the basic ones are in test_bad_inputs.py."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tracebuilder import TraceBuilder
+from typer.testing import CliRunner
+
+from launchprof.cli import app
+
+TRACES = Path(__file__).resolve().parent / "data" / "traces"
+BIN = Path(sys.executable).parent
+REPORT_FILES = {"summary.json", "report.html", "plotly.min.js"}
+
+runner = CliRunner()
+
+
+def _trace(tmp_path: Path, name: str = "small.sqlite") -> Path:
+    """Two kernels, gaps of 1500 ns (host-wait) and none."""
+    b = TraceBuilder()
+    b.launch(0, 900, 1000, 2000)
+    b.launch(1000, 3000, 3500, 4000)
+    return b.write(tmp_path / name)
+
+
+def _installed(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "launchprof"), *args], capture_output=True, text=True, cwd=cwd, timeout=300, check=False
+    )
+
+
+def _assert_one_error_line(stderr: str, needle: str) -> None:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("launchprof: error: "), stderr
+    assert needle in lines[0]
+    assert "Traceback" not in stderr
+
+
+# ------------------------------------------------------------------------ in-process
+
+
+def test_analyze_writes_the_three_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["analyze", str(_trace(tmp_path)), "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} == REPORT_FILES
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["schema"] == "launchprof.summary/1"
+    assert summary["devices"][0]["kernels"] == 2
+    assert summary["devices"][0]["host_wait_ns"] == 1500
+    assert "GPU 0: 2 kernels" in result.stdout
+    assert f"report: {out / 'report.html'}" in result.stdout
+    assert result.stderr == ""
+
+
+def test_default_output_is_reports_slash_stem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace = _trace(tmp_path, "my.trace.sqlite")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["analyze", str(trace)])
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in (tmp_path / "reports" / "my").iterdir()} == REPORT_FILES
+
+
+def test_existing_report_is_refused_without_force_and_overwritten_with_it(tmp_path: Path) -> None:
+    trace, out = _trace(tmp_path), tmp_path / "out"
+    assert runner.invoke(app, ["analyze", str(trace), "-o", str(out)]).exit_code == 0
+    first = (out / "summary.json").read_text()
+    # Different threshold: a rewritten summary.json would differ.
+    refused = runner.invoke(app, ["analyze", str(trace), "-o", str(out), "--bubble-threshold", "0"])
+    assert refused.exit_code != 0
+    _assert_one_error_line(refused.stderr, "--force")
+    assert (out / "summary.json").read_text() == first
+    forced = runner.invoke(app, ["analyze", str(trace), "-o", str(out), "--bubble-threshold", "0", "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert json.loads((out / "summary.json").read_text())["devices"][0]["bubbles"]["threshold_ns"] == 0
+    assert trace.exists()  # never delete a recorded trace
+
+
+def test_existing_empty_folder_is_used(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    assert runner.invoke(app, ["analyze", str(_trace(tmp_path)), "-o", str(out)]).exit_code == 0
+    assert {p.name for p in out.iterdir()} == REPORT_FILES
+
+
+def test_bubble_threshold_in_microseconds(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["analyze", str(_trace(tmp_path)), "-o", str(out), "--bubble-threshold", "2.5"])
+    assert result.exit_code == 0, result.output
+    bubbles = json.loads((out / "summary.json").read_text())["devices"][0]["bubbles"]
+    assert (bubbles["threshold_ns"], bubbles["count"]) == (2500, 0)  # the only gap is 1500 ns
+
+
+def test_negative_bubble_threshold_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["analyze", str(_trace(tmp_path)), "--bubble-threshold", "-1"])
+    assert result.exit_code != 0
+    assert not (tmp_path / "reports").exists()
+
+
+def test_no_arguments_prints_help() -> None:
+    result = runner.invoke(app, [])
+    assert "analyze" in result.output
+
+
+# ------------------------------------------------------------------------ bad inputs
+
+
+def _no_cuda(tmp_path: Path) -> Path:
+    """An SQLite file with StringIds and an NVTX range but no CUDA table."""
+    path = tmp_path / "nocuda.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)")
+    con.execute("CREATE TABLE NVTX_EVENTS (start, end, eventType, text, globalTid, domainId, textId)")
+    con.execute("INSERT INTO NVTX_EVENTS VALUES (10, 20, 59, 'step', 0, 0, NULL)")
+    con.commit()
+    con.close()
+    return path
+
+
+def _empty_kernels(tmp_path: Path) -> Path:
+    """Every table the builder writes, all activity tables empty, one API call."""
+    b = TraceBuilder()
+    b.call("cudaMalloc_v3020", 0, 10)
+    return b.write(tmp_path / "empty.sqlite")
+
+
+def _truncated(tmp_path: Path) -> Path:
+    path = tmp_path / "truncated.sqlite"
+    with lzma.open(TRACES / "mlp_eager.sqlite.xz") as src:
+        path.write_bytes(src.read()[:500_000])
+    return path
+
+
+def _text(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.sqlite"
+    path.write_text("this is not a database\n")
+    return path
+
+
+BAD = {
+    "missing file": (lambda p: p / "nope.sqlite", "no such file"),
+    "directory": (lambda p: p, "is a directory"),
+    "non-SQLite file": (_text, "not an SQLite file"),
+    "truncated SQLite": (_truncated, "damaged SQLite file"),
+    "no CUDA tables": (_no_cuda, "no CUDA activity in this trace"),
+    "empty kernel table": (_empty_kernels, "no CUDA activity in this trace"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_gives_one_error_line_in_process(case: str, tmp_path: Path) -> None:
+    make, needle = BAD[case]
+    result = runner.invoke(app, ["analyze", str(make(tmp_path)), "-o", str(tmp_path / "out")])
+    assert result.exit_code not in (0, None)
+    assert isinstance(result.exception, SystemExit), result.exception  # not an uncaught error
+    _assert_one_error_line(result.stderr, needle)
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_input_gives_one_error_line_installed(case: str, tmp_path: Path) -> None:
+    make, needle = BAD[case]
+    proc = _installed("analyze", str(make(tmp_path)), "-o", str(tmp_path / "out"))
+    assert proc.returncode != 0
+    _assert_one_error_line(proc.stderr, needle)
+
+
+@pytest.mark.parametrize("make", [_no_cuda, _empty_kernels])
+def test_trace_without_gpu_activity_still_writes_what_it_can(make, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["analyze", str(make(tmp_path)), "-o", str(out)])
+    assert result.exit_code != 0
+    assert {p.name for p in out.iterdir()} == REPORT_FILES
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["devices"] == []
+    assert "No GPU activity in this trace" in (out / "report.html").read_text()
+
+
+def test_empty_kernel_table_names_the_process_without_gpu(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    runner.invoke(app, ["analyze", str(_empty_kernels(tmp_path)), "-o", str(out)])
+    assert json.loads((out / "summary.json").read_text())["processes_without_gpu"] == [100]
+
+
+# ------------------------------------------------------------------------ installed
+
+
+def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
+    """The README's first command, with the compressed trace as given."""
+    trace = tmp_path / "mlp_eager.sqlite.xz"
+    shutil.copy(TRACES / trace.name, trace)
+    proc = _installed("analyze", str(trace), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "reports" / "mlp_eager"
+    # With steps found, analyze also writes the step files compare reads (report/sides.py).
+    assert {p.name for p in out.iterdir()} == REPORT_FILES | {"steps.csv", "step_kernels.csv", "step_timeline.csv"}
+    assert (tmp_path / "reports" / "index.html").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["trace"]["path"] == str(trace)
+    assert summary["devices"][0]["kernels"] == 10801
+    assert "GPU 0: 10801 kernels" in proc.stdout
+    assert trace.exists()
+    again = _installed("analyze", str(trace), cwd=tmp_path)
+    assert again.returncode != 0
+    _assert_one_error_line(again.stderr, "--force")
+    assert _installed("analyze", str(trace), "--force", cwd=tmp_path).returncode == 0
+
+
+def test_python_dash_m_help() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "launchprof", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "analyze" in proc.stdout
+    assert "launch-bound" in proc.stdout
+
+
+def test_installed_version() -> None:
+    proc = _installed("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip().startswith("launchprof ")
+
+
+def test_analyze_help_documents_the_options() -> None:
+    proc = _installed("analyze", "--help")
+    assert proc.returncode == 0
+    for option in ("--output", "--force", "--bubble-threshold"):
+        assert option in proc.stdout
