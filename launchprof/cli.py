@@ -95,7 +95,7 @@ def compare(
 ) -> None:
     """Verify a CUDA Graph conversion: write compare.json and compare.html; exit 0 only when verified."""
     from launchprof.commands import run_compare
-    from launchprof.report.compare import default_name
+    from launchprof.compare_runs import default_name
 
     try:
         code = run_compare(

@@ -64,7 +64,8 @@ def run_compare(
 ) -> int:
     """Compare ``before`` and ``after``, write the comparison into ``output``, print the
     verdict and the checks; return the exit code (1 when the verdict is in ``fail_on``)."""
-    from launchprof.report.compare import compare, parse_fail_on, write_compare
+    from launchprof.compare_runs import compare, parse_fail_on
+    from launchprof.report.compare import write_compare
 
     failing = parse_fail_on(fail_on)
     with console.status("loading") as status:

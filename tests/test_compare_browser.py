@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from test_compare_small import build, eager_run, graph_run
 
-from launchprof.report.compare import compare, write_compare
+from launchprof import compare
+from launchprof.report.compare import write_compare
 from launchprof.report.index import write_index
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

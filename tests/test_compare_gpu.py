@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from launchprof import compare
 from launchprof.analysis.verify import Comparison
-from launchprof.report.compare import compare
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
 FACTS = json.loads((GPU / "facts.json").read_text())

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from launchprof import compare
 from launchprof.analysis.verify import Comparison
-from launchprof.report.compare import compare
 
 RealTrace = Callable[[str], Path]
 

@@ -34,7 +34,6 @@ from launchprof.analysis.side import (
 )
 from launchprof.analysis.steps import Steps
 from launchprof.errors import LaunchprofError
-from launchprof.report.html import atomic_write
 
 STEP_FILES = ("steps.csv", "step_kernels.csv", "step_timeline.csv")
 
@@ -54,6 +53,8 @@ def write_step_files(analysis: Analysis, folder: Path) -> None:
     Raises:
         OutputError: a file cannot be written.
     """
+    from launchprof.report.html import atomic_write  # plotly and jinja2 only when writing
+
     steps = analysis.extra.get("steps")
     if not isinstance(steps, Steps):
         return
