@@ -16,6 +16,7 @@ import pytest
 
 from launchprof import compare
 from launchprof.analysis.verify import Comparison
+from launchprof.report.compare import build_compare_doc, headline
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
 FACTS = json.loads((GPU / "facts.json").read_text())
@@ -105,6 +106,7 @@ def test_whole_graph_trace_mode_cannot_compare_kernels(cmp: Callable[[str, str],
     c = cmp("small_kernels_launch", "graph_trace_mode")
     same = c.check("same_work")
     assert same.passed is None and "--cuda-graph-trace=node" in same.detail
+    assert "the kernels could not be compared" in headline(build_compare_doc(c))
     assert c.verdict == "verified"
     assert c.speedup == pytest.approx(period("small_kernels_launch") / period("graph_trace_mode"), rel=0.03)
 

@@ -106,10 +106,13 @@ def headline(doc: CompareDoc) -> str:
     by = {k.name: k for k in doc.checks}
     if doc.verdict == "verified" and doc.speedup is not None and doc.speedup_ci is not None:
         lo, hi = doc.speedup_ci
+        same = by["same_work"].passed if "same_work" in by else None
+        work = "the same kernels" if same else "the kernels could not be compared (see same_work)"
+        launches = doc.after.graph_launches_per_step or 0
         return (
             f"{doc.speedup:.2f}x faster per step ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x): "
-            f"{fmt_us(doc.before.period_p50_ns)} -> {fmt_us(doc.after.period_p50_ns)}, the same kernels, "
-            f"run as {doc.after.graph_launches_per_step or 0:g} graph launch(es) per step."
+            f"{fmt_us(doc.before.period_p50_ns)} -> {fmt_us(doc.after.period_p50_ns)}, {work}, "
+            f"run as {launches:g} graph launch{'' if launches == 1 else 'es'} per step."
         )
     decisive = {"not-converted": "converted", "different-work": "same_work", "churn": "churn", "not-faster": "faster"}
     check = by.get(decisive.get(doc.verdict, ""))
