@@ -354,3 +354,21 @@ def test_verify_rejects_a_negative_minimum_effect(tmp_path: Path) -> None:
     c = compare(trace, trace)
     with pytest.raises(ValueError):
         verify(c.before, c.after, min_effect=-0.1)
+
+
+@pytest.mark.parametrize(("predicted", "passed"), [(2.0, True), (3.0, True), (5.0, False)])
+def test_prediction_in_a_report_folder_is_checked(tmp_path: Path, predicted: float, passed: bool) -> None:
+    before, fb = build(tmp_path, "eager", eager_run)
+    after, fa = build(tmp_path, "graph", graph_run)
+    folder = tmp_path / "eager-report"
+    write_report(launchprof.analyze(before), folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["recommendation"] = {"predicted_speedup": predicted, "break_even_iterations": 3}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    c = compare(folder, after)
+    measured = median_period(fb) / median_period(fa)  # 23 us / 8 us = 2.875
+    check = c.check("predicted")
+    assert c.predicted_speedup == predicted
+    assert check.evidence["measured_over_predicted"] == pytest.approx(measured / predicted)
+    assert check.passed is passed  # passes when measured / predicted >= 0.8
+    assert c.verdict == "verified"  # the prediction is evidence, not the verdict
