@@ -392,7 +392,7 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
     return Check(
         "same_work",
         False,
-        f"{_kinds(len(diff))} differ per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
+        f"{_kinds(len(diff))} differ{'s' if len(diff) == 1 else ''} per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
         evidence,
     )
 
