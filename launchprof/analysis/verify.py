@@ -389,10 +389,11 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
         for _, r in diff.head(5).iterrows()
     )
     more = f" and {len(diff) - 5} more" if len(diff) > 5 else ""
+    verb = "differs" if len(diff) == 1 else "differ"
     return Check(
         "same_work",
         False,
-        f"{_kinds(len(diff))} differ{'s' if len(diff) == 1 else ''} per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
+        f"{_kinds(len(diff))} {verb} per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
         evidence,
     )
 
