@@ -75,6 +75,10 @@ def analyze(
         TraceError: the file is missing or not an nsys SQLite export.
         NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
         StepError: ``step`` names an NVTX range that is not in the trace.
+
+    With several ranks (device, process pairs with GPU work) or NCCL kernels,
+    ``extra["ranks"]`` holds the cross-rank view, a
+    :class:`~launchprof.analysis.ranks.CrossRank`.
     """
     sqlite = resolve_trace(path, nsys)
     if sqlite.name.endswith(".xz"):
@@ -88,6 +92,12 @@ def analyze(
     if progress:
         progress("analysing")
     analysis = analyze_trace(trace, bubble_threshold_ns)
+    from launchprof.analysis.ranks import rank_view
+
+    # Several ranks (processes with GPU work) or NCCL kernels: the cross-rank view.
+    ranks = rank_view(analysis, step_name=step)
+    if ranks is not None:
+        analysis.extra["ranks"] = ranks
     if progress:
         progress("finding steps")
     analysis.extra["steps"] = find_steps(analysis, step_name=step)

@@ -42,7 +42,13 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
 
 @app.command()
 def analyze(
-    trace: Annotated[Path, typer.Argument(help="nsys .sqlite export or .nsys-rep report")],
+    trace: Annotated[
+        list[str],
+        typer.Argument(
+            help="nsys .sqlite export or .nsys-rep report; several, or a quoted glob, for one report per rank",
+            show_default=False,
+        ),
+    ],
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="report folder [default: reports/<trace stem>]")
     ] = None,
@@ -52,14 +58,41 @@ def analyze(
     ] = 1.0,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
     step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
+    scheduler: Annotated[
+        Optional[str], typer.Option("--scheduler", help="many traces: address of a running Dask scheduler")
+    ] = None,
+    workers: Annotated[
+        Optional[int],
+        typer.Option("--workers", min=0, help="many traces: local Dask worker processes [default: CPUs]; 0: no Dask"),
+    ] = None,
 ) -> None:
-    """Analyse an existing trace: write summary.json and report.html."""
-    from launchprof.commands import run_analyze
+    """Analyse an existing trace: write summary.json and report.html.
+
+    Several traces (or a quoted glob such as 'traces/*.sqlite'), one per rank: analyse
+    them in parallel on Dask, write one report folder per trace and combined.json and
+    combined.html [default folder: reports/combined].
+    """
+    from launchprof.commands import run_analyze, run_analyze_many
+    from launchprof.multi import expand_traces
 
     try:
+        many = expand_traces(trace)
+        if many is not None:
+            run_analyze_many(
+                many,
+                output or default_output("combined"),
+                force,
+                int(round(bubble_threshold * 1000)),
+                nsys,
+                out,
+                step=step,
+                scheduler=scheduler,
+                workers=workers,
+            )
+            return
         run_analyze(
-            trace,
-            output or default_output(trace.name.split(".")[0]),
+            Path(trace[0]),
+            output or default_output(Path(trace[0]).name.split(".")[0]),
             force,
             int(round(bubble_threshold * 1000)),
             nsys,

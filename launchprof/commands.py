@@ -121,3 +121,57 @@ def run_calibrate(output: Path | None, console: Console) -> None:
         table.add_row(f"{key} (fit)", f"{fit['intercept'] / 1e3:.2f} us + {fit['slope'] / 1e3:.3f} us/node")
     console.print(table)
     console.print(f"calibration: {path}", markup=False)
+
+
+MAX_RANK_LINES = 32
+
+
+def run_analyze_many(
+    traces: list[str],
+    output: Path,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    step: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> None:
+    """Analyse many per-rank traces on Dask (:func:`launchprof.multi.analyze_many`);
+    print one line per rank and where the combined report went.
+
+    Raises:
+        TraceError: some traces could not be analysed (after writing the others).
+    """
+    from launchprof.errors import TraceError
+    from launchprof.multi import analyze_many
+
+    where = f"the Dask scheduler at {scheduler}" if scheduler else ("this process" if workers == 0 else "local Dask")
+    with console.status(f"analysing {len(traces)} traces on {where}") as status:
+        combined = analyze_many(
+            traces,
+            output,
+            force,
+            bubble_threshold_ns,
+            nsys,
+            step,
+            scheduler,
+            workers,
+            progress=lambda done, total: status.update(f"analysed {done} of {total} traces"),
+        )
+    ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
+    for r in ranks[:MAX_RANK_LINES]:
+        console.print(
+            f"rank {r['rank']} ({r['label']}): {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}, "
+            f"{r['steps']} steps, {r['straggler_steps']} straggler steps",
+            markup=False,
+            soft_wrap=True,
+        )
+    if len(ranks) > MAX_RANK_LINES:
+        console.print(f"... and {len(ranks) - MAX_RANK_LINES} more ranks in combined.json", markup=False)
+    console.print(f"combined report: {output / 'combined.html'}", markup=False)
+    failed = [r for r in combined.reports if r.error is not None]
+    if failed:
+        raise TraceError(
+            f"{len(failed)} of {len(traces)} traces could not be analysed; first: {failed[0].path}: {failed[0].error}"
+        )

@@ -24,6 +24,7 @@ several times a steady step.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -243,6 +244,7 @@ def find_steps(
     step_name: str | None = None,
     template: Sequence[str] | None = None,
     device_id: int | None = None,
+    pid: int | None = None,
 ) -> Steps:
     """Find the steps of the busiest device (or ``device_id``).
 
@@ -253,6 +255,8 @@ def find_steps(
             launch of a converted run); forces inferred steps of that length aligned on
             the template's first occurrence.
         device_id: the device to analyse; default the one with the most kernels.
+        pid: the process whose steps to find (one rank, :mod:`launchprof.analysis.ranks`);
+            default the busiest process. Only that process's GPU activity is used.
 
     Returns:
         :class:`Steps` (``source == "none"`` with a reason when no step is found).
@@ -261,6 +265,8 @@ def find_steps(
         StepError: ``step_name`` was given and no such NVTX range exists.
     """
     devices = [d for d in analysis.devices if device_id is None or d.device_id == device_id]
+    if pid is not None:
+        devices = _only_pid(devices, pid)
     if not devices:
         return _no_steps("no GPU activity in this trace", None, None)
     device = max(devices, key=lambda d: (d.figures.kernels, -d.device_id))
@@ -328,6 +334,17 @@ def find_steps(
         pd.Series(activity_step, index=act.index, name="step"),
         warmup,
     )
+
+
+def _only_pid(devices: list[DeviceAnalysis], pid: int) -> list[DeviceAnalysis]:
+    """The devices where ``pid`` has GPU activity, reduced to that activity (index kept)
+    and to that process's figures."""
+    out = []
+    for d in devices:
+        figures = [p.figures for p in d.processes if p.pid == pid]
+        if figures:
+            out.append(dataclasses.replace(d, figures=figures[0], activity=d.activity.loc[d.activity["pid"] == pid]))
+    return out
 
 
 def _no_steps(reason: str, device_id: int | None, pid: int | None, n: int = 0) -> Steps:

@@ -4,7 +4,7 @@ Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseco
 (suffix ``_ns``); ratios are in [0, 1]. Invariants checked on validation:
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
 process and stream. Later stages add optional sections (``steps``, ``diagnosis``,
-``recommendation``) as free-form objects documented in the README.
+``recommendation``, ``ranks``) as free-form objects documented in the README.
 """
 
 from __future__ import annotations
@@ -107,9 +107,12 @@ class Summary(_Model):
     steps: dict[str, Any] | None = None
     diagnosis: dict[str, Any] | None = None
     recommendation: dict[str, Any] | None = None
+    ranks: dict[str, Any] | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json(self) -> str:
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
-        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+        # ``ranks`` appears only when the trace has several ranks (older summaries unchanged).
+        exclude = {"ranks"} if self.ranks is None else None
+        return self.model_dump_json(by_alias=True, indent=2, exclude=exclude) + "\n"

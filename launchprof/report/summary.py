@@ -67,7 +67,7 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
         for d in analysis.devices
     ]
     extra: dict[str, Any] = {}
-    for key in ("steps", "diagnosis", "recommendation"):
+    for key in ("steps", "diagnosis", "recommendation", "ranks"):
         value = analysis.extra.get(key)
         if isinstance(value, Steps):
             extra[key] = step_stats(value)

@@ -1,0 +1,267 @@
+"""Many reports, one per rank: analyse them in parallel on Dask and compare the ranks.
+
+``launchprof analyze 'traces/*.sqlite'`` (several traces, or a glob) runs
+:func:`analyze_one` for every trace as a task of a ``dask.distributed`` cluster - a
+``LocalCluster`` of worker processes on this machine by default, or the scheduler at
+``--scheduler ADDRESS`` - the way Nsight Systems' own multi-report recipes spread their
+per-report work. Each task analyses its trace exactly as ``launchprof analyze TRACE``
+does (same function, same options) and writes the rank's report folder with the same
+writer, so each per-rank ``summary.json`` is byte for byte the one the single-trace
+command writes. The task returns only the small per-rank records
+(:class:`~launchprof.analysis.ranks.RankRecord`); the client aligns them by step index
+into the cross-rank view (:func:`~launchprof.analysis.ranks.cross_rank`) and writes
+``combined.json`` and ``combined.html``.
+
+Layout of the output folder::
+
+    OUTPUT/combined.json, combined.html, plotly.min.js
+    OUTPUT/<trace stem>/summary.json, report.html, plotly.min.js (a hard link when possible)
+
+With an existing scheduler the workers open the traces and write the rank folders by
+absolute path: they must see the same file system as the client (and have the same
+launchprof installed).
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from launchprof.analysis.ranks import CrossRank, RankRecord, cross_rank, find_ranks
+from launchprof.errors import LaunchprofError, TraceError
+from launchprof.report.html import prepare_folder
+
+COMBINED_FILES = ("combined.json", "combined.html")
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What one task returns: the trace as given, its folder name, its ranks, or the
+    one-line error that stopped it."""
+
+    path: str
+    folder: str
+    ranks: list[RankRecord]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The result of :func:`analyze_many`: one :class:`ReportResult` per trace, in the
+    order given, and the cross-rank view over all ranks of the traces that worked
+    (None when none did)."""
+
+    reports: list[ReportResult]
+    view: CrossRank | None
+
+
+def is_glob(text: str) -> bool:
+    """Whether ``text`` holds glob characters (``*``, ``?``, ``[``)."""
+    return glob.has_magic(text)
+
+
+def expand_traces(args: Sequence[str]) -> list[str] | None:
+    """The traces named by the ``analyze`` arguments, or None for the single-trace case.
+
+    One argument that is not a glob (or names an existing file) is a single trace: None.
+    Otherwise each glob is expanded (sorted) and the paths are de-duplicated in order.
+
+    Raises:
+        TraceError: a glob matches no file.
+    """
+    if len(args) == 1 and (not is_glob(args[0]) or Path(args[0]).exists()):
+        return None
+    out: list[str] = []
+    for arg in args:
+        if is_glob(arg) and not Path(arg).exists():
+            found = sorted(glob.glob(arg))
+            if not found:
+                raise TraceError(f"no trace matches {arg!r}")
+            out.extend(found)
+        else:
+            out.append(arg)
+    return list(dict.fromkeys(str(Path(p)) for p in out))
+
+
+def folder_names(paths: Sequence[str]) -> list[str]:
+    """One report folder name per trace: its stem (the name up to the first dot); a
+    stem used twice gets ``-<position>`` appended."""
+    stems = [Path(p).name.split(".")[0] or "trace" for p in paths]
+    return [s if stems.count(s) == 1 else f"{s}-{i}" for i, s in enumerate(stems)]
+
+
+def analyze_one(
+    path: str,
+    folder: str,
+    output: str,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    step: str | None,
+) -> ReportResult:
+    """Analyse one trace and write its report into ``output/folder`` (one Dask task).
+
+    The same calls as ``launchprof analyze TRACE --output output/folder``; ``path`` is
+    recorded in ``summary.json`` as given. Returns the rank records, labelled with
+    ``folder``; a user error (bad trace, unknown ``--step``) becomes ``error``.
+    """
+    from launchprof.api import analyze
+    from launchprof.report.write import write_report
+
+    try:
+        analysis = analyze(Path(path), bubble_threshold_ns, nsys=nsys, step=step)
+        write_report(analysis, Path(output) / folder, force=force, trace_path=path)
+        if not analysis.devices:
+            # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
+            return ReportResult(path, folder, [], "no CUDA activity in this trace (no kernel, memcpy or memset rows)")
+        view = analysis.extra.get("ranks")
+        ranks = view.ranks if isinstance(view, CrossRank) else find_ranks(analysis, step)
+    except LaunchprofError as exc:
+        return ReportResult(path, folder, [], str(exc))
+    single = len(ranks) == 1
+    labelled = [replace(r, path=path, label=folder if single else f"{folder} {r.label}") for r in ranks]
+    return ReportResult(path, folder, labelled)
+
+
+@contextmanager
+def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
+    """A ``dask.distributed`` Client: of the scheduler at ``scheduler``, else of a
+    ``LocalCluster`` of ``workers`` processes (one thread each; default the CPU count)
+    listening on 127.0.0.1 only, without a dashboard.
+
+    Raises:
+        LaunchprofError: the scheduler cannot be reached.
+    """
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as exc:
+            raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    n = workers or os.cpu_count() or 1
+    with (
+        LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+class SchedulerError(LaunchprofError):
+    """The Dask scheduler given with ``--scheduler`` cannot be reached."""
+
+
+def _link_plotlyjs(top: Path, folder: Path) -> None:
+    """Replace ``folder/plotly.min.js`` by a hard link to ``top/plotly.min.js`` (same
+    bytes, one copy on disk); left as written where links are not possible."""
+    src, dst = top / "plotly.min.js", folder / "plotly.min.js"
+    tmp = folder / ".plotly.min.js.link"
+    try:
+        if dst.exists() and os.path.samefile(src, dst):
+            return
+        if tmp.exists():
+            tmp.unlink()
+        os.link(src, tmp)
+        os.replace(tmp, dst)
+    except OSError:
+        pass
+
+
+def analyze_many(
+    paths: Sequence[str],
+    output: Path,
+    force: bool = False,
+    bubble_threshold_ns: int = 1_000,
+    nsys: str | None = None,
+    step: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Combined:
+    """Analyse ``paths`` (one trace per rank) and write one report folder per trace and
+    the combined report into ``output``.
+
+    Args:
+        paths: traces as given (each as for ``launchprof analyze TRACE``).
+        output: the folder for ``combined.json``, ``combined.html`` and the rank folders.
+        force: overwrite existing reports.
+        bubble_threshold_ns, nsys, step: as for :func:`launchprof.analyze`.
+        scheduler: address of a running Dask scheduler (default: a local cluster).
+        workers: worker processes of the local cluster (default: the CPU count, at most
+            one per trace); 0 analyses the traces one after another in this process,
+            without Dask.
+        progress: called with (done, total) after each trace.
+
+    Returns:
+        :class:`Combined`.
+
+    Raises:
+        OutputError: a folder holds a report and ``force`` is False, or is not writable.
+        SchedulerError: ``scheduler`` cannot be reached.
+    """
+    from launchprof.report.combined import write_combined
+
+    if not paths:
+        raise TraceError("no trace given")
+    names = folder_names(paths)
+    prepare_folder(output, force, COMBINED_FILES)
+    for name in names:
+        prepare_folder(output / name, force, ("summary.json", "report.html"))
+    out_abs = str(output.resolve())
+    args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step) for p, n in zip(paths, names, strict=True)]
+    results: dict[int, ReportResult] = {}
+    if workers == 0 and not scheduler:
+        for i, a in enumerate(args):
+            results[i] = analyze_one(*a)
+            if progress:
+                progress(len(results), len(args))
+    else:
+        results = _run_on_dask(args, scheduler, workers, progress)
+    reports = [results[i] for i in range(len(args))]
+    ranks = [r for rep in reports for r in rep.ranks]
+    view = cross_rank(ranks) if ranks else None
+    combined = Combined(reports, view)
+    write_combined(combined, output)
+    for rep in reports:
+        if rep.error is None:
+            _link_plotlyjs(output, output / rep.folder)
+    return combined
+
+
+def _run_on_dask(
+    args: list[tuple[Any, ...]],
+    scheduler: str | None,
+    workers: int | None,
+    progress: Callable[[int, int], None] | None,
+) -> dict[int, ReportResult]:
+    from dask.distributed import as_completed
+
+    n = min(workers or os.cpu_count() or 1, len(args))
+    results: dict[int, ReportResult] = {}
+    with dask_client(scheduler, n) as client:
+        futures = [client.submit(analyze_one, *a, pure=False, key=f"launchprof-{i}-{a[1]}") for i, a in enumerate(args)]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for fut in as_completed(futures):
+            results[index[fut.key]] = fut.result()
+            if progress:
+                progress(len(results), len(args))
+            fut.release()
+    return results

@@ -1,0 +1,117 @@
+"""The combined report of many per-rank traces: ``combined.json`` and ``combined.html``.
+
+``combined.json`` (schema ``launchprof.combined/1``): ``reports[]`` (``path`` as given,
+``folder`` of its report, ``ranks`` found in it, ``error`` or null) and ``ranks``, the
+cross-rank view over all ranks of the reports that worked (the same object as the
+``ranks`` section of summary.json, see :meth:`launchprof.analysis.ranks.CrossRank.to_dict`;
+each rank carries the ``path`` of its report). Deterministic: the same traces in the same
+order give the same bytes, whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import plotly.graph_objects as go
+from pydantic import BaseModel, ConfigDict, Field
+
+from launchprof.report.html import atomic_write, embed, render, write_plotlyjs
+
+if TYPE_CHECKING:
+    from launchprof.analysis.ranks import CrossRank
+    from launchprof.multi import Combined
+
+COMBINED_SCHEMA = "launchprof.combined/1"
+HEATMAP_MAX_STEPS = 1000
+
+
+class ReportEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    folder: str
+    ranks: int = Field(ge=0)
+    error: str | None
+
+
+class CombinedSummary(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    schema_: str = Field(default=COMBINED_SCHEMA, alias="schema")
+    reports: list[ReportEntry]
+    failed: int = Field(ge=0)
+    ranks: dict[str, Any] | None
+
+    def to_json(self) -> str:
+        """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def build_combined(combined: Combined) -> CombinedSummary:
+    """The ``combined.json`` document of ``combined``."""
+    return CombinedSummary(
+        reports=[
+            ReportEntry(path=r.path, folder=r.folder, ranks=len(r.ranks), error=r.error) for r in combined.reports
+        ],
+        failed=sum(1 for r in combined.reports if r.error is not None),
+        ranks=combined.view.to_dict() if combined.view is not None else None,
+    )
+
+
+def work_heatmap(view: CrossRank) -> tuple[go.Figure, bool]:
+    """Heatmap of each rank's work per aligned step relative to the step's median across
+    ranks (1 = median); the first :data:`HEATMAP_MAX_STEPS` aligned steps. Returns the
+    figure and whether steps were left out."""
+    steps = view.per_step["step"].to_numpy()[:HEATMAP_MAX_STEPS]
+    median = view.per_step["median_work_ns"].to_numpy()[:HEATMAP_MAX_STEPS]
+    z = np.full((len(view.ranks), len(steps)), np.nan)
+    for i, r in enumerate(view.ranks):
+        t = r.per_step
+        if len(t) == 0:
+            continue
+        work = t.set_index("step")["work_ns"].reindex(steps).to_numpy(dtype=float)
+        z[i] = np.divide(work, median, out=np.full(len(steps), np.nan), where=median > 0)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=steps,
+            y=[f"{i}: {r.label}" for i, r in enumerate(view.ranks)],
+            colorscale="RdBu_r",
+            zmid=1.0,
+            colorbar=dict(title="work / median"),
+            hovertemplate="step %{x}<br>%{y}<br>%{z:.2f}x median<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title="Work per step relative to the median across ranks",
+        xaxis_title="step",
+        yaxis_autorange="reversed",
+        height=max(240, 40 + 22 * len(view.ranks)),
+        margin=dict(l=200, r=20, t=40, b=40),
+        template="plotly_white",
+    )
+    return fig, len(view.per_step) > HEATMAP_MAX_STEPS
+
+
+def write_combined(combined: Combined, folder: Path) -> CombinedSummary:
+    """Write ``combined.json``, ``combined.html`` and ``plotly.min.js`` into ``folder``
+    (which must exist).
+
+    Raises:
+        OutputError: the folder cannot be written.
+    """
+    doc = build_combined(combined)
+    figures = []
+    if combined.view is not None and len(combined.view.per_step):
+        fig, cut = work_heatmap(combined.view)
+        caption = (
+            "Each cell: a rank's work in a step (period minus communication-only time) over the median of that step."
+        )
+        if cut:
+            caption += f" Only the first {HEATMAP_MAX_STEPS} aligned steps are drawn."
+        figures.append(embed(fig, caption))
+    page = render("combined.html.j2", doc=doc, figures=figures)
+    write_plotlyjs(folder)
+    atomic_write(folder / "combined.json", doc.to_json())
+    atomic_write(folder / "combined.html", page)
+    return doc
