@@ -170,6 +170,7 @@ def run_analyze_many(
     if len(ranks) > MAX_RANK_LINES:
         console.print(f"... and {len(ranks) - MAX_RANK_LINES} more ranks in combined.json", markup=False)
     console.print(f"combined report: {output / 'combined.html'}", markup=False)
+    write_index(output.resolve().parent)
     failed = [r for r in combined.reports if r.error is not None]
     if failed:
         raise TraceError(

@@ -36,7 +36,7 @@ def test_index_lists_reports_and_comparisons(reports: Path) -> None:
     doc = json.loads((reports / "compare-eager-vs-graph" / "compare.json").read_text())
     assert f"{doc['speedup']:.2f}x" in page
     assert '<span class="ok">verified</span>' in page
-    rows, comparisons = collect(reports)
+    rows, comparisons, _ = collect(reports)
     assert [r.folder for r in rows] == ["eager", "graph"]
     # eager: 40 NVTX steps of 4 kernels, 23 us apart (the construction in test_compare_small).
     assert rows[0].kernels_per_step == 4 and rows[0].period_p50_ns == 23_000 and rows[0].step_source == "nvtx"
@@ -73,3 +73,15 @@ def test_folder_names_are_escaped_and_bad_summaries_listed(tmp_path: Path) -> No
     assert "unreadable summary.json" in page
     assert "not-a-report" not in page
     assert "Reports (2)" in page
+
+
+def test_multi_trace_runs_are_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    one, _ = build(tmp_path, "one", eager_run)
+    two, _ = build(tmp_path, "two", graph_run)
+    result = runner.invoke(app, ["analyze", str(one), str(two), "-o", "reports/run", "--workers", "0"])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / "reports" / "index.html").read_text()
+    assert 'href="run/combined.html"' in page and "Multi-trace runs (1)" in page
+    _, _, multi = collect(tmp_path / "reports")
+    assert [(m.folder, m.traces, m.failed) for m in multi] == [("run", 2, 0)]

@@ -3,7 +3,8 @@ its verdict and key figures.
 
 Rewritten after each ``analyze``, ``profile`` and ``compare`` in the parent folder of the
 output folder (``reports/`` by default). It lists the immediate sub-folders that hold a
-``summary.json`` (a report) or a ``compare.json`` (a comparison), sorted by folder name.
+``summary.json`` (a report), a ``compare.json`` (a comparison) or a ``combined.json`` (a
+multi-trace run, linked to its ``combined.html``), sorted by folder name.
 An ``index.html`` that launchprof did not write is never overwritten.
 """
 
@@ -50,6 +51,17 @@ class CompareRow:
     speedup_ci: tuple[float, float] | None
     before_period_ns: float | None
     after_period_ns: float | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class MultiRow:
+    """One multi-trace run (``analyze`` with several traces: ``combined.json``)."""
+
+    folder: str
+    page: str | None
+    traces: int | None
+    failed: int | None
     problem: str | None = None
 
 
@@ -121,20 +133,36 @@ def _compare_row(folder: Path) -> CompareRow:
     )
 
 
-def collect(root: Path) -> tuple[list[ReportRow], list[CompareRow]]:
-    """Reports and comparisons in the immediate sub-folders of ``root``, by name."""
+def _multi_row(folder: Path) -> MultiRow:
+    page = "combined.html" if (folder / "combined.html").exists() else None
+    c = _load(folder / "combined.json")
+    if c is None:
+        return MultiRow(folder.name, page, None, None, "unreadable combined.json")
+    reports = c.get("reports")
+    failed = _num(c, "failed")
+    return MultiRow(
+        folder.name, page, len(reports) if isinstance(reports, list) else None, None if failed is None else int(failed)
+    )
+
+
+def collect(root: Path) -> tuple[list[ReportRow], list[CompareRow], list[MultiRow]]:
+    """Reports, comparisons and multi-trace runs in the immediate sub-folders of ``root``,
+    by folder name."""
     reports: list[ReportRow] = []
     comparisons: list[CompareRow] = []
+    multi: list[MultiRow] = []
     try:
         folders = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)
     except OSError:
-        return reports, comparisons
+        return reports, comparisons, multi
     for folder in folders:
         if (folder / "summary.json").is_file():
             reports.append(_report_row(folder))
         if (folder / "compare.json").is_file():
             comparisons.append(_compare_row(folder))
-    return reports, comparisons
+        if (folder / "combined.json").is_file():
+            multi.append(_multi_row(folder))
+    return reports, comparisons, multi
 
 
 def write_index(root: Path) -> Path | None:
@@ -154,6 +182,9 @@ def write_index(root: Path) -> Path | None:
             return None
         if INDEX_MARKER not in head:
             return None
-    reports, comparisons = collect(root)
-    atomic_write(target, render("index.html.j2", marker=INDEX_MARKER, reports=reports, comparisons=comparisons))
+    reports, comparisons, multi = collect(root)
+    atomic_write(
+        target,
+        render("index.html.j2", marker=INDEX_MARKER, reports=reports, comparisons=comparisons, multi=multi),
+    )
     return target
