@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.analysis import Analysis, analyze_trace
+from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.steps import find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import TraceError
@@ -69,7 +70,8 @@ def analyze(
         :class:`~launchprof.analysis.Analysis`: figures per device/process/stream in
         ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
         (documented in :mod:`launchprof.trace.model`), and ``extra["steps"]``, a
-        :class:`~launchprof.analysis.steps.Steps`.
+        :class:`~launchprof.analysis.steps.Steps`; ``extra["diagnosis"]`` and
+        ``extra["recommendation"]`` (:mod:`launchprof.analysis.diagnose`).
 
     Raises:
         TraceError: the file is missing or not an nsys SQLite export.
@@ -101,4 +103,5 @@ def analyze(
     if progress:
         progress("finding steps")
     analysis.extra["steps"] = find_steps(analysis, step_name=step)
+    analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(analysis)
     return analysis

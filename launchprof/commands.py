@@ -43,6 +43,8 @@ def run_analyze(
         )
     if not summary.devices:
         console.print("no GPU activity in this trace", markup=False)
+    for note in summary.notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     console.print(f"report: {output / 'report.html'}", markup=False)
     if require_gpu and not summary.devices:
         # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import launchprof
 from launchprof import compare
 from launchprof.analysis.verify import Comparison
 
@@ -137,3 +138,17 @@ def test_unrelated_real_workloads_are_different_work(real_trace: RealTrace) -> N
     assert c.verdict == "different-work"
     differing = set(c.kernels.loc[c.kernels["differs"], "name"])
     assert {"gemmSN_TN_kernel", "scale", "addc", "relu"} <= differing
+
+
+def test_prediction_is_checked_against_the_measured_speedup(
+    mlp: tuple[Comparison, float], real_trace: RealTrace
+) -> None:
+    c, _ = mlp
+    rec = launchprof.analyze(real_trace("mlp_eager")).extra["recommendation"]
+    check = c.check("predicted")
+    assert c.predicted_speedup == rec.predicted_speedup
+    assert c.speedup is not None
+    ratio = c.speedup / rec.predicted_speedup
+    assert check.evidence["measured_over_predicted"] == pytest.approx(ratio)
+    assert check.passed is (ratio >= 0.8)
+    assert f"{ratio:.2f}" in check.detail

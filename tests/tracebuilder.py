@@ -38,6 +38,7 @@ class TraceBuilder:
         self.runtime: list[dict[str, Any]] = []
         self.nvtx: list[dict[str, Any]] = []
         self.gpus: list[tuple[int, str]] = [(0, "Test GPU")]
+        self.cuda_streams: list[dict[str, Any]] = []
         self.processes: list[tuple[int, str]] = []  # (pid, name): a PROCESSES table when set
         self._corr: dict[int, int] = {}
 
@@ -209,6 +210,12 @@ class TraceBuilder:
         )
         return domain_id
 
+    def cuda_stream(self, stream: int, flag: int, pid: int = 100) -> None:
+        """A TARGET_INFO_CUDA_STREAM row (flag: 1 default, 2 non-blocking, 3 NULL stream)."""
+        self.cuda_streams.append(
+            dict(streamId=stream, hwId=0, vmId=1, processId=pid, contextId=1, priority=0, flag=flag)
+        )
+
     def write(self, path: Path) -> Path:
         con = sqlite3.connect(path)
         kernel_cols = [
@@ -291,6 +298,14 @@ class TraceBuilder:
                         "graphExecId",
                     ],
                     self.graph_trace,
+                )
+            )
+        if self.cuda_streams:
+            tables.append(
+                (
+                    "TARGET_INFO_CUDA_STREAM",
+                    ["streamId", "hwId", "vmId", "processId", "contextId", "priority", "flag"],
+                    self.cuda_streams,
                 )
             )
         for name, cols, rows in tables:

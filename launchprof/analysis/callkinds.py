@@ -6,6 +6,7 @@ DOMAIN.md's list of calls that break stream capture.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, GRAPH_UPDATE_CALLS, KERNEL_LAUNCH_CALLS
@@ -68,6 +69,15 @@ def classify(calls: pd.Series) -> pd.DataFrame:
         ``exec_update``, ``sync`` (synchronize calls and synchronous copies/memsets),
         ``alloc``, ``capture``.
     """
+    if isinstance(calls.dtype, pd.CategoricalDtype):
+        # Classify each category once, then spread by code (no per-row strings).
+        per_category = classify(pd.Series(calls.cat.categories.astype(str), dtype=object))
+        codes = calls.cat.codes.to_numpy()
+        valid = codes >= 0
+        return pd.DataFrame(
+            {col: valid & per_category[col].to_numpy(dtype=bool)[np.where(valid, codes, 0)] for col in per_category},
+            index=calls.index,
+        )
     c = calls.astype(str)
     return pd.DataFrame(
         {

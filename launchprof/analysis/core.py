@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from launchprof.analysis.launches import LaunchFigures, launch_figures
 from launchprof.analysis.timeline import (
     DEFAULT_BUBBLE_THRESHOLD_NS,
     TimelineFigures,
-    api_end_lookup,
+    api_end_keyed,
     timeline_figures,
 )
 from launchprof.trace import Trace
@@ -85,6 +86,14 @@ def _process_names(trace: Trace) -> dict[int, str]:
     return {int(p): str(n) for p, n in zip(procs["pid"], procs["name"], strict=False) if n is not None}
 
 
+def _groups(frame: pd.DataFrame, keys: list[str]) -> Iterator[tuple[Any, pd.DataFrame]]:
+    """(key, rows) per distinct value of ``keys``, in key order; rows keep ``frame``'s order
+    and are produced one at a time (only one group's copy alive)."""
+    indices = frame.groupby(keys, sort=True).indices
+    for key in sorted(indices):
+        yield (key[0] if isinstance(key, tuple) and len(keys) == 1 else key), frame.take(indices[key])
+
+
 def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS) -> Analysis:
     """Analyse a loaded trace.
 
@@ -102,28 +111,34 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     if bubble_threshold_ns < 0:
         raise ValueError("bubble threshold must be >= 0 ns")
     activity = trace.gpu_activity()
-    api_end = api_end_lookup(trace.api)
+    api_end = api_end_keyed(trace.api)
     names = _process_names(trace)
     gpu_names = {
         int(d): str(n)
         for d, n in zip(trace.gpus["device_id"], trace.gpus["name"], strict=False)
         if pd.notna(d) and n is not None
     }
+    gpu_pids = set(int(p) for p in np.unique(activity["pid"].to_numpy()))
+    device_ids = np.unique(activity["device_id"].to_numpy())
     devices = []
-    for device_id, dev in activity.groupby("device_id", sort=True):
-        dev = dev.reset_index(drop=True)
+    for device_id in device_ids:
+        # One device: the activity frame itself (no copy); several: one copy per device.
+        if len(device_ids) == 1:
+            dev = activity
+        else:
+            dev = activity.loc[activity["device_id"].to_numpy() == device_id].reset_index(drop=True)
         figs = timeline_figures(dev, api_end, bubble_threshold_ns)
         processes = [
             ProcessFigures(int(pid), names.get(int(pid)), timeline_figures(rows, api_end, bubble_threshold_ns))
-            for pid, rows in dev.groupby("pid", sort=True)
+            for pid, rows in _groups(dev, ["pid"])
         ]
         streams = [
             StreamFigures(int(pid), int(sid), timeline_figures(rows, api_end, bubble_threshold_ns))
-            for (pid, sid), rows in dev.groupby(["pid", "stream_id"], sort=True)
+            for (pid, sid), rows in _groups(dev, ["pid", "stream_id"])
         ]
         devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs, processes, streams, dev))
-    api_pids = set(int(p) for p in trace.api["pid"].unique())
-    gpu_pids = set(int(p) for p in activity["pid"].unique())
+    del activity
+    api_pids = set(int(p) for p in np.unique(trace.api["pid"].to_numpy()))
     notes = list(trace.notes)
     lost = trace.nvtx_domain_events > 0 and len(trace.nvtx) == 0
     if lost:
@@ -133,7 +148,16 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
             "use nvtx 0.2.11 or a newer nsys)"
         )
     if not trace.has_cuda:
-        notes.append("no CUDA activity in this trace (no CUDA tables): GPU figures are empty")
+        ranges = len(trace.nvtx)
+        notes.append(
+            "no CUDA activity in this trace (no CUDA tables): GPU figures are empty"
+            + (f"; {ranges} NVTX range(s) recorded" if ranges else "")
+        )
+    elif gpu_pids and len(trace.api) == 0:
+        notes.append(
+            f"no CUDA API calls in this trace ({len(gpu_pids)} process(es) with GPU activity): "
+            "launch figures are empty and host-wait idle cannot be attributed (reported as 0)"
+        )
     return Analysis(
         trace=trace,
         bubble_threshold_ns=bubble_threshold_ns,

@@ -64,7 +64,12 @@ def union(start: npt.ArrayLike, end: npt.ArrayLike) -> Union:
     if s.size == 0:
         empty = np.empty(0, dtype=np.int64)
         return Union(empty, empty, empty, empty)
-    order = np.lexsort((e, s))
+    # Activity frames arrive sorted by (start, end) (Trace.gpu_activity); skip the sort then.
+    ds = np.diff(s)
+    if (ds > 0).all() or ((ds >= 0).all() and (np.diff(e)[ds == 0] >= 0).all()):
+        order = np.arange(s.size, dtype=np.int64)
+    else:
+        order = np.lexsort((e, s))
     s_sorted = s[order]
     running_end = np.maximum.accumulate(e[order])
     opens = np.empty(s.size, dtype=bool)

@@ -6,10 +6,13 @@ API names are matched after removing nsys's ``_vNNNN`` suffix (``cudaLaunchKerne
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from launchprof.analysis.timeline import corr_key
 
 KERNEL_LAUNCH_CALLS = frozenset(
     {
@@ -62,23 +65,55 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
 
 
+def _shorter_ratio(launches: pd.DataFrame, per_launch: pd.DataFrame) -> float | None:
+    """Share of ``per_launch`` kernels shorter than the call that launched them, joined
+    on (pid, correlation id) like an inner merge (None when nothing joins)."""
+    call_key = corr_key(launches["pid"].to_numpy(), launches["correlation_id"].to_numpy())
+    order = np.argsort(call_key, kind="stable")
+    call_key = call_key[order]
+    if call_key.size > 1 and (call_key[1:] == call_key[:-1]).any():
+        # Repeated (pid, correlation id) among launch calls: join every pair, as a merge does.
+        joined = per_launch[["pid", "correlation_id", "start", "end"]].merge(
+            launches[["pid", "correlation_id", "start", "end"]], on=["pid", "correlation_id"], suffixes=("", "_call")
+        )
+        if not len(joined):
+            return None
+        k_dur = joined["end"] - joined["start"]
+        c_dur = joined["end_call"] - joined["start_call"]
+        return float((k_dur < c_dur).mean())
+    call_dur = (launches["end"] - launches["start"]).to_numpy()[order]
+    k_key = corr_key(per_launch["pid"].to_numpy(), per_launch["correlation_id"].to_numpy())
+    if call_key.size == 0 or k_key.size == 0:
+        return None
+    pos = np.minimum(np.searchsorted(call_key, k_key), call_key.size - 1)
+    found = call_key[pos] == k_key
+    if not found.any():
+        return None
+    k_dur = (per_launch["end"] - per_launch["start"]).to_numpy()[found]
+    return float((k_dur < call_dur[pos[found]]).mean())
+
+
 def launch_figures(api: pd.DataFrame, kernels: pd.DataFrame, graph_execs: pd.DataFrame) -> LaunchFigures:
     """Compute :class:`LaunchFigures` from the trace's ``api``, ``kernels`` and
     ``graph_execs`` frames (see :mod:`launchprof.trace.model`). Inputs are not modified."""
-    call = api["call"].astype(str)
+    call = api["call"] if isinstance(api["call"].dtype, pd.CategoricalDtype) else api["call"].astype("category")
+    categories = [str(c) for c in call.cat.categories]
+    codes = call.cat.codes.to_numpy()
+
+    def calls_where(pred: Callable[[str], bool]) -> np.ndarray:
+        wanted = [i for i, c in enumerate(categories) if pred(c)]
+        return np.isin(codes, wanted) if wanted else np.zeros(len(codes), bool)
+
     dur = (api["end"] - api["start"]).to_numpy()
-    is_launch = call.isin(KERNEL_LAUNCH_CALLS).to_numpy()
-    is_graph = call.isin(GRAPH_LAUNCH_CALLS).to_numpy()
-    is_inst = call.map(is_instantiate).to_numpy(dtype=bool) if len(call) else np.zeros(0, bool)
+    is_launch = calls_where(KERNEL_LAUNCH_CALLS.__contains__)
+    is_graph = calls_where(GRAPH_LAUNCH_CALLS.__contains__)
+    is_inst = calls_where(is_instantiate)
+    is_update = calls_where(GRAPH_UPDATE_CALLS.__contains__)
     graph_launches = int(is_graph.sum()) or int(len(graph_execs))
-    launches = api.loc[is_launch, ["pid", "correlation_id", "start", "end"]]
-    per_launch = kernels.loc[kernels["graph_node_id"].isna(), ["pid", "correlation_id", "start", "end"]]
-    joined = per_launch.merge(launches, on=["pid", "correlation_id"], suffixes=("", "_call"))
-    shorter = None
-    if len(joined):
-        k_dur = joined["end"] - joined["start"]
-        c_dur = joined["end_call"] - joined["start_call"]
-        shorter = float((k_dur < c_dur).mean())
+    join_cols = ["pid", "correlation_id", "start", "end"]
+    shorter = _shorter_ratio(
+        api[join_cols].loc[is_launch], kernels[join_cols].loc[kernels["graph_node_id"].isna().to_numpy()]
+    )
     k_dur_all = (kernels["end"] - kernels["start"]).to_numpy()
     return LaunchFigures(
         kernel_launch_calls=int(is_launch.sum()),
@@ -89,7 +124,7 @@ def launch_figures(api: pd.DataFrame, kernels: pd.DataFrame, graph_execs: pd.Dat
         graph_launch_call_p50_ns=_pct(dur[is_graph], 50),
         graph_instantiations=int(is_inst.sum()),
         graph_instantiate_p50_ns=_pct(dur[is_inst], 50),
-        graph_exec_updates=int(call.isin(GRAPH_UPDATE_CALLS).sum()),
+        graph_exec_updates=int(is_update.sum()),
         kernel_p50_ns=_pct(k_dur_all, 50),
         kernels_in_graphs=int(kernels["graph_node_id"].notna().sum()),
         kernels_shorter_than_launch_ratio=shorter,

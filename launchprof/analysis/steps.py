@@ -15,9 +15,9 @@ Three sources, in order of preference (DOMAIN.md, "Step"):
    A ``template`` (kernel name ids of one step, e.g. from the graph of a converted run)
    fixes the period and phase instead.
 
-Warm-up: the leading steps (at most a quarter of them) whose period or GPU duration
-exceeds 1.5x the median of the second half of the steps, or whose kernel count differs
-from the most common one. The 1.5x factor is a heuristic: start-up costs (module
+Warm-up: the leading steps (at most a quarter of them) whose period, GPU duration or CPU
+time exceeds 1.5x the median of the second half of the steps, whose kernel count differs
+from the most common one, or that capture or instantiate a graph. The 1.5x factor is a heuristic: start-up costs (module
 loading, library handles, allocator growth, capture, instantiation) are typically
 several times a steady step.
 """
@@ -33,7 +33,7 @@ import pandas as pd
 
 from launchprof.analysis.callkinds import classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
-from launchprof.analysis.timeline import api_end_lookup
+from launchprof.analysis.timeline import api_end_keyed, corr_key, lookup_end
 from launchprof.errors import LaunchprofError
 
 STEP_DOMAIN = "launchprof"
@@ -96,14 +96,23 @@ class Steps:
 
 
 def _busiest(device: DeviceAnalysis) -> int:
-    kernels = device.activity.loc[device.activity["kind"].astype(str) == "kernel", "pid"]
+    kernels = device.activity.loc[device.activity["kind"] == "kernel", "pid"]
     counts = (kernels if len(kernels) else device.activity["pid"]).value_counts()
     return int(counts.index[0])
 
 
+def _outermost(ranges: pd.DataFrame) -> pd.DataFrame:
+    """``ranges`` without those nested inside an earlier range of the same thread (a
+    recursive or re-entered range text would otherwise hide its outer range)."""
+    r = ranges.sort_values(["tid", "start"], kind="stable")
+    prev_end = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
+    return r.loc[~(prev_end > r["start"])].sort_values("start", kind="stable")
+
+
 def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     """Index (into ``ranges``, sorted by start) of the range on the same thread that
-    contains each API call's start; -1 where none does."""
+    contains each API call's start; -1 where none does. ``ranges`` must not nest on a
+    thread (see :func:`_outermost`)."""
     if ranges.empty or api.empty:
         return np.full(len(api), -1, dtype=np.int64)
     left = pd.DataFrame(
@@ -147,18 +156,19 @@ def _nvtx_candidates(analysis: Analysis, device: DeviceAnalysis, step_name: str 
         if chosen.empty:
             texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
             raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
-        return chosen
+        return _outermost(chosen)
     own = nvtx.loc[(nvtx["domain"] == STEP_DOMAIN) & (nvtx["text"] == STEP_NAME)]
     if len(own):
-        return own
+        return _outermost(own)
     counts = nvtx.groupby(["domain", "text"]).size()
     best, best_cover = None, 0
     for (domain, text), n in counts.items():
         if n < 3:
             continue
-        rows = nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)]
+        rows = _outermost(nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)])
         cover = int((_activity_from_api(device, analysis.trace.api, _project(analysis.trace.api, rows)) >= 0).sum())
-        if cover > best_cover or (cover == best_cover and best is not None and len(rows) < len(best)):
+        # Equal cover: prefer the finer range (more ranges: one iteration, not an epoch).
+        if cover > best_cover or (cover == best_cover and best is not None and len(rows) > len(best)):
             best, best_cover = rows, cover
     return best if best_cover > 0 else None
 
@@ -191,6 +201,10 @@ def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np
             np.median(gap[lo + r : lo + WINDOW : p]) if gap[lo + r : lo + WINDOW : p].size else 0 for r in range(p)
         ]
         r = int(np.argmax(scores))
+        # Without a clearly longer pause (within 10 %), start where the trace starts.
+        starts_first = [q for q in range(p) if tokens[lo + q] == tokens[0]]
+        if starts_first and scores[starts_first[0]] >= 0.9 * scores[r]:
+            r = starts_first[0]
         first_tokens = tokens[lo + r]
         i0 = int(np.flatnonzero(tokens == first_tokens)[0])
     idx = np.arange(n)
@@ -201,7 +215,7 @@ def _inferred(
     analysis: Analysis, device: DeviceAnalysis, pid: int, template: Sequence[str] | None
 ) -> tuple[np.ndarray, str, str] | None:
     act = device.activity
-    mask = (act["pid"] == pid) & (act["kind"].astype(str) == "kernel")
+    mask = (act["pid"] == pid) & (act["kind"] == "kernel")
     rows = act.loc[mask]
     kern = analysis.trace.kernels
     kern = kern.loc[(kern["pid"] == pid) & (kern["device_id"] == device.device_id)]
@@ -218,7 +232,8 @@ def _inferred(
         how = f"kernel sequence cut into steps of {p} kernels by the given template"
     else:
         keys = kern[["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]]
-        tokens = pd.MultiIndex.from_frame(keys).factorize()[0].astype(np.int64)
+        # Codes in order of first appearance, as MultiIndex.factorize gives, but faster.
+        tokens = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
         found = _period(tokens)
         if found is None:
             return None
@@ -274,6 +289,7 @@ def find_steps(
     api = analysis.trace.api
     act = device.activity
     source, name, reason = "none", None, ""
+    skipped = ""
     activity_step = None
     cpu_start = cpu_end = None
     api_step = np.full(len(api), -1, dtype=np.int64)
@@ -283,17 +299,24 @@ def find_steps(
         cover = _activity_from_api(device, api, projected)
         pids = pd.Series(act["pid"].to_numpy()[cover >= 0]).value_counts()
         pid = int(pids.index[0]) if len(pids) else pid
-        ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
-        api_step = _project(api, ranges)
-        activity_step = _activity_from_api(device, api, api_step)
-        cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
-        source = "nvtx"
-        text, domain = (
-            str(ranges["text"].iloc[0]) if len(ranges) else step_name,
-            (str(ranges["domain"].iloc[0]) if len(ranges) else ""),
-        )
-        name = text if not domain else f"{domain}:{text}"
-        reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
+        text, domain = str(ranges["text"].iloc[0]), str(ranges["domain"].iloc[0])
+        label = text if not domain else f"{domain}:{text}"
+        if not (cover >= 0).any():
+            # Ranges on another thread than the CUDA calls (or around no GPU work): they
+            # cannot be projected onto the GPU (DOMAIN.md: same thread).
+            if step_name:
+                raise StepError(
+                    f"NVTX ranges {label!r} hold no GPU work: no CUDA call on their thread starts inside them"
+                )
+            skipped = f"NVTX ranges {label!r} hold no GPU work (no CUDA call on their thread starts inside them); "
+        else:
+            ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
+            api_step = _project(api, ranges)
+            activity_step = _activity_from_api(device, api, api_step)
+            cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
+            source = "nvtx"
+            name = label
+            reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
     if activity_step is None and template is None:
         graph = api.loc[(api["pid"] == pid) & classify(api["call"])["graph_launch"]]
         if len(graph):
@@ -301,7 +324,7 @@ def find_steps(
             api_step[np.flatnonzero(api.index.isin(graph.index))] = np.arange(len(graph))
             activity_step = _activity_from_api(device, api, api_step)
             source, name = "graph-launch", "cudaGraphLaunch"
-            reason = f"no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
+            reason = f"{skipped}no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
             cpu_start = graph["start"].to_numpy()
     if activity_step is None:
         found = _inferred(analysis, device, pid, template)
@@ -313,6 +336,7 @@ def find_steps(
                 len(act),
             )
         activity_step, name, reason = found
+        reason = skipped + reason
         source = "inferred"
     assert activity_step is not None
     n_steps = int(activity_step.max()) + 1 if (activity_step >= 0).any() else 0
@@ -375,25 +399,28 @@ def _step_table(
     steps = pd.RangeIndex(n_steps, name="step")
     stepped = act.loc[act["step"] >= 0]
     g = stepped.groupby("step")
-    kind = stepped["kind"].astype(str)
+    kind = stepped["kind"]
     table = pd.DataFrame(index=steps)
     table["gpu_start"] = g["start"].min()
     table["gpu_end"] = g["end"].max()
     table["kernels"] = (kind == "kernel").groupby(stepped["step"]).sum()
     table["memops"] = kind.isin(["memcpy", "memset"]).groupby(stepped["step"]).sum()
-    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end_lookup(api), analysis.bubble_threshold_ns)
+    api_end = api_end_keyed(api)
+    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end, analysis.bubble_threshold_ns)
     table["busy_ns"], table["bubbles"], table["bubble_ns"] = busy, bubbles, bubble_ns
     table = table.fillna({"kernels": 0, "memops": 0, "busy_ns": 0, "bubbles": 0, "bubble_ns": 0})
     # The gap before each step (from the previous step's last activity) and whether it was host-wait.
     lead = table["gpu_start"] - table["gpu_end"].shift(1)
     table["lead_gap_ns"] = lead.clip(lower=0).fillna(0)
-    lead_wait = _lead_wait(stepped, api_end_lookup(api), table)
+    lead_wait = _lead_wait(stepped, api_end, table)
     table["host_wait_ns"] = inner_wait.reindex(steps).fillna(0) + lead_wait
     table["period_ns"] = table["gpu_start"].shift(-1) - table["gpu_start"]
     # CPU side of each step.
     if cpu_start is None:
         first_call = _first_call_start(stepped, api)
-        cpu_start = first_call.reindex(steps).ffill().bfill().to_numpy(dtype=np.int64)
+        # Without the submitting call (an export without the API table), the GPU start.
+        first = first_call.reindex(steps).astype("float64").fillna(table["gpu_start"].astype("float64"))
+        cpu_start = first.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
     if cpu_end is None:
         cpu_end = np.r_[cpu_start[1:], table["gpu_end"].iloc[-1] if len(table) else 0]
     table["cpu_start"], table["cpu_end"] = cpu_start, cpu_end
@@ -474,14 +501,20 @@ def _segments(stepped: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _submit_end(api_end: pd.Series, pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
+    """End (float ns) of the API call that submitted each (pid, correlation id); NaN if none."""
+    out = lookup_end(api_end, corr_key(pid, corr))
+    out[np.asarray(corr) <= 0] = np.nan
+    return out
+
+
 def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int):  # type: ignore[no-untyped-def]
     seg = _segments(stepped)
     busy = (seg["end"] - seg["start"]).groupby(seg["step"]).sum()
     same = seg["step"].to_numpy()[1:] == seg["step"].to_numpy()[:-1]
     gap = seg["start"].to_numpy()[1:] - seg["end"].to_numpy()[:-1]
     step_of_gap = seg["step"].to_numpy()[1:]
-    keys = pd.MultiIndex.from_arrays([seg["pid"].to_numpy()[1:], seg["correlation_id"].to_numpy()[1:]])
-    submit_end = api_end.reindex(keys).to_numpy(dtype="float64")
+    submit_end = _submit_end(api_end, seg["pid"].to_numpy()[1:], seg["correlation_id"].to_numpy()[1:])
     wait = np.nan_to_num(submit_end, nan=-np.inf) > seg["end"].to_numpy()[:-1]
     gaps = pd.DataFrame({"step": step_of_gap, "gap": gap, "wait": wait}).loc[same]
     is_bubble = gaps["gap"] >= threshold
@@ -493,8 +526,9 @@ def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int):  # type: 
 
 def _lead_wait(stepped: pd.DataFrame, api_end: pd.Series, table: pd.DataFrame) -> pd.Series:
     first = stepped.sort_values(["step", "start"], kind="stable").groupby("step").first()
-    keys = pd.MultiIndex.from_arrays([first["pid"].to_numpy(), first["correlation_id"].to_numpy()])
-    submit_end = pd.Series(api_end.reindex(keys).to_numpy(dtype="float64"), index=first.index)
+    submit_end = pd.Series(
+        _submit_end(api_end, first["pid"].to_numpy(), first["correlation_id"].to_numpy()), index=first.index
+    )
     prev_end = table["gpu_end"].shift(1)
     wait = submit_end.reindex(table.index) > prev_end
     return table["lead_gap_ns"].where(wait, 0)
@@ -518,8 +552,13 @@ def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     period_ref = ref["period_ns"].median()
     dur_ref = (ref["gpu_end"] - ref["gpu_start"]).median()
     mode = table["kernels"].mode().iloc[0]
-    slow = (table["period_ns"] > WARMUP_FACTOR * period_ref) | (
-        (table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref
+    cpu_ref = ref["cpu_ns"].median()
+    # Start-up work on the CPU before a step's first launch (module loading inside the
+    # first range) does not lengthen its GPU period: the step's CPU time shows it.
+    slow = (
+        (table["period_ns"] > WARMUP_FACTOR * period_ref)
+        | ((table["gpu_end"] - table["gpu_start"]) > WARMUP_FACTOR * dur_ref)
+        | (table["cpu_ns"] > WARMUP_FACTOR * cpu_ref)
     )
     odd = slow | (table["kernels"] != mode)
     # Capture and instantiation mark warm-up only when the steady steps do not repeat them

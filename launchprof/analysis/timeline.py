@@ -86,15 +86,70 @@ def bubble_stats(gap_ns: np.ndarray, threshold_ns: int) -> BubbleStats:
     )
 
 
+def corr_key(pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
+    """One int64 key per (pid, correlation id): ``pid << 32 | correlation_id``.
+
+    pid is 24 bits (nsys globalTid layout) and CUPTI correlation ids are 32 bits, so the
+    key is unique per pair."""
+    return (np.asarray(pid, dtype=np.int64) << 32) | (np.asarray(correlation_id, dtype=np.int64) & 0xFFFFFFFF)
+
+
 def api_end_lookup(api: pd.DataFrame) -> pd.Series:
     """API call end (ns) indexed by (pid, correlation_id), for calls with a correlation id.
 
     Args:
         api: the trace's ``api`` frame (columns ``pid``, ``correlation_id``, ``end``).
+
+    For large traces prefer :func:`api_end_keyed` (same data, int64 keys, binary search);
+    :func:`timeline_figures` accepts either.
     """
     calls = api.loc[api["correlation_id"] > 0, ["pid", "correlation_id", "end"]]
     calls = calls.drop_duplicates(["pid", "correlation_id"], keep="last")
     return calls.set_index(["pid", "correlation_id"])["end"]
+
+
+def api_end_keyed(api: pd.DataFrame) -> pd.Series:
+    """API call end (ns) by (pid, correlation id), for calls with a correlation id > 0.
+
+    Args:
+        api: the trace's ``api`` frame (columns ``pid``, ``correlation_id``, ``end``).
+
+    Returns:
+        Series of call ends indexed by :func:`corr_key` (int64, sorted ascending, unique;
+        for a repeated pair the last call wins, as in :func:`api_end_lookup`).
+    """
+    mask = (api["correlation_id"] > 0).to_numpy()
+    keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
+    ends = api["end"].to_numpy()[mask]
+    order = np.argsort(keys, kind="stable")
+    keys, ends = keys[order], ends[order]
+    last = np.ones(keys.size, bool)
+    last[:-1] = keys[1:] != keys[:-1]
+    return pd.Series(ends[last], index=pd.Index(keys[last], dtype="int64"), name="end")
+
+
+def _keyed(api_end: pd.Series) -> pd.Series:
+    """``api_end`` as from :func:`api_end_keyed` (converted when from :func:`api_end_lookup`)."""
+    if not isinstance(api_end.index, pd.MultiIndex):
+        return api_end
+    frame = pd.DataFrame(
+        {
+            "pid": api_end.index.get_level_values(0).to_numpy(),
+            "correlation_id": api_end.index.get_level_values(1).to_numpy(),
+            "end": api_end.to_numpy(),
+        }
+    )
+    return api_end_keyed(frame)
+
+
+def lookup_end(api_end: pd.Series, keys: np.ndarray) -> np.ndarray:
+    """Call ends (float ns) for :func:`corr_key` ``keys``; NaN where no call matches."""
+    index = api_end.index.to_numpy()
+    if index.size == 0:
+        return np.full(len(keys), np.nan)
+    pos = np.minimum(np.searchsorted(index, keys), index.size - 1)
+    found = index[pos] == keys
+    return np.where(found, api_end.to_numpy()[pos].astype("float64"), np.nan)
 
 
 def timeline_figures(
@@ -108,7 +163,7 @@ def timeline_figures(
         activity: GPU activity rows (columns ``start``, ``end``, ``pid``,
             ``correlation_id``, ``kind``), as from ``Trace.gpu_activity()`` filtered
             to one device (or process, or stream). Not modified.
-        api_end: from :func:`api_end_lookup`.
+        api_end: from :func:`api_end_keyed` (or :func:`api_end_lookup`).
         bubble_threshold_ns: minimum gap counted as a bubble.
 
     Returns:
@@ -116,7 +171,7 @@ def timeline_figures(
         ``start``, ``end``, ``gap_ns``, ``host_wait`` (bool), ``next_pid``,
         ``next_correlation_id``.
     """
-    kinds = activity["kind"].astype(str)
+    kinds = activity["kind"]
     kernels = int((kinds == "kernel").sum())
     memops = int(kinds.isin(["memcpy", "memset"]).sum())
     u = union(activity["start"].to_numpy(), activity["end"].to_numpy())
@@ -133,9 +188,10 @@ def timeline_figures(
     gap_ns = u.gap_ends - u.gap_starts
     # The activity that ends each gap opens the next busy interval.
     next_rows = u.order[u.first_row[1:]]
-    nxt = activity.iloc[next_rows]
-    keys = pd.MultiIndex.from_arrays([nxt["pid"].to_numpy(), nxt["correlation_id"].to_numpy()])
-    submit_end = api_end.reindex(keys).to_numpy(dtype="float64")
+    next_pid = activity["pid"].to_numpy()[next_rows]
+    next_corr = activity["correlation_id"].to_numpy()[next_rows]
+    submit_end = lookup_end(_keyed(api_end), corr_key(next_pid, next_corr))
+    submit_end[next_corr <= 0] = np.nan
     host_wait = np.nan_to_num(submit_end, nan=-np.inf) > u.gap_starts
     gaps = pd.DataFrame(
         {
@@ -143,8 +199,8 @@ def timeline_figures(
             "end": u.gap_ends,
             "gap_ns": gap_ns,
             "host_wait": host_wait,
-            "next_pid": nxt["pid"].to_numpy(),
-            "next_correlation_id": nxt["correlation_id"].to_numpy(),
+            "next_pid": next_pid,
+            "next_correlation_id": next_corr,
         }
     )
     host_wait_ns = int(gap_ns[host_wait].sum())

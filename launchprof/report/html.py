@@ -98,6 +98,40 @@ def atomic_write(path: Path, text: str) -> None:
                 pass
 
 
+def atomic_write_all(files: dict[Path, str]) -> None:
+    """Write several files as one unit: every text goes to a temporary file first, and
+    only when all were written are they moved into place (``os.replace`` each). A
+    failure (disk full, file size limit, permissions) replaces none of them.
+
+    Raises:
+        OutputError: a temporary file could not be written or moved.
+    """
+    staged: list[tuple[str, Path]] = []
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        for path, text in files.items():
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            staged.append((tmp_name, path))
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp_name, 0o666 & ~umask)
+        for tmp_name, path in staged:
+            os.replace(tmp_name, path)
+        staged = []
+    except OSError as exc:
+        where = staged[-1][1] if staged else next(iter(files), "")
+        raise OutputError(f"cannot write {where}: {exc.strerror or exc}") from None
+    finally:
+        for tmp_name, _ in staged:
+            try:
+                os.unlink(tmp_name)
+            except OSError:
+                pass
+
+
 def write_plotlyjs(folder: Path) -> None:
     """Write plotly.js next to the pages in ``folder`` (skipped when already there)."""
     target = folder / "plotly.min.js"

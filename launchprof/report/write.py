@@ -6,8 +6,9 @@ from pathlib import Path
 
 from launchprof.analysis import Analysis
 from launchprof.report import figures
+from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.html import (
-    atomic_write,
+    atomic_write_all,
     embed,
     fmt_ms,
     prepare_folder,
@@ -69,10 +70,10 @@ def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_pa
             written.
     """
     summary = build_summary(analysis, trace_path)
-    page = render_report(analysis, summary)
+    page = render_report(analysis, summary, diagnosis_html=render_diagnosis(analysis))
     prepare_folder(folder, force, REPORT_FILES)
     write_plotlyjs(folder)
-    atomic_write(folder / "summary.json", summary.to_json())
-    atomic_write(folder / "report.html", page)
+    # Both files or neither: a failed write never leaves a new summary beside an old page.
+    atomic_write_all({folder / "summary.json": summary.to_json(), folder / "report.html": page})
     write_step_files(analysis, folder)
     return summary

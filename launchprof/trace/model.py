@@ -22,6 +22,14 @@ Columns (all times are int64 nanoseconds on the trace's own clock):
     ``text``, ``domain`` (domain name, ``""`` for the default domain).
 ``gpus`` - ``TARGET_INFO_GPU``: ``device_id``, ``name``.
 ``processes`` - ``PROCESSES`` where present: ``pid``, ``name``.
+``cuda_streams`` - ``TARGET_INFO_CUDA_STREAM`` where present: ``stream_id``, ``pid``,
+    ``flag`` (nsys ``ENUM_CUPTI_STREAM_TYPE``: 1 default, 2 non-blocking, 3 the NULL
+    stream, i.e. the legacy default stream).
+
+Dtypes: times, ``correlation_id``, ``name_id``, ``tid``, ``bytes`` and graph ids are
+int64; ``device_id``, ``stream_id``, ``pid`` and the grid/block sizes of kernels are int32
+when every value fits (int64 otherwise); a NULL id reads as -1 (``pid`` 0 when the
+globalPid is missing). ``Trace.gpu_activity()``'s ``kind`` is categorical.
 
 The process id of a globalTid/globalPid is ``(value >> 24) & 0xFFFFFF`` (the nsys
 "Serialized GlobalId" layout); correlation ids are unique only within one process.
@@ -32,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
@@ -67,6 +76,7 @@ class Trace:
     strings: pd.Series
     nvtx_domain_events: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    cuda_streams: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def has_cuda(self) -> bool:
@@ -96,11 +106,31 @@ class Trace:
         Sorted by ``start``; a new frame (the trace's frames are not touched).
         """
         cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id"]
-        parts = [self.kernels[cols].assign(kind="kernel")]
+        kinds = ["graph", "kernel", "memcpy", "memset"]  # sorted: categories stay alphabetical
+        sources: list[tuple[pd.DataFrame, np.ndarray]] = [
+            (self.kernels, np.ones(len(self.kernels), np.int8)),
+        ]
         if len(self.memops):
-            parts.append(self.memops[cols + ["kind"]])
+            sources.append((self.memops, np.where(self.memops["kind"].astype(str) == "memset", 3, 2).astype(np.int8)))
         if len(self.graph_execs):
-            parts.append(self.graph_execs[cols].assign(kind="graph"))
-        out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0].copy()
-        out["kind"] = out["kind"].astype("category")
-        return out.sort_values(["start", "end"], kind="stable", ignore_index=True)
+            sources.append((self.graph_execs, np.zeros(len(self.graph_execs), np.int8)))
+        data: dict[str, np.ndarray] = {}
+        for c in cols:
+            arrays = [f[c].to_numpy() for f, _ in sources]
+            dtype = np.result_type(*arrays) if arrays else np.int64
+            data[c] = np.concatenate(arrays).astype(dtype, copy=False) if len(arrays) > 1 else arrays[0]
+        codes = np.concatenate([k for _, k in sources]) if len(sources) > 1 else sources[0][1]
+        start, end = data["start"], data["end"]
+        ds = np.diff(start)
+        if not ((ds > 0).all() or ((ds >= 0).all() and (np.diff(end)[ds == 0] >= 0).all())):
+            order = np.lexsort((end, start))
+            for c in cols:  # one column at a time: at most one extra column in memory
+                data[c] = data[c][order]
+            codes = codes[order]
+            del order
+        out = pd.DataFrame(data, copy=False)
+        used = sorted(set(np.unique(codes).tolist()))
+        remap = np.full(len(kinds), -1, np.int8)
+        remap[used] = np.arange(len(used), dtype=np.int8)
+        out["kind"] = pd.Categorical.from_codes(remap[codes], categories=[kinds[i] for i in used])
+        return out

@@ -1,0 +1,90 @@
+"""Benchmark ``launchprof analyze`` (load + analysis + summary.json + report.html) on
+synthetic traces of 1M, 3M and 10M kernels: wall time and peak RSS of the child process.
+
+Each run is the installed ``launchprof`` command in a fresh process (so import time
+counts); peak RSS is the child's ``ru_maxrss`` from ``os.wait4``. Traces are generated
+with benchmarks/synth_trace.py (seeded) into ``--workdir`` unless already there.
+
+Usage::
+
+    python benchmarks/bench_analyze.py [--sizes 1000000,3000000,10000000] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synth_trace import write_trace  # noqa: E402
+
+
+def run_measured(cmd: list[str]) -> tuple[float, float, int, int]:
+    """Run ``cmd``; return (wall seconds, CPU seconds (user + system), peak RSS bytes, exit code).
+
+    CPU time is reported beside wall time because this machine is shared: under load the
+    wall time of a single-threaded run stretches while its CPU time does not (much)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    if proc.stderr is not None:
+        err = proc.stderr.read().decode(errors="replace").strip()
+        if err and os.waitstatus_to_exitcode(status) != 0:
+            print(err, file=sys.stderr)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024, proc.returncode
+
+
+def launchprof_cmd() -> list[str]:
+    exe = shutil.which("launchprof") or str(Path(sys.executable).with_name("launchprof"))
+    return [exe]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="1000000,3000000,10000000")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/launchprof-bench"))
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        trace = args.workdir / f"synth_{n}.sqlite"
+        if not trace.exists():
+            t = time.perf_counter()
+            write_trace(trace, n, seed=args.seed)
+            print(f"generated {trace} ({trace.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t:.1f} s")
+        walls, cpus, rss = [], [], []
+        for _ in range(args.repeat):
+            out = args.workdir / f"report_{n}"
+            wall, cpu, peak, rc = run_measured([*launchprof_cmd(), "analyze", str(trace), "-o", str(out), "--force"])
+            if rc != 0:
+                sys.exit(f"launchprof failed on {trace} (exit {rc})")
+            walls.append(wall)
+            cpus.append(cpu)
+            rss.append(peak)
+            load = os.getloadavg()[0]
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
+        rows.append((n, wall, cpu, max(rss), trace.stat().st_size, load))
+        gib = max(rss) / 2**30
+        print(f"{n:>10,} kernels: {wall:6.1f} s wall, {cpu:6.1f} s CPU, peak RSS {gib:5.2f} GiB, load {load:.1f}")
+    print("\n| kernels | trace size | wall time (median) | CPU time | peak RSS | CPU s per M kernels | load avg |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for n, wall, cpu, peak, size, load in rows:
+        print(
+            f"| {n:,} | {size / 2**20:.0f} MiB | {wall:.1f} s | {cpu:.1f} s | {peak / 2**30:.2f} GiB "
+            f"| {cpu / (n / 1e6):.2f} | {load:.1f} |"
+        )
+    print(f"\nmachine: {os.cpu_count()} CPUs; load average at end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

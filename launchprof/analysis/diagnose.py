@@ -1,0 +1,470 @@
+"""The verdict over the steady state, the findings, and the graph recommendation.
+
+Verdict (over the steady-state steps, :attr:`Steps.steady`; sums over those steps):
+
+- ``no-gpu-work``: no GPU activity (or no step holds any).
+- ``gpu-bound``: the GPU waits for the CPU (host-wait idle) less than
+  :data:`HOST_WAIT_MIN` = 20 % of the step period. Removing every CPU cost could then gain
+  at most 1 / (1 - 0.2) = 1.25x, the same bar as :data:`MIN_SPEEDUP`; the chapter's
+  "a few large kernels, the GPU is already busy" case.
+- otherwise the largest share of the host-wait idle, split by cause
+  (:mod:`launchprof.analysis.stepdata`): ``launch-bound`` (the GPU waited for the launch
+  path), ``sync-bound`` (it waited after a synchronizing call drained it) or
+  ``host-bound`` (it waited while the CPU did other work, > 100 us without a CUDA call).
+
+Recommendation: ``convert`` is True for a launch-bound steady state that does not run
+as graphs already, with a predicted speedup of at least :data:`MIN_SPEEDUP` (1.25x, the
+gain a 20 % host-wait share would allow at best). The prediction
+(:mod:`launchprof.analysis.predict`) is computed for every verdict with per-launch
+kernels, so a gpu-bound workload shows how little a graph would give. Blockers are the
+findings of severity ``blocker``: fix them before (or while) converting.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis import findings as F
+from launchprof.analysis.core import Analysis
+from launchprof.analysis.findings import Finding
+from launchprof.analysis.launches import KERNEL_LAUNCH_CALLS
+from launchprof.analysis.predict import Prediction, constants, predict_graph_step
+from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
+from launchprof.analysis.steps import Steps, find_steps
+
+VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
+HOST_WAIT_MIN = 0.2
+MIN_SPEEDUP = 1.25
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict and the findings.
+
+    Attributes:
+        verdict: one of :data:`VERDICTS`.
+        reasons: sentences with the numbers behind the verdict.
+        findings: :class:`~launchprof.analysis.findings.Finding` list, blockers first.
+        figures: the steady-state numbers (ns, ratios of the summed step periods).
+        thresholds: the thresholds used, by name.
+        framework: ``"pytorch"`` or ``"cuda"`` (which conversion code fits).
+        per_step: one row per step (chart data): ``step``, ``warmup``, ``period_ns``,
+            ``busy_ns``, ``launch_wait_ns``, ``sync_wait_ns``, ``host_work_wait_ns``,
+            ``other_idle_ns`` (period - busy - the waits, >= 0).
+        durations: steady per-launch kernels and their launch calls: ``kernel_ns``,
+            ``launch_call_ns`` (one row per kernel joined to its call).
+    """
+
+    verdict: str
+    reasons: list[str]
+    findings: list[Finding]
+    figures: dict[str, Any]
+    thresholds: dict[str, float]
+    framework: str = "cuda"
+    per_step: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    durations: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "reasons": list(self.reasons),
+            "findings": [f.to_dict() for f in self.findings],
+            "figures": dict(self.figures),
+            "thresholds": dict(self.thresholds),
+            "framework": self.framework,
+        }
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Whether to convert to a CUDA Graph, what it would give, and what stands in the way.
+
+    Attributes:
+        convert: True when the conversion is recommended.
+        reason: one sentence why (or why not).
+        measured_step_ns: the steady-state per-launch step period (p50).
+        predicted_step_ns, predicted_speedup: the model's graph step and the gain.
+        break_even_iterations: N* of the chapter's exercise 2 (None: never pays back).
+        instantiate_ns: predicted cudaGraphInstantiate cost.
+        nodes_per_step: kernels + memops per step (p50).
+        model: the model's terms (``gpu_work_ns``, ``gpu_side_ns``, ``cpu_side_ns``, ...).
+        blockers: ``{"kind", "evidence", "fix"}`` for each blocking finding.
+        assumptions: what the prediction assumes, in words.
+        calibration: ``source``, ``from_calibration``, ``defaults_source``, ``values``.
+    """
+
+    convert: bool
+    reason: str
+    measured_step_ns: float | None
+    predicted_step_ns: float | None
+    predicted_speedup: float | None
+    break_even_iterations: int | None
+    instantiate_ns: float | None
+    nodes_per_step: float | None
+    model: dict[str, Any]
+    blockers: list[dict[str, Any]]
+    assumptions: list[str]
+    calibration: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "convert": self.convert,
+            "reason": self.reason,
+            "measured_step_ns": self.measured_step_ns,
+            "predicted_step_ns": self.predicted_step_ns,
+            "predicted_speedup": self.predicted_speedup,
+            "break_even_iterations": self.break_even_iterations,
+            "instantiate_ns": self.instantiate_ns,
+            "nodes_per_step": self.nodes_per_step,
+            "model": dict(self.model),
+            "blockers": [dict(b) for b in self.blockers],
+            "assumptions": list(self.assumptions),
+            "calibration": dict(self.calibration),
+        }
+
+
+def duration_histogram(durations: pd.DataFrame, per_decade: int = 5) -> pd.DataFrame:
+    """Log-spaced histogram of kernel and launch-call durations (``Diagnosis.durations``).
+
+    Returns:
+        DataFrame with ``low_ns``, ``high_ns`` (bin edges, ``per_decade`` bins a decade
+        from 100 ns to 100 ms), ``kernels`` and ``launch_calls`` (counts per bin; values
+        outside the range go to the first or last bin).
+    """
+    edges = np.logspace(2, 8, 6 * per_decade + 1)
+    out = pd.DataFrame({"low_ns": edges[:-1], "high_ns": edges[1:]})
+    for col, key in (("kernel_ns", "kernels"), ("launch_call_ns", "launch_calls")):
+        v = durations[col].to_numpy(dtype=float) if col in durations else np.empty(0)
+        out[key] = np.histogram(np.clip(v, edges[0], edges[-1] - 1), bins=edges)[0]
+    return out
+
+
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
+def _us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e3:,.1f} us"
+
+
+TORCH_KERNELS = r"at::native|elementwise|layer_norm_kernel|softmax_warp|reduce_kernel|cunn_"
+
+
+def _framework(analysis: Analysis, ctx: StepContext) -> str:
+    """``pytorch`` when the stepping process ran PyTorch's own kernels (names from ATen:
+    elementwise, layer-norm, softmax, reduction kernels); else ``cuda``. A Python process
+    alone is not enough (cuda-python programs are CUDA code)."""
+    kernels = analysis.trace.kernels
+    ids = kernels.loc[kernels["pid"] == ctx.pid, "name_id"].unique()
+    names = pd.Series(ids).map(analysis.trace.string).astype(str)
+    return "pytorch" if names.str.contains(TORCH_KERNELS, regex=True).any() else "cuda"
+
+
+def _figures(ctx: StepContext) -> dict[str, Any]:
+    s = ctx.steady
+    period = float(s["period_ns"].fillna(0).sum()) if len(s) else 0.0
+
+    def share(col: str) -> float:
+        return float(s[col].sum()) / period if period > 0 else 0.0
+
+    def p50(col: str) -> float | None:
+        v = s[col].dropna().to_numpy(dtype=float) if col in s else np.empty(0)
+        return float(np.percentile(v, 50)) if v.size else None
+
+    return {
+        "steady_steps": int(len(s)),
+        "period_p50_ns": p50("period_ns"),
+        "busy_p50_ns": p50("busy_ns"),
+        "kernels_per_step_p50": p50("kernels"),
+        "memops_per_step_p50": p50("memops"),
+        "launch_calls_per_step_p50": p50("launch_calls"),
+        "graph_launches_per_step_p50": p50("graph_launches"),
+        "launch_call_ns_per_step_p50": p50("launch_call_ns"),
+        "busy_ratio": min(share("busy_ns"), 1.0),
+        "host_wait_ratio": min(share("wait_ns"), 1.0),
+        "launch_wait_ratio": min(share("launch_wait_ns"), 1.0),
+        "sync_wait_ratio": min(share("sync_wait_ns"), 1.0),
+        "host_work_wait_ratio": min(share("host_work_wait_ns"), 1.0),
+        "launch_wait_p50_ns": p50("launch_wait_ns"),
+        "sync_wait_p50_ns": p50("sync_wait_ns"),
+        "host_work_wait_p50_ns": p50("host_work_wait_ns"),
+    }
+
+
+def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
+    steps = ctx.steps
+    where = (
+        f"{fig['steady_steps']} steady-state steps ({steps.source} steps"
+        + (f", {steps.warmup} warm-up step{'s' if steps.warmup > 1 else ''} left out" if steps.warmup else "")
+        + ")"
+        if not ctx.pseudo
+        else "the whole trace as one window (no repeating step found: start-up is included)"
+    )
+    if (
+        ctx.device is None
+        or ctx.steady.empty
+        or (fig["kernels_per_step_p50"] or 0) + (fig["memops_per_step_p50"] or 0) == 0
+    ):
+        if ctx.device is not None and len(ctx.steady) and ctx.steady["busy_ns"].sum() > 0:
+            pass  # graph-level rows only: still GPU work
+        else:
+            return "no-gpu-work", ["no GPU activity (kernels, copies, memsets) in the steps of this trace"]
+    period = fig["period_p50_ns"]
+    head = (
+        f"Over {where}: {'span' if ctx.pseudo else 'step period p50'} {_us(period)}, "
+        f"GPU busy {fig['busy_ratio']:.0%} of it, "
+        f"GPU waiting for the CPU {fig['host_wait_ratio']:.0%}"
+    )
+    split = (
+        f"host-wait split: launch path {fig['launch_wait_ratio']:.0%}, after synchronizing calls "
+        f"{fig['sync_wait_ratio']:.0%}, host work between launches {fig['host_work_wait_ratio']:.0%} of the period"
+    )
+    if fig["host_wait_ratio"] < HOST_WAIT_MIN:
+        return "gpu-bound", [
+            head + ".",
+            f"The GPU waits for the CPU less than {HOST_WAIT_MIN:.0%} of each step: the GPU's own work sets the "
+            "pace, and a CUDA Graph (which removes CPU launch cost, not GPU time) has little to gain.",
+        ]
+    causes = {
+        "launch-bound": fig["launch_wait_ratio"],
+        "sync-bound": fig["sync_wait_ratio"],
+        "host-bound": fig["host_work_wait_ratio"],
+    }
+    verdict = max(causes, key=lambda k: (causes[k], k == "launch-bound"))
+    why = {
+        "launch-bound": (
+            f"The GPU idles between its {_g(fig['kernels_per_step_p50'])} kernels a step waiting for the next "
+            f"launch ({_g(fig['launch_calls_per_step_p50'])} launch calls a step): the launch path is the bottleneck."
+        ),
+        "sync-bound": (
+            "Most idle time follows synchronizing calls: the CPU waits for the GPU to drain, then the GPU waits "
+            "for the CPU to refill it."
+        ),
+        "host-bound": (
+            f"Most idle time follows CPU work outside CUDA calls (stretches over {HOST_GAP_NS / 1e3:g} us): the "
+            "host program, not the launch path, is the bottleneck; a graph would not remove it."
+        ),
+    }[verdict]
+    return verdict, [head + ".", split + ".", why]
+
+
+def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
+    k = ctx.kernels
+    if k.empty:
+        return pd.DataFrame({"kernel_ns": pd.Series(dtype="int64"), "launch_call_ns": pd.Series(dtype="int64")})
+    per_launch = k.loc[k["graph_node_id"].isna(), ["pid", "correlation_id", "start", "end"]]
+    api = analysis.trace.api
+    calls = api.loc[api["call"].astype(str).isin(KERNEL_LAUNCH_CALLS), ["pid", "correlation_id", "start", "end"]]
+    j = per_launch.merge(calls, on=["pid", "correlation_id"], suffixes=("", "_call"))
+    return pd.DataFrame(
+        {
+            "kernel_ns": (j["end"] - j["start"]).to_numpy(dtype=np.int64),
+            "launch_call_ns": (j["end_call"] - j["start_call"]).to_numpy(dtype=np.int64),
+        }
+    )
+
+
+def _per_step(ctx: StepContext) -> pd.DataFrame:
+    t = ctx.table
+    if t.empty:
+        return pd.DataFrame()
+    waits = t[["launch_wait_ns", "sync_wait_ns", "host_work_wait_ns"]].sum(axis=1)
+    other = (t["period_ns"] - t["busy_ns"] - waits).clip(lower=0)
+    return pd.DataFrame(
+        {
+            "step": t["step"].to_numpy(),
+            "warmup": t["warmup"].to_numpy(dtype=bool),
+            "period_ns": t["period_ns"].to_numpy(dtype=float),
+            "busy_ns": t["busy_ns"].to_numpy(dtype=np.int64),
+            "launch_wait_ns": t["launch_wait_ns"].to_numpy(dtype=np.int64),
+            "sync_wait_ns": t["sync_wait_ns"].to_numpy(dtype=np.int64),
+            "host_work_wait_ns": t["host_work_wait_ns"].to_numpy(dtype=np.int64),
+            "other_idle_ns": other.to_numpy(dtype=float),
+        }
+    )
+
+
+def _predict(
+    ctx: StepContext, fig: dict[str, Any], values: Mapping[str, float]
+) -> tuple[Prediction | None, Prediction | None]:
+    """The prediction for the step as found, and (inferred steps) for one repeat per graph."""
+    period = fig["period_p50_ns"]
+    busy = fig["busy_p50_ns"]
+    nodes = (fig["kernels_per_step_p50"] or 0) + (fig["memops_per_step_p50"] or 0)
+    if not period or busy is None or nodes <= 0 or not math.isfinite(period):
+        return None, None
+    host_ns = (fig["host_work_wait_p50_ns"] or 0) + (fig["sync_wait_p50_ns"] or 0)
+    inferred = ctx.steps.source == "inferred"
+    main = predict_graph_step(period, busy, nodes, values, amortized=inferred, host_ns=host_ns)
+    single = predict_graph_step(period, busy, nodes, values, amortized=False, host_ns=host_ns) if inferred else None
+    return main, single
+
+
+def _assumptions(
+    ctx: StepContext, pred: Prediction | None, single: Prediction | None, calib: dict[str, Any]
+) -> list[str]:
+    v = calib["values"]
+    out = [
+        "Graph step = max(GPU side, CPU side). GPU side = the step's GPU busy time (a graph does not make kernels "
+        f"faster) + {v['node_gap_ns']:g} ns dispatch gap per node + {v['graph_launch_gap_ns'] / 1e3:g} us between "
+        "consecutive graph launches. CPU side = one cudaGraphLaunch call "
+        f"({v['graph_launch_call_base_ns'] / 1e3:g} us + {v['graph_launch_call_per_node_ns']:g} ns per node) + host "
+        "work and post-sync waits that a graph does not remove.",
+        f"Instantiation = {v['instantiate_base_ns'] / 1e3:g} us + {v['instantiate_per_node_ns'] / 1e3:g} us per "
+        "node; break-even N* = the smallest N with (instantiate + N x graph step) / N < per-launch step.",
+        "The step's kernels, copies and memsets become graph nodes one for one, and every step runs the same "
+        "sequence with the same shapes (see the findings when not).",
+        f"Constants: {calib['source']}"
+        + (f" (keys {', '.join(calib['from_calibration'])}; the rest: defaults)" if calib["from_calibration"] else "")
+        + "; defaults were measured under nsys, so the prediction is for a profiled run like this one.",
+        "Measured figures are the steady-state medians; warm-up steps are left out.",
+    ]
+    if pred is not None and pred.amortized and single is not None:
+        out.append(
+            "Steps were inferred as the shortest repeating kernel sequence; the loop body may hold several. "
+            "The prediction assumes one graph holds many repeats (its launch cost amortized); a graph per "
+            f"repeat would give {_us(single.graph_step_ns)} per repeat ({single.speedup:.2f}x)."
+        )
+    if ctx.pseudo:
+        out.append("No repeating step was found: the whole trace is treated as one step.")
+    return out
+
+
+def diagnose(
+    analysis: Analysis,
+    steps: Steps | None = None,
+    calibration: Mapping[str, Any] | None = None,
+    host_gap_ns: int = HOST_GAP_NS,
+) -> tuple[Diagnosis, Recommendation]:
+    """Diagnose the steady state of ``analysis`` and recommend (or not) a CUDA Graph.
+
+    Args:
+        analysis: from :func:`launchprof.analyze`.
+        steps: default ``analysis.extra["steps"]`` (found when missing).
+        calibration: explicit prediction constants (see :func:`~launchprof.analysis.predict.constants`);
+            default: the calibration file when ``launchprof.calibrate`` finds one, else the defaults.
+        host_gap_ns: CPU time outside CUDA calls above which a gap counts as host work.
+
+    Returns:
+        ``(Diagnosis, Recommendation)``.
+    """
+    if steps is None:
+        found = analysis.extra.get("steps")
+        steps = found if isinstance(found, Steps) else find_steps(analysis)
+    values, calib = constants(calibration)
+    ctx = step_context(analysis, steps, host_gap_ns)
+    fig = _figures(ctx) if len(ctx.steady) else _figures_empty()
+    verdict, reasons = _verdict(ctx, fig) if len(ctx.steady) else ("no-gpu-work", ["no GPU activity in this trace"])
+    framework = _framework(analysis, ctx) if ctx.device is not None else "cuda"
+    pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None)
+    found_list = (
+        [
+            F.sync_in_step(ctx),
+            F.alloc_in_step(ctx),
+            F.dynamic_shapes(ctx, analysis),
+            F.varying_sequence(ctx),
+            F.reinstantiation(ctx, analysis),
+            F.graph_trace_mode(ctx, analysis),
+            F.legacy_stream(ctx, analysis, framework),
+            F.profiler_overhead(ctx, values, pred.gpu_side_ns if pred and verdict == "launch-bound" else None),
+        ]
+        if ctx.device is not None and len(ctx.steady)
+        else [F.graph_trace_mode(ctx, analysis)]
+    )
+    order = {"blocker": 0, "warning": 1, "info": 2}
+    findings = sorted((f for f in found_list if f is not None), key=lambda f: order[f.severity])
+    diagnosis = Diagnosis(
+        verdict=verdict,
+        reasons=reasons,
+        findings=findings,
+        figures=fig,
+        thresholds={"host_wait_min": HOST_WAIT_MIN, "host_gap_ns": float(host_gap_ns), "min_speedup": MIN_SPEEDUP},
+        framework=framework,
+        per_step=_per_step(ctx),
+        durations=_durations(ctx, analysis),
+    )
+    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, calib)
+
+
+def _figures_empty() -> dict[str, Any]:
+    return {"steady_steps": 0, "period_p50_ns": None, "kernels_per_step_p50": None}
+
+
+def _recommend(
+    ctx: StepContext,
+    fig: dict[str, Any],
+    verdict: str,
+    findings: list[Finding],
+    pred: Prediction | None,
+    single: Prediction | None,
+    calib: dict[str, Any],
+) -> Recommendation:
+    blockers = [{"kind": f.kind, "evidence": f.evidence, "fix": f.fix} for f in findings if f.severity == "blocker"]
+    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    rebuilt = any(f.kind == "reinstantiation" for f in findings)
+    if verdict == "no-gpu-work":
+        convert, reason = False, "No GPU work: nothing to put in a graph."
+    elif already and rebuilt:
+        convert = False
+        reason = (
+            "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
+            "fix the reinstantiation blocker; a graph built once"
+            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.1f}x)." if pred else ".")
+        )
+    elif already:
+        convert, reason = False, "The steady state already runs as CUDA graphs (a graph launch a step)."
+    elif ctx.pseudo:
+        convert, reason = False, "No repeating step was found: a graph needs a repeated launch sequence to capture."
+    elif pred is None:
+        convert, reason = False, "No per-step figures to predict from."
+    elif verdict != "launch-bound":
+        convert = False
+        reason = {
+            "gpu-bound": f"GPU-bound: a graph would gain about {pred.speedup:.2f}x; the GPU's work sets the pace.",
+            "sync-bound": "Sync-bound: remove the synchronizing calls from the step first (they also break capture).",
+            "host-bound": "Host-bound: the CPU's own work between launches sets the pace; a graph would not remove it.",
+        }[verdict]
+    elif pred.speedup < MIN_SPEEDUP:
+        convert, reason = False, f"Launch-bound, but the predicted gain is only {pred.speedup:.2f}x."
+    else:
+        convert = True
+        reason = (
+            f"Launch-bound: a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
+            f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.1f}x), paying back its instantiation after "
+            f"{pred.break_even_iterations} iterations"
+            + (f"; fix {len(blockers)} blocker(s) first." if blockers else ".")
+        )
+    model: dict[str, Any] = {}
+    if pred is not None:
+        model = {
+            "gpu_work_ns": pred.gpu_work_ns,
+            "gpu_side_ns": pred.gpu_side_ns,
+            "cpu_side_ns": pred.cpu_side_ns,
+            "amortized": pred.amortized,
+        }
+        if single is not None:
+            model["single_repeat_step_ns"] = single.graph_step_ns
+            model["single_repeat_speedup"] = single.speedup
+        unprof = next((f.figures.get("unprofiled_speedup") for f in findings if f.kind == "profiler-overhead"), None)
+        if unprof is not None:
+            model["unprofiled_speedup"] = unprof
+    return Recommendation(
+        convert=convert,
+        reason=reason,
+        measured_step_ns=pred.per_launch_step_ns if pred else fig.get("period_p50_ns"),
+        predicted_step_ns=pred.graph_step_ns if pred else None,
+        predicted_speedup=pred.speedup if pred else None,
+        break_even_iterations=pred.break_even_iterations if pred else None,
+        instantiate_ns=pred.instantiate_ns if pred else None,
+        nodes_per_step=pred.nodes if pred else None,
+        model=model,
+        blockers=blockers,
+        assumptions=_assumptions(ctx, pred, single, calib) if pred else [],
+        calibration=calib,
+    )

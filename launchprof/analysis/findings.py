@@ -1,0 +1,441 @@
+"""Findings: what stands in the way of a CUDA Graph, or skews the numbers (DOMAIN.md and
+the source chapter's list of capture breakers and places where graphs do not pay).
+
+Each finder takes a :class:`~launchprof.analysis.stepdata.StepContext` (steady-state
+steps only, so warm-up allocations and one-off syncs do not count) and returns a
+:class:`Finding` or None. Severities: ``blocker`` (breaks capture or defeats the graph:
+fix it before converting), ``warning`` (the analysis or the conversion needs care),
+``info`` (context for the numbers).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis.core import Analysis
+from launchprof.analysis.stepdata import StepContext
+
+MAX_EXAMPLES = 10
+CONFIG = ("name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+# CUPTI_ACTIVITY_MEMCPY_KIND_DTOH (CUPTI's CUpti_ActivityMemcpyKind; nsys copyKind column).
+COPY_DTOH = 2
+# The legacy default stream's id in nsys exports when no synchronous call shows it:
+# CUPTI numbers the NULL stream of the primary context 7 (all bundled H200 traces: the
+# synchronous cudaMemset of the demo and PyTorch's default-stream kernels run on 7).
+LEGACY_STREAM_ID = 7
+# Calls that always run on the legacy default stream (no stream argument).
+_NULL_STREAM_CALLS = frozenset({"cudaMemset", "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyToSymbol"})
+# Re-instantiation: instantiations/updates/captures per graph launch at or above this
+# ratio mean the graph is rebuilt about every launch and its cost is never repaid.
+REINSTANTIATE_RATIO = 0.5
+# Profiler overhead is reported when nsys's per-launch cost is at least this share of the step.
+PROFILER_SHARE_MIN = 0.05
+# A sequence or shape variant must cover at least this share of the steady steps to be
+# the "usual" one; the rest are variants.
+DOMINANT_SHARE = 0.9
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding.
+
+    Attributes:
+        kind: ``sync-in-step``, ``alloc-in-step``, ``dynamic-shapes``,
+            ``varying-sequence``, ``reinstantiation``, ``graph-trace-mode``,
+            ``legacy-stream`` or ``profiler-overhead``.
+        severity: ``blocker``, ``warning`` or ``info``.
+        steps_affected: number of steady-state steps that show it.
+        steps: up to 10 example step indices.
+        evidence: what the trace shows, with numbers and units.
+        fix: what to do.
+        figures: the numbers behind the evidence (ns, counts), by name.
+    """
+
+    kind: str
+    severity: str
+    steps_affected: int
+    steps: list[int]
+    evidence: str
+    fix: str
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "steps_affected": self.steps_affected,
+            "steps": list(self.steps),
+            "evidence": self.evidence,
+            "fix": self.fix,
+            "figures": dict(self.figures),
+        }
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1e3:,.1f} us"
+
+
+def _examples(steps: pd.Series | np.ndarray) -> list[int]:
+    return [int(s) for s in np.unique(np.asarray(steps))[:MAX_EXAMPLES]]
+
+
+def _names(calls: pd.DataFrame) -> str:
+    counts = calls["call"].value_counts()
+    return ", ".join(f"{name} x{int(n)}" for name, n in counts.items())
+
+
+def sync_in_step(ctx: StepContext) -> Finding | None:
+    """Synchronizing calls inside steady steps (stream/device/event synchronize,
+    synchronous copies), and device-to-host copies followed by one (``.item()``)."""
+    calls = ctx.calls
+    if calls.empty or not calls["sync"].any():
+        return None
+    sync = calls.loc[calls["sync"]]
+    steps = sync["step"].unique()
+    n_steady = max(len(ctx.steady), 1)
+    per_step = sync.groupby("step").size()
+    blocked = (sync["end"] - sync["start"]).groupby(sync["step"]).sum()
+    d2h = (
+        ctx.memops.loc[(ctx.memops["kind"] == "memcpy") & (ctx.memops["copy_kind"] == COPY_DTOH)]
+        if len(ctx.memops)
+        else ctx.memops
+    )
+    d2h_steps = set(d2h["step"].unique()) & set(steps) if len(d2h) else set()
+    evidence = (
+        f"{len(steps)} of {n_steady} steady steps call a synchronizing API ({_names(sync)}); "
+        f"p50 {float(per_step.median()):g} per step, CPU blocked p50 {_us(float(blocked.median()))} per step"
+    )
+    if d2h_steps:
+        evidence += (
+            f"; {len(d2h_steps)} of them copy device-to-host and wait for it (what .item(), .cpu() or "
+            "print(tensor) produce)"
+        )
+    wait = ctx.steady["sync_wait_ns"] if "sync_wait_ns" in ctx.steady else pd.Series(dtype=float)
+    if len(wait) and wait.median() > 0:
+        evidence += f"; GPU idle after the sync p50 {_us(float(wait.median()))} per step"
+    return Finding(
+        "sync-in-step",
+        "blocker",
+        int(len(steps)),
+        _examples(steps),
+        evidence,
+        "A synchronizing call cannot be captured (capture fails) and drains the GPU every step. Keep results on "
+        "the GPU (no .item()/.cpu() inside the step; check values every k steps, outside the captured region), "
+        "use cudaMemcpyAsync into pinned memory and synchronize once after the loop.",
+        {
+            "sync_calls_p50": float(per_step.median()),
+            "blocked_p50_ns": float(blocked.median()),
+            "d2h_steps": len(d2h_steps),
+        },
+    )
+
+
+def alloc_in_step(ctx: StepContext) -> Finding | None:
+    """cudaMalloc/cudaFree/cudaHostAlloc (and driver equivalents) inside steady steps."""
+    calls = ctx.calls
+    if calls.empty or not calls["alloc"].any():
+        return None
+    alloc = calls.loc[calls["alloc"]]
+    steps = alloc["step"].unique()
+    dur = (alloc["end"] - alloc["start"]).groupby(alloc["step"]).sum()
+    return Finding(
+        "alloc-in-step",
+        "blocker",
+        int(len(steps)),
+        _examples(steps),
+        f"{len(steps)} of {max(len(ctx.steady), 1)} steady steps allocate or free memory ({_names(alloc)}); "
+        f"p50 {_us(float(dur.median()))} per step in those calls",
+        "Allocate before capture and reuse the buffers (static inputs/outputs), or use cudaMallocAsync/"
+        "cudaFreeAsync, which a graph can hold as memory nodes. In PyTorch, keep tensors alive across steps "
+        "(torch.cuda.graph uses a private memory pool).",
+        {"alloc_steps": int(len(steps)), "alloc_call_ns_p50": float(dur.median())},
+    )
+
+
+def _signatures(kernels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per step: the kernel name sequence and the (name, grid, block) sequence, each as
+    one hashable ``bytes`` value (the sequence of factorized codes)."""
+    k = kernels.sort_values(["step", "start"], kind="stable")
+    steps = k["step"].to_numpy()
+    bounds = np.flatnonzero(steps[1:] != steps[:-1]) + 1
+    index = pd.Index(steps[np.r_[0, bounds]] if steps.size else [], name="step")
+    name_codes = pd.factorize(k["name_id"])[0].astype(np.int64)
+    cfg_codes = pd.MultiIndex.from_frame(k[list(CONFIG)]).factorize()[0].astype(np.int64)
+    names = pd.Series([a.tobytes() for a in np.split(name_codes, bounds)] if steps.size else [], index=index)
+    shapes = pd.Series([a.tobytes() for a in np.split(cfg_codes, bounds)] if steps.size else [], index=index)
+    return names, shapes
+
+
+def _next_pow2(x: np.ndarray) -> np.ndarray:
+    return np.power(2, np.ceil(np.log2(np.maximum(x, 1)))).astype(np.int64)
+
+
+def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
+    """The same kernel with changing grid/block sizes across steady steps: count the
+    distinct step shapes and propose power-of-two buckets of the most varying grid size
+    with their padding cost (extra work, assuming kernel time proportional to grid size)."""
+    k = ctx.kernels
+    if k.empty or ctx.steady["step"].nunique() < 2:
+        return None
+    cfg = k[list(CONFIG)]
+    per_name = cfg.drop_duplicates().groupby("name_id").size()
+    varying = per_name[per_name > 1]
+    if varying.empty or _count_varies(k):
+        return None
+    _, shapes = _signatures(k)
+    distinct = int(shapes.nunique())
+    usual = shapes.value_counts().iloc[0]
+    # The kernel whose grid size takes the most values; its per-step size (largest launch).
+    grid = k["grid_x"] * k["grid_y"] * k["grid_z"]
+    sizes_per_name = grid.groupby(k["name_id"]).nunique()
+    name = int(sizes_per_name.idxmax())
+    size = grid.loc[k["name_id"] == name].groupby(k.loc[k["name_id"] == name, "step"]).max()
+    bucket = _next_pow2(size.to_numpy())
+    padding = float((bucket - size.to_numpy()).sum() / max(size.to_numpy().sum(), 1))
+    buckets = pd.Series(bucket).value_counts().sort_index()
+    odd_steps = shapes.index[shapes != shapes.value_counts().index[0]]
+    kname = analysis.trace.string(name)
+    bucket_text = ", ".join(f"{int(b)} ({int(n)} steps)" for b, n in buckets.items())
+    # Shapes that vary between graph launches: a pool of graphs is already in place.
+    pooled = bool(k["graph_node_id"].notna().mean() > 0.5)
+    return Finding(
+        "dynamic-shapes",
+        "info" if pooled else "blocker",
+        int(len(shapes) - usual),
+        _examples(odd_steps),
+        f"{distinct} distinct step shapes over {len(shapes)} steady steps ({len(varying)} kernels change their "
+        f"grid/block sizes); {kname} runs with {int(size.nunique())} grid sizes from {int(size.min())} to "
+        f"{int(size.max())} blocks. Power-of-two buckets: {bucket_text}; padding every step up to its bucket "
+        f"costs about {padding:.1%} extra GPU work",
+        (
+            "The shapes vary between graph launches: a pool of graphs is in place; keep the number of buckets small "
+            "(each costs an instantiation and memory)."
+            if pooled
+            else f"A graph freezes launch configurations: capture one graph per shape bucket ({len(buckets)} graphs "
+            "for the buckets above), pad the inputs up to the bucket size, and pick the graph by size each step "
+            "(a pool of graphs keyed by bucket); shapes outside the buckets run eagerly."
+        ),
+        {
+            "distinct_shapes": distinct,
+            "varying_kernels": int(len(varying)),
+            "buckets": [int(b) for b in buckets.index],
+            "bucket_steps": [int(n) for n in buckets.to_numpy()],
+            "padding_ratio": padding,
+        },
+    )
+
+
+def _count_varies(k: pd.DataFrame) -> bool:
+    """True when fewer than DOMINANT_SHARE of the steps have the most common kernel count."""
+    counts = k.groupby("step").size().value_counts()
+    return bool(counts.iloc[0] / counts.sum() < DOMINANT_SHARE)
+
+
+def varying_sequence(ctx: StepContext) -> Finding | None:
+    """The kernel sequence differs between steady steps (data-dependent control flow):
+    the kernel count per step varies, or the kernel names differ while no kernel
+    changes its launch configuration (else it is ``dynamic-shapes``)."""
+    k = ctx.kernels
+    if k.empty or k["step"].nunique() < 2:
+        return None
+    cfg = k[list(CONFIG)]
+    if (cfg.drop_duplicates().groupby("name_id").size() > 1).any() and not _count_varies(k):
+        return None  # shape changes explain it: dynamic-shapes
+    names, _ = _signatures(k)
+    counts = names.value_counts()
+    if len(counts) < 2:
+        return None
+    usual = counts.index[0]
+    odd = names.index[names != usual]
+    lengths = k.groupby("step").size()
+    share = float(counts.iloc[0] / len(names))
+    return Finding(
+        "varying-sequence",
+        "blocker" if share < DOMINANT_SHARE else "warning",
+        int(len(odd)),
+        _examples(odd),
+        f"{len(counts)} distinct kernel sequences over {len(names)} steady steps; the most common covers "
+        f"{share:.0%} of them; kernels per step range {int(lengths.min())}..{int(lengths.max())}",
+        "A graph replays one fixed sequence. Keep data-dependent branches outside the captured region, capture "
+        "one graph per path and choose it on the host, or use conditional graph nodes (CUDA 12.4+).",
+        {"distinct_sequences": int(len(counts)), "dominant_share": share},
+    )
+
+
+def reinstantiation(ctx: StepContext, analysis: Analysis) -> Finding | None:
+    """Graphs captured, instantiated or updated about once per launch."""
+    api = analysis.trace.api
+    mine = api.loc[api["pid"] == ctx.pid] if ctx.pid is not None else api
+    call = mine["call"].astype(str)
+    launches = int(call.isin({"cudaGraphLaunch", "cuGraphLaunch"}).sum())
+    inst = call.str.startswith(("cudaGraphInstantiate", "cuGraphInstantiate"))
+    upd = call.isin({"cudaGraphExecUpdate", "cuGraphExecUpdate"})
+    rebuilt = int(inst.sum() + upd.sum())
+    if launches < 2 or rebuilt / launches < REINSTANTIATE_RATIO:
+        return None
+    dur = (mine["end"] - mine["start"]).to_numpy()
+    inst_p50 = float(np.median(dur[inst.to_numpy()])) if inst.any() else 0.0
+    upd_p50 = float(np.median(dur[upd.to_numpy()])) if upd.any() else 0.0
+    launch_p50 = float(np.median(dur[call.isin({"cudaGraphLaunch", "cuGraphLaunch"}).to_numpy()]))
+    steady = ctx.steady
+    hit = (
+        steady.loc[(steady.get("instantiations", 0) > 0) | (steady.get("exec_updates", 0) > 0)]
+        if len(steady)
+        else steady
+    )
+    return Finding(
+        "reinstantiation",
+        "blocker",
+        int(len(hit)),
+        _examples(hit["step"]) if len(hit) else [],
+        f"{int(inst.sum())} instantiations and {int(upd.sum())} exec updates for {launches} graph launches "
+        f"({rebuilt / launches:.2f} per launch); cudaGraphInstantiate p50 {_us(inst_p50)}"
+        + (f", cudaGraphExecUpdate p50 {_us(upd_p50)}" if upd.any() else "")
+        + f", against a graph launch call of p50 {_us(launch_p50)}: the build cost is paid every step and never repaid",
+        "Capture and instantiate once, outside the loop; feed new data by copying into the captured (static) "
+        "buffers. When parameters must change, use cudaGraphExecUpdate (same topology) or "
+        "cudaGraphExecKernelNodeSetParams instead of re-instantiating; keep one graph per shape bucket.",
+        {
+            "instantiations": int(inst.sum()),
+            "exec_updates": int(upd.sum()),
+            "graph_launches": launches,
+            "instantiate_p50_ns": inst_p50,
+        },
+    )
+
+
+def graph_trace_mode(ctx: StepContext, analysis: Analysis) -> Finding | None:
+    """Graph launches traced as whole graphs (CUPTI_ACTIVITY_KIND_GRAPH_TRACE rows) without
+    their kernels: per-node analysis is impossible."""
+    graphs = analysis.trace.graph_execs
+    if graphs.empty or analysis.launches.kernels_in_graphs > 0:
+        return None
+    n = int(len(graphs))
+    steps = ctx.steady["step"] if len(ctx.steady) else pd.Series(dtype=int)
+    return Finding(
+        "graph-trace-mode",
+        "warning",
+        int(len(steps)),
+        _examples(steps),
+        f"{n} graph executions were recorded as whole graphs (CUPTI_ACTIVITY_KIND_GRAPH_TRACE) and no kernel "
+        "of any graph was recorded: nodes per graph, gaps between nodes and kernel durations are unknown",
+        "Record again with nodes traced: nsys profile --cuda-graph-trace=node (nsys's default is graph-level "
+        "tracing, which costs less but hides the kernels).",
+        {"graph_executions": n},
+    )
+
+
+NULL_STREAM_FLAG = 3  # nsys ENUM_CUPTI_STREAM_TYPE: CUPTI_ACTIVITY_STREAM_CREATE_FLAG_NULL
+
+
+def _legacy_streams(analysis: Analysis, pid: int | None) -> tuple[set[int], str]:
+    """The legacy default stream ids of ``pid``: from TARGET_INFO_CUDA_STREAM (flag NULL
+    stream) when the export has it, else the stream of synchronous memset/memcpy calls,
+    else :data:`LEGACY_STREAM_ID`."""
+    info = analysis.trace.cuda_streams
+    if len(info) and {"stream_id", "pid", "flag"} <= set(info.columns):
+        flag = pd.to_numeric(info["flag"], errors="coerce")
+        null = info.loc[(flag == NULL_STREAM_FLAG) & (pd.to_numeric(info["pid"], errors="coerce") == pid)]
+        if len(null):
+            ids = set(int(x) for x in pd.to_numeric(null["stream_id"], errors="coerce").dropna())
+            return ids, "TARGET_INFO_CUDA_STREAM marks it the NULL stream"
+    api = analysis.trace.api
+    mine = api.loc[(api["pid"] == pid) & api["call"].astype(str).isin(_NULL_STREAM_CALLS)]
+    act = pd.concat(
+        [
+            analysis.trace.memops[["pid", "correlation_id", "stream_id"]],
+            analysis.trace.kernels[["pid", "correlation_id", "stream_id"]],
+        ]
+    )
+    hit = act.merge(mine[["pid", "correlation_id"]], on=["pid", "correlation_id"])
+    if len(hit):
+        return set(
+            int(s) for s in hit["stream_id"].unique()
+        ), "the stream that synchronous cudaMemset/cudaMemcpy calls use"
+    return {LEGACY_STREAM_ID}, "the id nsys gives the legacy default stream"
+
+
+def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Finding | None:
+    """Per-launch kernels of steady steps on the legacy default stream, which stream
+    capture cannot use (capture needs a created stream)."""
+    k = ctx.kernels
+    if k.empty:
+        return None
+    per_launch = k.loc[k["graph_node_id"].isna()]
+    if per_launch.empty:
+        return None
+    streams, how = _legacy_streams(analysis, ctx.pid)
+    on = per_launch.loc[per_launch["stream_id"].isin(streams)]
+    if on.empty:
+        return None
+    steps = on["step"].unique()
+    share = len(on) / len(per_launch)
+    torch = framework == "pytorch"
+    return Finding(
+        "legacy-stream",
+        "warning" if torch else "blocker",
+        int(len(steps)),
+        _examples(steps),
+        f"{len(on)} of {len(per_launch)} kernels of the steady steps ({share:.0%}) run on the legacy default "
+        f"stream (stream {', '.join(map(str, sorted(streams)))}: {how})",
+        (
+            "torch.cuda.graph captures on its own side stream, so this is handled for you; warm up on a side "
+            "stream before capture (torch.cuda.Stream + wait_stream) as in the code below."
+            if torch
+            else "Stream capture does not work on the legacy default stream: create a stream (cudaStreamCreate"
+            "WithFlags(&s, cudaStreamNonBlocking)), launch the step's work on it and capture that stream."
+        ),
+        {"kernels_on_legacy": int(len(on)), "share": share, "streams": sorted(streams)},
+    )
+
+
+def profiler_overhead(ctx: StepContext, values: Mapping[str, float], gpu_side_ns: float | None) -> Finding | None:
+    """Launch calls inflated under the profiler: each launch call of the trace (p50) is
+    compared with ``unprofiled_launch_call_ns`` (a calibration's measurement, or the
+    default: the bundled demo's 5.6 us under nsys less the 2.76 us per launch that nsys
+    added in DOMAIN.md's table, 517 vs 310 us per 75-launch step)."""
+    steady = ctx.steady
+    if steady.empty or "launch_calls" not in steady or float(steady["launch_calls"].median()) < 1:
+        return None
+    launches = float(steady["launch_calls"].median())
+    period = float(steady["period_ns"].median())
+    launch = ctx.calls.loc[ctx.calls["launch"]]
+    if not math.isfinite(period) or period <= 0 or launch.empty:
+        return None
+    call_p50 = float((launch["end"] - launch["start"]).median())
+    per_launch = call_p50 - values["unprofiled_launch_call_ns"]
+    overhead = launches * per_launch
+    share = overhead / period
+    if share < PROFILER_SHARE_MIN:
+        return None
+    evidence = (
+        f"launch calls last p50 {_us(call_p50)} here against about {_us(values['unprofiled_launch_call_ns'])} "
+        f"without the profiler: {_us(per_launch)} more each, {launches:g} per step, about {_us(overhead)} "
+        f"({min(share, 1.0):.0%}) of the {_us(period)} step"
+    )
+    figures: dict[str, Any] = {"launch_call_p50_ns": call_p50, "overhead_ns": overhead, "share": share}
+    unprofiled = period - overhead
+    if unprofiled <= 0:
+        evidence += " (more than the step period: steps overlap here, so the correction cannot be applied)"
+    else:
+        figures["unprofiled_step_ns"] = unprofiled
+        evidence += f". Without the profiler the per-launch step would be about {_us(unprofiled)}"
+        if gpu_side_ns and gpu_side_ns > 0 and unprofiled > gpu_side_ns:
+            figures["unprofiled_speedup"] = unprofiled / gpu_side_ns
+            evidence += f" and a graph would gain about {unprofiled / gpu_side_ns:.1f}x instead"
+    return Finding(
+        "profiler-overhead",
+        "info",
+        int(len(steady)),
+        _examples(steady["step"]),
+        evidence,
+        "Expect less gain without the profiler (DOMAIN.md: the demo gains 5.44x under nsys, 4.28x without). "
+        "Time the loop without nsys, or run launchprof calibrate, to confirm.",
+        figures,
+    )

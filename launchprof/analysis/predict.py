@@ -1,0 +1,212 @@
+"""Predict what a CUDA Graph would make of a launch-bound step (DOMAIN.md, "The problem").
+
+The model, per steady-state step of ``nodes`` GPU activities (kernels + memcpys + memsets):
+
+- GPU side: ``gpu_work + node_gap_ns x (nodes - 1) + graph_launch_gap_ns`` - the step's
+  GPU busy time (graphs do not make kernels faster), the dispatch gap the GPU still
+  leaves between consecutive graph nodes, and the idle time between two graph launches
+  queued back to back (the GPU-side cost of starting a graph);
+- CPU side: ``graph_launch_call_base_ns + graph_launch_call_per_node_ns x nodes`` plus
+  the host time a graph does not remove (host work between launches, waits after
+  synchronizing calls) - the host can submit no faster than one ``cudaGraphLaunch`` call
+  per step (under nsys with ``--cuda-graph-trace=node`` that call grows with the node
+  count);
+- predicted graph step = max(GPU side, CPU side); predicted speedup = measured step
+  period / predicted graph step.
+- Instantiation: ``instantiate_base_ns + instantiate_per_node_ns x nodes``. Break-even
+  (the chapter's exercise 2): the smallest N with (instantiate + N x graph step) / N <
+  per-launch step, i.e. N* = floor(instantiate / (per-launch - graph step)) + 1; None
+  when the graph step is not shorter.
+
+Steps inferred from a repeating kernel sequence are the shortest repeat, not necessarily
+the user's loop body; for them the per-graph terms (``graph_launch_gap_ns``,
+``graph_launch_call_base_ns``) are assumed amortized over many repeats in one graph, and
+the single-repeat figure is given as an assumption.
+
+Constants: a calibration dict (``launchprof.calibrate``'s file or an explicit argument)
+overrides :data:`DEFAULTS` key by key. :data:`DEFAULTS` were measured on one H200 under
+nsys 2025.3 from the bundled traces by ``scripts/derive_defaults.py`` (see its docstring
+for each one); ``unprofiled_launch_call_ns`` subtracts what nsys adds to a launch call,
+from DOMAIN.md's table (per-launch demo step 517 us under nsys vs 310 us without, 75
+launches: 2.76 us each). A ``launchprof.calibration/1`` file is measured without the
+profiler, so its constants predict an unprofiled run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULTS: dict[str, float] = {
+    "node_gap_ns": 80,
+    "graph_launch_gap_ns": 5648,
+    "graph_launch_call_base_ns": 16759,
+    "graph_launch_call_per_node_ns": 1002,
+    "instantiate_base_ns": 0,
+    "instantiate_per_node_ns": 29929,
+    "launch_call_ns": 5605,
+    "unprofiled_launch_call_ns": 2845,
+}
+DEFAULTS_SOURCE = "defaults measured on an NVIDIA H200 under nsys 2025.3 (scripts/derive_defaults.py)"
+
+
+def _load_file() -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        from launchprof.calibrate import load_calibration  # type: ignore[attr-defined]
+    except ImportError:
+        return None, None
+    try:
+        data = load_calibration()
+    except Exception:  # a broken calibration file must not stop an analysis
+        return None, None
+    if not data:
+        return None, None
+    found = data.get("device")
+    device: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    # Name the calibration by what it measured, not by its path (no local paths in reports).
+    label = ", ".join(str(x) for x in (device.get("name"), data.get("created_utc")) if x)
+    return data, f"calibration file ({label})" if label else "calibration file"
+
+
+# launchprof.calibration/1 documents (launchprof.calibrate): (section, key, field) -> constant.
+_CALIBRATION_KEYS = {
+    ("medians", "graph_node_gap_ns", None): "node_gap_ns",
+    ("medians", "launch_cpu_ns", None): "unprofiled_launch_call_ns",
+    ("fits", "launch_cpu_ns", "intercept"): "graph_launch_call_base_ns",
+    ("fits", "launch_cpu_ns", "slope"): "graph_launch_call_per_node_ns",
+    ("fits", "instantiate_ns", "intercept"): "instantiate_base_ns",
+    ("fits", "instantiate_ns", "slope"): "instantiate_per_node_ns",
+}
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _numbers(calibration: Mapping[str, Any]) -> dict[str, float]:
+    """The known constants found in ``calibration``: keys of :data:`DEFAULTS` at top level
+    or under ``constants``/``medians``, and a ``launchprof.calibration/1`` document's
+    ``medians``/``fits`` (graph_node_gap_ns, launch_cpu_ns, the launch_cpu_ns and
+    instantiate_ns fits' intercept and slope)."""
+    found: dict[str, float] = {}
+    for (section, key, part), target in _CALIBRATION_KEYS.items():
+        scope = calibration.get(section)
+        value = scope.get(key) if isinstance(scope, Mapping) else None
+        if part is not None:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        number = _number(value)
+        if number is not None:
+            found[target] = max(number, 0.0)
+    for scope in (calibration, calibration.get("medians"), calibration.get("constants")):
+        if not isinstance(scope, Mapping):
+            continue
+        for key in DEFAULTS:
+            number = _number(scope.get(key))
+            if number is not None:
+                found[key] = number
+    return found
+
+
+def constants(calibration: Mapping[str, Any] | None = None) -> tuple[dict[str, float], dict[str, Any]]:
+    """The prediction constants and where each came from.
+
+    Args:
+        calibration: an explicit calibration dict (keys as in :data:`DEFAULTS`, at top
+            level or under ``constants``/``medians``); default: the file that
+            ``launchprof.calibrate.load_calibration()`` finds, when that module exists.
+
+    Returns:
+        ``(values, calibration_info)``: values in ns by key; info has ``source``
+        (``"argument"``, the calibration file, or ``"defaults"``), ``from_calibration``
+        (the keys taken from it), ``defaults_source`` and ``values``.
+    """
+    source = "argument" if calibration is not None else None
+    if calibration is None:
+        calibration, source = _load_file()
+    values = {k: float(v) for k, v in DEFAULTS.items()}
+    taken: dict[str, float] = _numbers(calibration) if calibration else {}
+    values.update(taken)
+    info = {
+        "source": source if taken else "defaults",
+        "from_calibration": sorted(taken),
+        "defaults_source": DEFAULTS_SOURCE,
+        "values": {k: values[k] for k in sorted(values)},
+    }
+    return values, info
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The graph step predicted for one step shape (all ns)."""
+
+    per_launch_step_ns: float
+    nodes: float
+    gpu_work_ns: float
+    gpu_side_ns: float
+    cpu_side_ns: float
+    graph_step_ns: float
+    speedup: float
+    instantiate_ns: float
+    break_even_iterations: int | None
+    amortized: bool
+
+
+def break_even(instantiate_ns: float, graph_step_ns: float, per_launch_step_ns: float) -> int | None:
+    """Smallest N with (instantiate + N x graph step) / N < per-launch step (exercise 2).
+
+    None when the graph step is not shorter than the per-launch step (never pays back).
+    """
+    saving = per_launch_step_ns - graph_step_ns
+    if saving <= 0:
+        return None
+    return int(math.floor(instantiate_ns / saving)) + 1
+
+
+def predict_graph_step(
+    per_launch_step_ns: float,
+    gpu_work_ns: float,
+    nodes: float,
+    values: Mapping[str, float],
+    amortized: bool = False,
+    host_ns: float = 0.0,
+) -> Prediction:
+    """Predict the graph step for a step of ``nodes`` activities (module docstring).
+
+    Args:
+        per_launch_step_ns: the measured steady-state step period (ns).
+        gpu_work_ns: the step's GPU busy time (ns).
+        nodes: GPU activities per step (kernels + memops).
+        values: constants from :func:`constants`.
+        amortized: drop the per-graph terms (a graph holding many repeats of the step).
+        host_ns: host time per step that a graph does not remove (host work between
+            launches, waits after synchronizing calls); added to the CPU side.
+
+    Raises:
+        ValueError: a negative input.
+    """
+    if per_launch_step_ns < 0 or gpu_work_ns < 0 or nodes < 0:
+        raise ValueError("step figures must be >= 0")
+    gaps = max(nodes - 1.0, 0.0) if not amortized else nodes
+    gpu_side = gpu_work_ns + values["node_gap_ns"] * gaps + (0.0 if amortized else values["graph_launch_gap_ns"])
+    cpu_side = (
+        values["graph_launch_call_per_node_ns"] * nodes
+        + (0.0 if amortized else values["graph_launch_call_base_ns"])
+        + max(host_ns, 0.0)
+    )
+    graph_step = max(gpu_side, cpu_side)
+    instantiate = values["instantiate_base_ns"] + values["instantiate_per_node_ns"] * nodes
+    return Prediction(
+        per_launch_step_ns=per_launch_step_ns,
+        nodes=nodes,
+        gpu_work_ns=gpu_work_ns,
+        gpu_side_ns=gpu_side,
+        cpu_side_ns=cpu_side,
+        graph_step_ns=graph_step,
+        speedup=per_launch_step_ns / graph_step if graph_step > 0 else float("inf"),
+        instantiate_ns=instantiate,
+        break_even_iterations=break_even(instantiate, graph_step, per_launch_step_ns),
+        amortized=amortized,
+    )

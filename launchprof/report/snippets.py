@@ -1,0 +1,164 @@
+"""Conversion code for the report, chosen from what the trace shows (written for
+launchprof; plain text, escaped by the template)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from launchprof.analysis.diagnose import Diagnosis, Recommendation
+
+
+@dataclass(frozen=True)
+class Snippet:
+    title: str
+    language: str
+    note: str
+    code: str
+
+
+TORCH_GRAPH = Snippet(
+    "PyTorch: torch.cuda.graph with static inputs",
+    "python",
+    "Warm up on a side stream (lazy initialisation, cuBLAS workspaces, the allocator) before capture; "
+    "then copy each step's data into the static input and replay. The graph keeps the addresses it captured.",
+    """import torch
+
+model = model.cuda().eval()
+static_x = torch.zeros(batch, features, device="cuda")   # fixed address, fixed shape
+
+side = torch.cuda.Stream()
+side.wait_stream(torch.cuda.current_stream())
+with torch.cuda.stream(side), torch.no_grad():
+    for _ in range(3):                                     # warm-up, not captured
+        model(static_x)
+torch.cuda.current_stream().wait_stream(side)
+
+graph = torch.cuda.CUDAGraph()
+with torch.cuda.graph(graph), torch.no_grad():
+    static_y = model(static_x)                             # captured once
+
+for x in batches:                                          # the loop: one replay a step
+    static_x.copy_(x, non_blocking=True)
+    graph.replay()
+    consume(static_y)        # no .item()/.cpu() here; read results every k steps
+""",
+)
+
+TORCH_CALLABLES = Snippet(
+    "PyTorch: torch.cuda.make_graphed_callables (training, autograd)",
+    "python",
+    "Graphs a module's forward and backward; the sample inputs fix shapes, dtypes and requires_grad.",
+    """import torch
+
+sample = torch.randn(batch, features, device="cuda", requires_grad=True)
+model = torch.cuda.make_graphed_callables(model, (sample,))
+
+for x, y in loader:
+    optimizer.zero_grad(set_to_none=True)
+    loss = loss_fn(model(x), y)   # forward and backward replay captured graphs
+    loss.backward()
+    optimizer.step()
+""",
+)
+
+TORCH_COMPILE = Snippet(
+    'PyTorch: torch.compile(mode="reduce-overhead")',
+    "python",
+    "Compiles and records CUDA graphs for you (one per input shape it sees); fuses kernels too.",
+    """import torch
+
+step = torch.compile(model, mode="reduce-overhead")
+for x in batches:
+    y = step(x)      # first calls compile and record; later calls replay
+""",
+)
+
+TORCH_BUCKETS = Snippet(
+    "PyTorch: a pool of graphs over padded shape buckets",
+    "python",
+    "One graph per bucket; pad each step's input up to its bucket and slice the output back.",
+    """import torch
+
+buckets = BUCKETS                        # e.g. the sizes listed in the dynamic-shapes finding
+graphs, inputs, outputs = {}, {}, {}
+for n in buckets:                        # capture each bucket once, after a warm-up
+    inputs[n] = torch.zeros(n, features, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.no_grad():
+        model(inputs[n])
+    torch.cuda.current_stream().wait_stream(side)
+    graphs[n] = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graphs[n]), torch.no_grad():
+        outputs[n] = model(inputs[n])
+
+def run(x):
+    n = next(b for b in buckets if b >= x.shape[0])   # the smallest bucket that fits
+    inputs[n][: x.shape[0]].copy_(x)
+    inputs[n][x.shape[0]:].zero_()                      # padding rows
+    graphs[n].replay()
+    return outputs[n][: x.shape[0]]
+""",
+)
+
+CUDA_CAPTURE = Snippet(
+    "CUDA C++: capture once, instantiate once, launch every step",
+    "cpp",
+    "Capture on a created stream (not the legacy default stream); allocate before capture; no synchronizing "
+    "call between BeginCapture and EndCapture.",
+    """cudaStream_t s;
+cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+
+cudaGraph_t graph;
+cudaGraphExec_t exec;
+cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+one_step(s);                                   // the step's kernel launches, copies, memsets on s
+cudaStreamEndCapture(s, &graph);
+cudaGraphInstantiate(&exec, graph, 0);         // once, outside the loop
+
+for (int it = 0; it < steps; ++it) {
+    cudaGraphLaunch(exec, s);                  // one call a step
+}
+cudaStreamSynchronize(s);                      // once, after the loop
+cudaGraphExecDestroy(exec);
+cudaGraphDestroy(graph);
+""",
+)
+
+CUDA_UPDATE = Snippet(
+    "CUDA C++: new parameters without re-instantiating",
+    "cpp",
+    "cudaGraphExecUpdate works while the topology (node count, kinds, edges) is unchanged; fall back to "
+    "re-instantiation when it fails. For one kernel node, cudaGraphExecKernelNodeSetParams is cheaper still.",
+    """cudaGraph_t next;
+cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+one_step_with(s, d_in2);                        // same launches, new pointers/arguments
+cudaStreamEndCapture(s, &next);
+
+cudaGraphExecUpdateResultInfo info;             // CUDA 12: three-argument form
+if (cudaGraphExecUpdate(exec, next, &info) != cudaSuccess) {
+    cudaGetLastError();                         // clear the error, then rebuild
+    cudaGraphExecDestroy(exec);
+    cudaGraphInstantiate(&exec, next, 0);
+}
+cudaGraphDestroy(next);
+cudaGraphLaunch(exec, s);
+""",
+)
+
+
+def choose(d: Diagnosis, r: Recommendation) -> list[Snippet]:
+    """The snippets that fit: PyTorch or CUDA C++ by ``d.framework``; the bucket pool for
+    dynamic shapes; the update pattern for re-instantiation or changing parameters."""
+    kinds = {f.kind for f in d.findings}
+    if d.verdict == "no-gpu-work":
+        return []
+    if d.framework == "pytorch":
+        out = [TORCH_GRAPH, TORCH_CALLABLES, TORCH_COMPILE]
+        if "dynamic-shapes" in kinds:
+            out.insert(1, TORCH_BUCKETS)
+        return out
+    out = [CUDA_CAPTURE]
+    if "reinstantiation" in kinds or "dynamic-shapes" in kinds or r.convert:
+        out.append(CUDA_UPDATE)
+    return out

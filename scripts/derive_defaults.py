@@ -1,0 +1,108 @@
+"""Derive launchprof's default graph-prediction constants from the bundled H200 traces.
+
+Reads tests/data/traces/{demo_B_4096,mlp_graph,demo_A_4096,mlp_eager}.sqlite.xz with plain
+SQL (independent of launchprof's own analysis) and prints the constants that
+``launchprof/analysis/predict.py`` ships as ``DEFAULTS``, so they can be re-derived:
+
+    python3 scripts/derive_defaults.py
+
+- node_gap_ns: median GPU idle between consecutive kernels of one graph launch (kernels
+  with a graphNodeId, grouped by the launch's correlation id).
+- graph_launch_gap_ns: median GPU idle between the last kernel of one graph launch and
+  the first of the next, over launches whose cudaGraphLaunch call had returned before
+  the previous launch finished (queued ahead: the gap is the GPU-side cost of starting
+  a graph, not host wait).
+- graph_launch_call_base_ns, graph_launch_call_per_node_ns: the line through the
+  (nodes, median cudaGraphLaunch duration) points of the two graph traces.
+- instantiate_per_node_ns: the largest cudaGraphInstantiate duration per node of the two
+  graph traces (conservative: break-even is not under-estimated); instantiate_base_ns 0.
+- launch_call_ns: median cudaLaunchKernel duration of the per-launch traces (under nsys).
+- unprofiled_launch_call_ns: launch_call_ns less what nsys adds to each launch, which is
+  not in a trace: DOMAIN.md's demo table, (517 us - 310 us) per step under nsys vs
+  without it, over the 75 launches of a step = 2.76 us.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+TRACES = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces"
+
+
+def _open(name: str, folder: Path) -> sqlite3.Connection:
+    target = folder / f"{name}.sqlite"
+    with lzma.open(TRACES / f"{name}.sqlite.xz") as src, target.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return sqlite3.connect(target)
+
+
+def _calls(con: sqlite3.Connection, like: str) -> np.ndarray:
+    rows = con.execute(
+        "SELECT r.end - r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+        "WHERE s.value LIKE ?",
+        (like,),
+    ).fetchall()
+    return np.array([r[0] for r in rows], dtype=np.int64)
+
+
+def graph_figures(con: sqlite3.Connection) -> dict[str, float]:
+    k = np.array(
+        con.execute(
+            "SELECT correlationId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL "
+            "WHERE graphNodeId IS NOT NULL ORDER BY start"
+        ).fetchall(),
+        dtype=np.int64,
+    )
+    same = k[1:, 0] == k[:-1, 0]
+    gaps = k[1:, 1] - k[:-1, 2]
+    node_gaps = gaps[same]
+    launch_end = dict(
+        con.execute(
+            "SELECT r.correlationId, r.end FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+            "WHERE s.value LIKE 'cudaGraphLaunch%'"
+        ).fetchall()
+    )
+    nxt_call_end = np.array([launch_end.get(int(c), np.iinfo(np.int64).max) for c in k[1:, 0]])
+    queued = ~same & (nxt_call_end <= k[:-1, 2])
+    nodes = np.unique(k[:, 0], return_counts=True)[1]
+    return {
+        "nodes": float(np.median(nodes)),
+        "node_gap_ns": float(np.median(node_gaps)),
+        "graph_launch_gap_ns": float(np.median(gaps[queued])) if queued.any() else float("nan"),
+        "queued_launches": int(queued.sum()),
+        "graph_launch_call_ns": float(np.median(_calls(con, "cudaGraphLaunch%"))),
+        "instantiate_ns": float(np.median(_calls(con, "cudaGraphInstantiate%"))),
+    }
+
+
+def derive() -> dict[str, object]:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        graphs = {name: graph_figures(_open(name, folder)) for name in ("demo_B_4096", "mlp_graph")}
+        launches = np.concatenate([_calls(_open(n, folder), "cudaLaunchKernel%") for n in ("demo_A_4096", "mlp_eager")])
+    pooled_gap = float(np.median([g["node_gap_ns"] for g in graphs.values()]))
+    lead = [g["graph_launch_gap_ns"] for g in graphs.values() if not np.isnan(g["graph_launch_gap_ns"])]
+    (n1, c1), (n2, c2) = ((g["nodes"], g["graph_launch_call_ns"]) for g in graphs.values())
+    per_node = (c1 - c2) / (n1 - n2)
+    constants = {
+        "node_gap_ns": round(pooled_gap),
+        "graph_launch_gap_ns": round(float(np.median(lead))),
+        "graph_launch_call_base_ns": round(max(0.0, c1 - per_node * n1)),
+        "graph_launch_call_per_node_ns": round(per_node),
+        "instantiate_base_ns": 0,
+        "instantiate_per_node_ns": round(max(g["instantiate_ns"] / g["nodes"] for g in graphs.values())),
+        "launch_call_ns": round(float(np.median(launches))),
+        "unprofiled_launch_call_ns": round(float(np.median(launches)) - (517_000 - 310_000) / 75),
+    }
+    return {"per_trace": graphs, "constants": constants}
+
+
+if __name__ == "__main__":
+    print(json.dumps(derive(), indent=2))

@@ -1,0 +1,245 @@
+"""Each finding kind on a tiny built trace (counted by hand) and on a real H200 trace
+that shows it by construction (tests/data/gpu/MANIFEST.md; counts from facts.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from steploop import launch_loop
+from tracebuilder import TraceBuilder
+
+import launchprof
+from launchprof.analysis.findings import Finding
+
+GPU = Path(__file__).resolve().parent / "data" / "gpu"
+FACTS = json.loads((GPU / "facts.json").read_text())
+
+
+@pytest.fixture(autouse=True)
+def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Predictions here use the documented defaults, whatever the machine's cache holds."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+def _findings(path: Path) -> dict[str, Finding]:
+    d = launchprof.analyze(path).extra["diagnosis"]
+    return {f.kind: f for f in d.findings}
+
+
+def _built(b: TraceBuilder, tmp_path: Path) -> dict[str, Finding]:
+    return _findings(b.write(tmp_path / "t.sqlite"))
+
+
+def test_sync_in_step_with_a_device_to_host_copy(tmp_path: Path) -> None:
+    b = TraceBuilder()
+
+    def item(b: TraceBuilder, s: int, t: int) -> int:  # what .item() does: D2H copy + sync
+        corr = b.call("cudaMemcpyAsync_v3020", t, t + 1_000)
+        b.memcpy(t + 1_500, t + 2_000, corr, copy_kind=2)
+        b.call("cudaStreamSynchronize_v3020", t + 1_000, t + 2_100)
+        return t + 2_200
+
+    launch_loop(b, steps=11, kernels=8, in_step=item)
+    f = _built(b, tmp_path)["sync-in-step"]
+    assert f.severity == "blocker" and f.steps_affected == 10  # steady: the last step has no period
+    assert "device-to-host" in f.evidence and f.figures["d2h_steps"] == 10
+    assert f.figures["sync_calls_p50"] == 1
+
+
+def test_alloc_in_step(tmp_path: Path) -> None:
+    b = TraceBuilder()
+
+    def alloc(b: TraceBuilder, s: int, t: int) -> int:
+        if s % 2 == 0:
+            b.call("cudaMalloc_v3020", t, t + 3_000)
+        return t + 3_000
+
+    launch_loop(b, steps=11, kernels=8, in_step=alloc)
+    f = _built(b, tmp_path)["alloc-in-step"]
+    assert f.steps_affected == 5 and f.steps == [0, 2, 4, 6, 8]  # steady steps 0..9, even ones
+    assert f.figures["alloc_call_ns_p50"] == 3_000
+
+
+def test_dynamic_shapes_propose_buckets_with_their_padding(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    sizes = [3, 5, 8, 16]
+    launch_loop(b, steps=21, kernels=8, grid_of=lambda s, j: (sizes[s % 4], 1, 1))
+    f = _built(b, tmp_path)["dynamic-shapes"]
+    # 20 steady steps, 5 of each size; buckets 4, 8, 8, 16: padding (1 + 3) / (3 + 5 + 8 + 16) = 12.5 %.
+    assert f.figures["distinct_shapes"] == 4
+    assert f.figures["buckets"] == [4, 8, 16] and f.figures["bucket_steps"] == [5, 10, 5]
+    assert f.figures["padding_ratio"] == pytest.approx(0.125)
+    assert f.steps_affected == 15
+
+
+def test_varying_sequence(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    launch_loop(b, steps=21, kernels=8, kernels_of=lambda s: 4 if s % 3 == 1 else 8)
+    found = _built(b, tmp_path)
+    f = found["varying-sequence"]
+    # steady steps 0..19: 7 with 4 kernels (1, 4, ..., 19), 13 with 8.
+    assert f.figures["distinct_sequences"] == 2 and f.steps_affected == 7
+    assert f.figures["dominant_share"] == pytest.approx(13 / 20)
+    assert "dynamic-shapes" not in found
+
+
+def test_reinstantiation_every_step(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(10):
+        start = t
+        b.call("cudaStreamBeginCapture_v10000", t, t + 1_000)
+        b.call("cudaStreamEndCapture_v10000", t + 1_000, t + 2_000)
+        b.call("cudaGraphInstantiate_v12000", t + 2_000, t + 102_000)
+        corr = b.call("cudaGraphLaunch_v10000", t + 102_000, t + 110_000)
+        for n in range(3):
+            b.kernel(t + 111_000 + n * 1_000, t + 111_900 + n * 1_000, corr, graph_node=n + 1)
+        t += 120_000
+        b.range("step", start, t, domain="launchprof")
+    f = _built(b, tmp_path)["reinstantiation"]
+    assert f.figures["instantiations"] == 10 and f.figures["graph_launches"] == 10
+    assert f.figures["instantiate_p50_ns"] == 100_000
+
+
+def test_graph_trace_mode(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(6):
+        corr = b.call("cudaGraphLaunch_v10000", t, t + 3_000)
+        b.graph_exec(t + 4_000, t + 9_000, corr)
+        t += 10_000
+    f = _built(b, tmp_path)["graph-trace-mode"]
+    assert f.figures["graph_executions"] == 6 and "--cuda-graph-trace=node" in f.fix
+
+
+def test_legacy_stream_from_a_synchronous_memset(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    corr = b.call("cudaMemset_v3020", 100, 500)
+    b.memset(600, 700, corr, stream=20)  # the legacy default stream of this trace is 20
+    launch_loop(b, steps=11, kernels=8, stream=20)
+    f = _built(b, tmp_path)["legacy-stream"]
+    assert f.figures["streams"] == [20] and f.figures["kernels_on_legacy"] == 80
+    assert f.severity == "blocker"  # not PyTorch: the user captures by hand
+
+
+def test_no_legacy_stream_finding_on_a_created_stream(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    corr = b.call("cudaMemset_v3020", 100, 500)
+    b.memset(600, 700, corr, stream=7)
+    launch_loop(b, steps=11, kernels=8, stream=13)
+    assert "legacy-stream" not in _built(b, tmp_path)
+
+
+def test_profiler_overhead(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    launch_loop(b, steps=11, kernels=8, call_ns=5_000, kernel_ns=1_000)
+    f = _built(b, tmp_path)["profiler-overhead"]
+    # 8 calls of 5 us each against the default 2.845 us unprofiled: 8 x 2.155 us = 17.24 us.
+    assert f.figures["overhead_ns"] == pytest.approx(8 * (5_000 - 2_845))
+    assert f.figures["unprofiled_step_ns"] == pytest.approx(41_700 - 8 * (5_000 - 2_845))
+    assert f.severity == "info"
+
+
+def test_no_finding_on_a_clean_launch_loop(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    launch_loop(b, steps=11, kernels=8, call_ns=3_000, kernel_ns=1_000)
+    assert set(_built(b, tmp_path)) == set()
+
+
+# Real traces ---------------------------------------------------------------------------
+
+
+def _steady(name: str) -> int:
+    return FACTS[name]["steps"]
+
+
+def test_real_item_loop_syncs_in_every_step(real_trace) -> None:  # type: ignore[no-untyped-def]
+    a = launchprof.analyze(real_trace("torch_mlp_item", GPU))
+    f = {x.kind: x for x in a.extra["diagnosis"].findings}["sync-in-step"]
+    assert f.steps_affected == len(a.extra["steps"].steady)
+    assert f.figures["d2h_steps"] == f.steps_affected and f.figures["sync_calls_p50"] == 1
+    assert "cudaStreamSynchronize" in f.evidence
+    assert "sync-in-step" in [b["kind"] for b in a.extra["recommendation"].blockers]
+
+
+def test_real_alloc_loop(real_trace) -> None:  # type: ignore[no-untyped-def]
+    a = launchprof.analyze(real_trace("small_kernels_alloc", GPU))
+    f = {x.kind: x for x in a.extra["diagnosis"].findings}["alloc-in-step"]
+    assert f.steps_affected == len(a.extra["steps"].steady) == _steady("small_kernels_alloc") - 1
+    assert "cudaMalloc" in f.evidence and "cudaFree" in f.evidence
+
+
+def test_real_dynamic_batch_sizes(real_trace) -> None:  # type: ignore[no-untyped-def]
+    f = _findings(real_trace("torch_mlp_dynamic", GPU))
+    d = f["dynamic-shapes"]
+    # By construction: batch sizes 1, 2, 4, 8, 16 (LayerNorm runs one block per row).
+    assert d.figures["distinct_shapes"] == 5 and d.figures["buckets"] == [1, 2, 4, 8, 16]
+    assert sum(d.figures["bucket_steps"]) == 99 and d.figures["padding_ratio"] == 0
+    assert "varying-sequence" not in f
+
+
+def test_real_branchy_sequence(real_trace) -> None:  # type: ignore[no-untyped-def]
+    f = _findings(real_trace("torch_mlp_branchy", GPU))
+    v = f["varying-sequence"]
+    assert v.figures["distinct_sequences"] == FACTS["torch_mlp_branchy"]["per_step"]["distinct_kernel_sequences"]
+    assert "17..33" in v.evidence
+    assert v.steps_affected in (36, 37)  # the 37 "hard" steps, less the last if it is one
+
+
+@pytest.mark.parametrize(
+    ("name", "inst", "upd", "launches"),
+    [
+        ("small_kernels_reinstantiate", "cudaGraphInstantiate", None, 100),
+        ("small_kernels_update", "cudaGraphInstantiate", "cudaGraphExecUpdate", 100),
+        ("torch_mlp_capture-every-step", "cudaGraphInstantiateWithFlags", None, 80),
+    ],
+)
+def test_real_reinstantiation(real_trace, name, inst, upd, launches) -> None:  # type: ignore[no-untyped-def]
+    a = launchprof.analyze(real_trace(name, GPU))
+    f = {x.kind: x for x in a.extra["diagnosis"].findings}["reinstantiation"]
+    api = FACTS[name]["api"]
+    assert (
+        f.figures["instantiations"] == api[inst] and f.figures["graph_launches"] == api["cudaGraphLaunch"] == launches
+    )
+    assert f.figures["exec_updates"] == (api[upd] if upd else 0)
+    assert not a.extra["recommendation"].convert
+
+
+def test_real_graph_trace_mode(real_trace) -> None:  # type: ignore[no-untyped-def]
+    f = _findings(real_trace("graph_trace_mode", GPU))["graph-trace-mode"]
+    assert f.figures["graph_executions"] == FACTS["graph_trace_mode"]["gpu_activities"]["whole_graph_rows"] == 100
+
+
+def test_real_legacy_stream(real_trace) -> None:  # type: ignore[no-untyped-def]
+    legacy = _findings(real_trace("small_kernels_legacy", GPU))
+    assert legacy["legacy-stream"].figures["streams"] == [7]  # MANIFEST.md: streamId 7 here
+    assert legacy["legacy-stream"].figures["share"] == 1.0
+    assert "legacy-stream" not in _findings(real_trace("small_kernels_launch", GPU))  # created stream 13
+
+
+def test_real_profiler_overhead_on_the_demo(real_trace) -> None:  # type: ignore[no-untyped-def]
+    f = _findings(real_trace("demo_A_4096"))["profiler-overhead"]
+    # DOMAIN.md: 517 us per 75-launch step under nsys, 310 us without: 25 repeats of 3 launches.
+    assert 25 * f.figures["unprofiled_step_ns"] == pytest.approx(310_000, rel=0.15)
+
+
+def test_legacy_stream_from_target_info_cuda_stream(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.cuda_stream(9, flag=3)  # the NULL stream of pid 100
+    b.cuda_stream(7, flag=2)  # stream 7 is an ordinary non-blocking stream here
+    launch_loop(b, steps=11, kernels=8, stream=9)
+    f = _built(b, tmp_path)["legacy-stream"]
+    assert f.figures["streams"] == [9] and "TARGET_INFO_CUDA_STREAM" in f.evidence
+
+
+def test_real_legacy_stream_is_read_from_target_info(real_trace) -> None:  # type: ignore[no-untyped-def]
+    f = _findings(real_trace("small_kernels_legacy", GPU))["legacy-stream"]
+    assert "TARGET_INFO_CUDA_STREAM" in f.evidence and f.figures["streams"] == [7]
+
+
+def test_real_graph_pool_over_buckets_is_not_a_blocker(real_trace) -> None:  # type: ignore[no-untyped-def]
+    f = _findings(real_trace("decode_buckets_graph", GPU))["dynamic-shapes"]
+    # MANIFEST.md: 4 graphs over padded buckets; the steps' shapes vary between replays.
+    assert f.severity == "info" and "pool of graphs is in place" in f.fix
