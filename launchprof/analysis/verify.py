@@ -308,6 +308,10 @@ def _config(row: pd.Series) -> str:
     )
 
 
+def _launches(n: float) -> str:
+    return f"{n:g} graph launch" if n == 1 else f"{n:g} graph launches"
+
+
 def _kinds(n: int) -> str:
     return f"{n} kernel kind" if n == 1 else f"{n} kernel kinds"
 
@@ -328,8 +332,8 @@ def check_converted(fb: SideFigures, fa: SideFigures) -> Check:
     less_before = shb <= sha - 0.1 if shb is not None and sha is not None else glb < gla
     passed = bool(after_graphs and less_before)
     detail = (
-        f"AFTER: {gla:g} graph launches per step, {_fmt_pct(sha)} of a step's kernels run inside graphs; "
-        f"BEFORE: {glb:g} graph launches per step, {_fmt_pct(shb)} inside graphs."
+        f"AFTER: {_launches(gla)} per step, {_fmt_pct(sha)} of a step's kernels run inside graphs; "
+        f"BEFORE: {_launches(glb)} per step, {_fmt_pct(shb)} inside graphs."
     )
     if not after_graphs:
         detail += " AFTER does not run its steps as graphs."
