@@ -604,6 +604,21 @@ def _load_small(con: sqlite3.Connection, schema: TraceSchema, table: str, spec: 
     )
 
 
+def _load_int_table(con: sqlite3.Connection, schema: TraceSchema, table: str, spec: dict[str, str]) -> pd.DataFrame:
+    """A small table of integer columns (e.g. TARGET_INFO_CUDA_STREAM); rows with a
+    non-integer value in any column are skipped. Empty (typed int64) when the table or a
+    column is missing."""
+    empty = pd.DataFrame({c: pd.Series(dtype="int64") for c in spec.values()})
+    if not all(schema.has(table, c) for c in spec):
+        return empty
+    cols = ", ".join(f'"{c}"' for c in spec)
+    typed = " AND ".join(f"typeof(\"{c}\") = 'integer'" for c in spec)
+    rows = con.execute(f'SELECT {cols} FROM "{table}" WHERE {typed}').fetchall()
+    if not rows:
+        return empty
+    return pd.DataFrame(rows, columns=list(spec.values()), dtype="int64")
+
+
 _MALLOC_TUNED = False
 
 
@@ -661,7 +676,7 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
             nvtx, domain_events = _load_nvtx(con, schema, strings, notes)
             gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
             processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
-            cuda_streams = _load_small(
+            cuda_streams = _load_int_table(
                 con, schema, "TARGET_INFO_CUDA_STREAM", {"streamId": "stream_id", "processId": "pid", "flag": "flag"}
             )
         except sqlite3.DatabaseError as exc:
