@@ -173,7 +173,12 @@ def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
         raise AssertionError("kernel rows of the activity do not match the device's kernels")
     rows = np.flatnonzero(is_kernel)
     names = np.full(len(act), None, dtype=object)
-    names[rows] = kern["name_id"].map(analysis.trace.strings).fillna("<unknown>").to_numpy(dtype=object)
+    ids = kern["name_id"]
+    mapped = np.array(ids.map(analysis.trace.strings).to_numpy(dtype=object), dtype=object)
+    missing = pd.isna(mapped)
+    # Dangling ids (or no StringIds table) are named as Trace.string names them.
+    mapped[missing] = [f"<unknown #{i}>" for i in ids.to_numpy()[missing]]
+    names[rows] = mapped
     cols: dict[str, np.ndarray] = {"name": names}
     for c in KERNEL_KEY[1:]:
         values = np.full(len(act), -1, dtype=np.int64)
