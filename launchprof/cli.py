@@ -104,6 +104,66 @@ def analyze(
         raise fail(exc) from None
 
 
+@app.command(
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+def profile(
+    target: Annotated[
+        list[str],
+        typer.Argument(
+            help="a Python script (run with this Python), -m module, or an executable, then its arguments",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="folder [default: reports/<target>-<UTC time>]")
+    ] = None,
+    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
+    nsys_arg: Annotated[
+        Optional[list[str]], typer.Option("--nsys-arg", help="extra nsys profile flag (repeatable)")
+    ] = None,
+    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
+    bubble_threshold: Annotated[
+        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
+    ] = 1.0,
+    open_report: Annotated[bool, typer.Option("--open", help="open the report in the browser")] = False,
+) -> None:
+    """Run TARGET under nsys, keep its trace, and write summary.json and report.html.
+
+    Options go before TARGET; everything after TARGET goes to the workload unchanged
+    (use -- before TARGET when it starts with a dash other than -m).
+    """
+    from launchprof.profiling import run_profile
+
+    try:
+        result = run_profile(
+            target, out, output, nsys, nsys_arg or (), int(round(bubble_threshold * 1000)), step, open_report
+        )
+    except LaunchprofError as exc:
+        raise fail(exc) from None
+    if result.exit_code != 0:
+        err.print(
+            f"launchprof: the workload exited with code {result.exit_code}; "
+            f"its trace is kept in {result.folder}" + ("" if result.analysed else " (not analysed)"),
+            markup=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def doctor(
+    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
+    check_nvtx: Annotated[
+        bool, typer.Option("--check-nvtx", help="profile a one-range script to see whether nsys records nvtx ranges")
+    ] = False,
+) -> None:
+    """Check that this machine can profile: nsys, its importer, the GPU, nvtx."""
+    from launchprof.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(out, nsys, check_nvtx))
+
+
 @app.command()
 def compare(
     before: Annotated[Path, typer.Argument(help="BEFORE: trace (.sqlite, .sqlite.xz, .nsys-rep) or report folder")],

@@ -334,6 +334,7 @@ def test_nsys_rep_with_launchprof_nsys_pointing_nowhere(tmp_path: Path) -> None:
 def test_nsys_rep_without_nsys_on_path(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LAUNCHPROF_NSYS"}
     env["PATH"] = str(tmp_path / "empty-bin")
+    env["LAUNCHPROF_NSYS_INSTALL_DIRS"] = ""  # nor in the usual install folders
     p = run_cli("analyze", str(_nsys_rep(tmp_path)), "-o", str(tmp_path / "out"), env=env)
     assert_one_line_error(p.returncode, p.stderr, "nsys (Nsight Systems) was not found")
 

@@ -57,7 +57,15 @@ def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = ""
         threshold=analysis.bubble_threshold_ns,
         figures=embedded,
         diagnosis_html=diagnosis_html,
+        process_names=_process_names(analysis, summary.processes_without_gpu),
     )
+
+
+def _process_names(analysis: Analysis, pids: list[int]) -> dict[int, str]:
+    """Names (``PROCESSES`` table) of ``pids``, for the page; pids without a name are left out."""
+    procs = analysis.trace.processes.dropna(subset=["pid", "name"])
+    wanted = procs.loc[procs["pid"].astype("int64").isin(pids)]
+    return {int(p): str(n) for p, n in zip(wanted["pid"], wanted["name"], strict=False)}
 
 
 def write_report(analysis: Analysis, folder: Path, force: bool = False, trace_path: str | None = None) -> Summary:

@@ -593,15 +593,14 @@ def _load_strings(con: sqlite3.Connection, schema: TraceSchema, notes: list[str]
 
 def _load_small(con: sqlite3.Connection, schema: TraceSchema, table: str, spec: dict[str, str]) -> pd.DataFrame:
     """A small table (GPUs, processes): integer key column and a text column."""
-    key, name = spec
+    cols = list(spec)
+    key = cols[0]
     empty = pd.DataFrame({c: pd.Series(dtype="object") for c in spec.values()})
-    if not schema.has(table, key) or not schema.has(table, name):
+    if not all(schema.has(table, c) for c in cols):
         return empty
-    rows = con.execute(f'SELECT "{key}", "{name}" FROM "{table}" WHERE typeof("{key}") = \'integer\'').fetchall()
-    return pd.DataFrame(
-        {spec[key]: [r[0] for r in rows], spec[name]: [None if r[1] is None else str(r[1]) for r in rows]},
-        dtype=object,
-    )
+    sel = ", ".join(f'"{c}"' for c in cols)
+    rows = con.execute(f'SELECT {sel} FROM "{table}" WHERE typeof("{key}") = \'integer\'').fetchall()
+    return pd.DataFrame({spec[c]: [r[i] for r in rows] for i, c in enumerate(cols)}, dtype=object)
 
 
 def _load_int_table(con: sqlite3.Connection, schema: TraceSchema, table: str, spec: dict[str, str]) -> pd.DataFrame:

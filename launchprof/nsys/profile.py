@@ -1,0 +1,217 @@
+"""Run a workload under ``nsys profile`` and leave ``trace.nsys-rep`` and ``trace.sqlite``.
+
+The flags are the ones the analysis needs (CUDA, NVTX and OS-runtime traces, every graph
+node traced, no CPU sampling or context switches, SQLite export); flags the installed nsys
+does not list in ``nsys profile --help`` are dropped and reported. nsys runs in its own
+process group: Ctrl-C (SIGINT) or SIGTERM given to launchprof is forwarded once to that
+group as SIGINT, so nsys stops the workload and still writes the trace. nsys exits with
+the workload's exit code (verified with nsys 2022.4: 3 for ``sys.exit(3)``, 137 for
+SIGKILL, 130 after Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from launchprof.errors import LaunchprofError, NsysError
+from launchprof.nsys.export import export_sqlite
+from launchprof.nsys.importer import import_qdstrm
+
+PROFILE_FLAGS = (
+    "--trace=cuda,nvtx,osrt",
+    "--sample=none",
+    "--cpuctxsw=none",
+    "--cuda-graph-trace=node",
+    "--export=sqlite",
+)
+TRACE_STEM = "trace"
+_OPTION = re.compile(r"(?m)^\s+(?:-\w, )?(--[a-z][a-z0-9-]*)")
+
+
+class TargetError(LaunchprofError):
+    """The workload to profile cannot be found or is malformed."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What nsys runs: ``argv`` (the command line) and a short ``label`` for folder names."""
+
+    argv: list[str]
+    label: str
+
+
+def workload(target: Sequence[str]) -> Workload:
+    """The command line for ``target``: ``script.py ARGS`` runs with this Python
+    (``sys.executable``, so the user's environment is used), ``-m module ARGS`` likewise,
+    anything else as an executable (a path, or a name on PATH). ARGS are passed unchanged.
+
+    Raises:
+        TargetError: no target, ``-m`` without a module, or a script/executable not found.
+    """
+    if not target:
+        raise TargetError("nothing to profile: give a Python script, -m module, or an executable")
+    first, rest = target[0], list(target[1:])
+    if first == "-m":
+        if not rest or not rest[0]:
+            raise TargetError("-m needs a module name")
+        return Workload([sys.executable, "-m", *rest], rest[0])
+    path = Path(first)
+    if first.endswith(".py"):
+        if not path.is_file():
+            raise TargetError(f"no such Python script: {first}")
+        return Workload([sys.executable, first, *rest], path.stem)
+    if "/" in first:
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise TargetError(f"not an executable file: {first}")
+    elif shutil.which(first) is None:
+        raise TargetError(f"{first} is not a Python script (.py) and not a program on PATH")
+    return Workload([first, *rest], path.name)
+
+
+@functools.lru_cache(maxsize=16)
+def profile_options(nsys: str) -> frozenset[str]:
+    """The long options ``nsys profile --help`` lists (e.g. ``--cuda-graph-trace``); empty
+    when the help cannot be read (then no flag is dropped)."""
+    try:
+        done = subprocess.run([nsys, "profile", "--help"], capture_output=True, text=True, errors="replace", timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(_OPTION.findall(done.stdout + done.stderr))
+
+
+@dataclass(frozen=True)
+class NsysCommand:
+    """The ``nsys profile`` command line and the default flags dropped from it."""
+
+    argv: list[str]
+    dropped: list[str]
+
+
+def nsys_command(nsys: Path, output_stem: Path, work: Workload, extra: Sequence[str] = ()) -> NsysCommand:
+    """``nsys profile FLAGS --output STEM EXTRA -- workload``: :data:`PROFILE_FLAGS` minus
+    those this nsys does not know (and minus those ``extra`` overrides), then ``extra``."""
+    known = profile_options(str(nsys))
+    overridden = {e.split("=", 1)[0] for e in extra if e.startswith("--")}
+    flags, dropped = [], []
+    for flag in PROFILE_FLAGS:
+        name = flag.split("=", 1)[0]
+        if name in overridden:
+            continue
+        if known and name not in known:
+            dropped.append(flag)
+        else:
+            flags.append(flag)
+    argv = [str(nsys), "profile", *flags, f"--output={output_stem}", *extra, *work.argv]
+    return NsysCommand(argv, dropped)
+
+
+def _start_group(argv: list[str]) -> subprocess.Popen[bytes]:
+    if sys.version_info >= (3, 11):
+        return subprocess.Popen(argv, process_group=0)
+    return subprocess.Popen(argv, preexec_fn=os.setpgrp)  # pragma: no cover - Python 3.10
+
+
+def run_nsys(argv: list[str], on_interrupt: Callable[[], None] | None = None) -> int:
+    """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
+    through live) and return its exit code (128 + N when nsys itself dies of signal N).
+    SIGINT/SIGTERM received meanwhile are forwarded to nsys's process group as SIGINT;
+    ``on_interrupt`` is called on the first one.
+
+    Raises:
+        NsysError: nsys cannot be started.
+    """
+    try:
+        proc = _start_group(argv)
+    except OSError as exc:
+        raise NsysError(f"cannot run {argv[0]}: {exc.strerror}") from None
+    interrupted: list[int] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if not interrupted and on_interrupt:
+            on_interrupt()
+        interrupted.append(signum)
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+
+    previous = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, forward)
+    except ValueError:  # not the main thread: signals cannot be handled here
+        pass
+    try:
+        code = proc.wait()
+        return 128 - code if code < 0 else code  # nsys itself killed by a signal: shell convention
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@dataclass(frozen=True)
+class TraceFiles:
+    """What a run left in the output folder: the ``.nsys-rep`` and ``.sqlite``, and how
+    they were made (``imported``: launchprof ran QdstrmImporter; ``exported``: launchprof ran
+    ``nsys export``)."""
+
+    nsys_rep: Path
+    sqlite: Path
+    imported: bool
+    exported: bool
+
+
+def finish_trace(stem: Path, nsys: Path, progress: Callable[[str], None] | None = None) -> TraceFiles | None:
+    """Make sure ``STEM.nsys-rep`` and ``STEM.sqlite`` exist after ``nsys profile``: import
+    a leftover ``STEM.qdstrm``, export a missing SQLite. None when nsys wrote nothing.
+
+    Raises:
+        NsysError: the import or export failed (the recorded files are kept).
+    """
+    say = progress or (lambda _msg: None)
+    rep, sqlite, qdstrm = (stem.with_suffix(s) for s in (".nsys-rep", ".sqlite", ".qdstrm"))
+    imported = exported = False
+    if not rep.is_file() and qdstrm.is_file():
+        say("importing the trace (nsys did not find its QdstrmImporter)")
+        import_qdstrm(qdstrm, nsys)
+        imported = True
+    if not rep.is_file():
+        return None
+    if not sqlite.is_file():
+        say("exporting the trace to SQLite")
+        export_sqlite(rep, str(nsys), sqlite)
+        exported = True
+    return TraceFiles(rep, sqlite, imported, exported)
+
+
+def record_quietly(
+    nsys: Path, stem: Path, argv: Sequence[str], flags: Sequence[str], timeout_s: int = 300
+) -> TraceFiles:
+    """``nsys profile FLAGS --export=sqlite --output=STEM ARGV`` with its output captured,
+    then :func:`finish_trace` (used by ``launchprof doctor --check-nvtx``).
+
+    Raises:
+        NsysError: nsys did not finish within ``timeout_s``, wrote no trace, or the
+            import/export failed.
+    """
+    cmd = [str(nsys), "profile", *flags, "--export=sqlite", f"--output={stem}", *argv]
+    try:
+        subprocess.run(cmd, capture_output=True, check=False, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise NsysError(f"nsys did not finish within {timeout_s} s") from None
+    except OSError as exc:
+        raise NsysError(f"cannot run {nsys}: {exc.strerror}") from None
+    files = finish_trace(stem, nsys)
+    if files is None:
+        raise NsysError(f"nsys wrote no trace at {stem}")
+    return files

@@ -1,0 +1,178 @@
+"""``launchprof profile``: run a workload under nsys, keep its trace, analyse it.
+
+Flow: check the target and the output folder (before anything runs) -> ``nsys profile``
+with the workload's output passing through live -> import/export the trace when nsys could
+not (:func:`launchprof.nsys.profile.finish_trace`) -> the same analysis and report as
+``launchprof analyze`` (:func:`launchprof.commands.run_analyze`). The analysis modules
+(pandas, plotly) are imported in a background thread while nsys runs, so their import time
+does not add to the wall time.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import webbrowser
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rich.console import Console
+
+from launchprof.errors import LaunchprofError, NsysError, OutputError
+from launchprof.nsys.locate import locate_nsys, nsys_info
+from launchprof.nsys.profile import TRACE_STEM, TargetError, finish_trace, nsys_command, run_nsys, workload
+
+
+class Interrupted(LaunchprofError):
+    """Ctrl-C after nsys finished (during import, export or analysis); files are kept."""
+
+    exit_code = 130
+
+
+TRACE_FILES = ("trace.nsys-rep", "trace.sqlite", "trace.qdstrm", "summary.json", "report.html")
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """Where the run's files went and the workload's exit code."""
+
+    folder: Path
+    exit_code: int
+    analysed: bool
+
+
+def default_folder(label: str, root: Path = Path("reports"), now: datetime | None = None) -> Path:
+    """``reports/<label>-<UTC time>``, with ``-2``, ``-3``... appended if it exists."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in label) or "workload"
+    base = root / f"{safe}-{stamp}"
+    folder, n = base, 1
+    while folder.exists():
+        n += 1
+        folder = base.with_name(f"{base.name}-{n}")
+    return folder
+
+
+def _claim_folder(folder: Path) -> None:
+    """Create ``folder``; refuse one that already holds a trace or report (never overwrite)."""
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{folder} exists and is not a folder")
+    taken = [name for name in TRACE_FILES if (folder / name).exists()]
+    if taken:
+        raise OutputError(f"{folder} already holds {taken[0]}; choose another --output (profile never overwrites)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+
+
+def _warm_imports() -> None:
+    import launchprof.commands  # noqa: F401  (pandas, plotly: imported while nsys runs)
+
+
+def split_nsys_args(values: Sequence[str]) -> list[str]:
+    """``--nsys-arg`` values, each split like a shell would (``"--delay 5"`` -> two words).
+
+    Raises:
+        TargetError: a value sets ``--output``/``-o``, which launchprof owns.
+    """
+    words = [w for v in values for w in shlex.split(v)]
+    for w in words:
+        if w in ("-o", "--output") or w.startswith(("--output=", "-o=")):
+            raise TargetError("--nsys-arg cannot set nsys's --output; use launchprof's --output DIR")
+    return words
+
+
+def run_profile(
+    target: Sequence[str],
+    console: Console,
+    output: Path | None = None,
+    nsys: str | None = None,
+    nsys_args: Sequence[str] = (),
+    bubble_threshold_ns: int = 1000,
+    step: str | None = None,
+    open_report: bool = False,
+) -> ProfileResult:
+    """Profile ``target`` (see :func:`launchprof.nsys.profile.workload`) and write
+    ``trace.nsys-rep``, ``trace.sqlite``, ``summary.json``, ``report.html`` into ``output``
+    (default :func:`default_folder`). The trace is kept whatever happens after recording.
+
+    Returns:
+        :class:`ProfileResult` with the workload's exit code (nsys passes it on).
+
+    Raises:
+        TargetError, OutputError: before anything runs.
+        NsysError: nsys missing, wrote no trace, or import/export failed (files kept).
+        LaunchprofError: the analysis failed while the workload succeeded.
+    """
+    work = workload(target)
+    extra = split_nsys_args(nsys_args)
+    nsys_path, _ = locate_nsys(nsys)
+    folder = output if output is not None else default_folder(work.label)
+    _claim_folder(folder)
+    cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
+    if cmd.dropped:
+        version = nsys_info(nsys_path).version
+        console.print(
+            f"launchprof: nsys {version or '(unknown version)'} does not know {' '.join(cmd.dropped)}; "
+            "profiling without",
+            markup=False,
+            soft_wrap=True,
+        )
+    warm = threading.Thread(target=_warm_imports, daemon=True)
+    warm.start()
+    code = run_nsys(
+        cmd.argv,
+        on_interrupt=lambda: console.print(
+            "launchprof: interrupted: stopping the workload; nsys is writing the trace", markup=False, soft_wrap=True
+        ),
+    )
+    try:
+        return _after_recording(folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm)
+    except KeyboardInterrupt:
+        raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
+
+
+def _after_recording(
+    folder: Path,
+    nsys_path: Path,
+    code: int,
+    console: Console,
+    bubble_threshold_ns: int,
+    step: str | None,
+    open_report: bool,
+    warm: threading.Thread,
+) -> ProfileResult:
+    with console.status("checking the trace") as status:
+        files = finish_trace(folder / TRACE_STEM, nsys_path, progress=lambda msg: status.update(f"{msg}..."))
+    if files is None:
+        error = NsysError(f"nsys wrote no trace into {folder} (nsys exit code {code})")
+        error.exit_code = code or error.exit_code
+        raise error
+    if files.imported:
+        console.print(
+            f"launchprof: nsys did not find its QdstrmImporter; launchprof imported the trace ({files.nsys_rep})",
+            markup=False,
+            soft_wrap=True,
+        )
+    warm.join()
+    from launchprof.commands import run_analyze
+
+    analysed = True
+    try:
+        run_analyze(files.sqlite, folder, False, bubble_threshold_ns, str(nsys_path), console, step=step)
+    except LaunchprofError as exc:
+        if code == 0:
+            console.print(
+                f"launchprof: the trace is kept in {folder}; analyse it again with: launchprof analyze {files.sqlite}",
+                markup=False,
+                soft_wrap=True,
+            )
+            raise
+        console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
+        analysed = False
+    if analysed and open_report:
+        webbrowser.open((folder / "report.html").resolve().as_uri())
+    return ProfileResult(folder, code, analysed)

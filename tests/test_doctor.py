@@ -1,0 +1,90 @@
+"""launchprof doctor on this machine (real nsys, real importer, no GPU) and its rules."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from launchprof.cli import app
+from launchprof.doctor import check_gpu, nvtx_recorded
+from launchprof.nsys.locate import find_importer, nsys_own_importer
+
+runner = CliRunner()
+NSYS = shutil.which("nsys")
+needs_nsys = pytest.mark.skipif(NSYS is None, reason="nsys is not installed")
+
+
+@pytest.mark.parametrize(
+    ("nsys", "nvtx", "expected"),
+    [
+        ((2022, 4, 2, 1), (0, 2, 10), True),
+        ((2022, 4, 2, 1), (0, 2, 11), True),
+        ((2022, 4, 2, 1), (0, 2, 12), False),
+        ((2022, 4, 2, 1), (0, 2, 17), False),
+        ((2025, 3, 2, 0), (0, 2, 17), None),
+        ((), (0, 2, 11), None),
+    ],
+)
+def test_nvtx_recording_rule(nsys: tuple[int, ...], nvtx: tuple[int, ...], expected: bool | None) -> None:
+    assert nvtx_recorded(nsys, nvtx) is expected
+
+
+@needs_nsys
+def test_doctor_on_this_machine() -> None:
+    version = subprocess.run([str(NSYS), "--version"], capture_output=True, text=True).stdout.split()[-1]
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert version.split("-")[0] in result.output
+    assert "profiling can work here" in result.output
+    assert "QdstrmImporter" in result.output
+    if not nsys_own_importer(Path(str(NSYS))).exists():
+        assert f"{find_importer(Path(str(NSYS)))} runs" in result.output
+        assert "not where nsys looks" in result.output
+
+
+def test_no_nsys_fails_and_says_what_to_install(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["doctor", "--nsys", str(tmp_path / "nsys")], env={"COLUMNS": "250"})
+    assert result.exit_code == 1
+    assert "apt install nsight-systems" in result.output
+    assert "profiling cannot work here: fix nsys" in result.output
+
+
+@needs_nsys
+def test_unloadable_importer_fails_with_the_missing_library(tmp_path: Path) -> None:
+    real = find_importer(Path(str(NSYS)))
+    if real is None or nsys_own_importer(Path(str(NSYS))).exists():
+        pytest.skip("needs an nsys that does not find its importer by itself")
+    copy = tmp_path / "QdstrmImporter"
+    shutil.copy2(real, copy)
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "250", "LAUNCHPROF_QDSTRM_IMPORTER": str(copy)})
+    assert result.exit_code == 1
+    assert "is missing" in result.output and "QdstrmImporter: install" in result.output
+
+
+def test_gpu_check_answers_without_crashing() -> None:
+    check = check_gpu()
+    assert check.status in ("ok", "warn")
+    try:
+        import cuda  # noqa: F401
+    except ImportError:
+        assert check.detail == "cuda-python is not installed: GPU not checked"
+    else:
+        assert check.status == "ok" or check.detail.startswith("no GPU")
+
+
+@needs_nsys
+def test_check_nvtx_probe_agrees_with_the_version_rule() -> None:
+    import importlib.metadata
+
+    nvtx_version = tuple(int(x) for x in importlib.metadata.version("nvtx").split(".")[:3])
+    result = runner.invoke(app, ["doctor", "--check-nvtx"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    nsys_version = subprocess.run([str(NSYS), "--version"], capture_output=True, text=True).stdout
+    if "2022." in nsys_version:
+        expected = "records its ranges (probed)" if nvtx_version <= (0, 2, 11) else "recorded no range (probed)"
+        line = next(ln for ln in result.output.splitlines() if "│ nvtx" in ln)
+        assert expected in line, line

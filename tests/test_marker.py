@@ -1,0 +1,68 @@
+"""launchprof.step(): context manager and decorator forms, and the no-nvtx no-op.
+
+That the ranges reach a real nsys trace with text ``step`` in domain ``launchprof`` is
+checked end to end in test_profile_e2e.py (sqlite3 on the export)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import launchprof
+from launchprof.marker import STEP_DOMAIN, STEP_NAME, Step
+
+
+def test_documented_name_and_domain() -> None:
+    assert (STEP_NAME, STEP_DOMAIN) == ("step", "launchprof")
+    assert launchprof.step().name == "step"
+    assert launchprof.step("decode").name == "decode"
+
+
+def test_context_manager_and_decorators_return_values_and_propagate_errors() -> None:
+    with launchprof.step() as s:
+        assert isinstance(s, Step)
+
+    @launchprof.step
+    def bare(x: int) -> int:
+        return x + 1
+
+    @launchprof.step("named")
+    def named(x: int) -> int:
+        return x * 2
+
+    assert bare(1) == 2 and bare.__name__ == "bare"
+    assert named(3) == 6
+
+    @launchprof.step()
+    def boom() -> None:
+        raise KeyError("k")
+
+    with pytest.raises(KeyError):
+        boom()
+    with pytest.raises(ValueError), launchprof.step():
+        raise ValueError("inside")
+
+
+def test_without_nvtx_package_step_is_a_no_op() -> None:
+    code = (
+        "import sys; sys.modules['nvtx'] = None\n"
+        "import launchprof, launchprof.marker as m\n"
+        "assert m.nvtx_active() is False\n"
+        "with launchprof.step():\n    pass\n"
+        "f = launchprof.step(lambda: 5)\nassert f() == 5\n"
+        "assert 'pandas' not in sys.modules, 'import launchprof must stay light'\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_analyze_still_reachable_lazily() -> None:
+    code = (
+        "import launchprof, sys\nassert 'pandas' not in sys.modules\n"
+        "launchprof.analyze\nassert 'pandas' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,149 @@
+"""``launchprof profile`` in-process (typer's CliRunner) with the real nsys, and the
+target/argument handling that needs no nsys."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from launchprof.cli import app
+from launchprof.errors import NsysError
+from launchprof.nsys.profile import PROFILE_FLAGS, TargetError, Workload, nsys_command, profile_options, workload
+from launchprof.profiling import default_folder, split_nsys_args
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples" / "cpu"
+needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+runner = CliRunner()
+
+
+def test_python_script_runs_with_this_interpreter(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("")
+    assert workload([str(script), "a b", "--lr", "3"]) == Workload(
+        [sys.executable, str(script), "a b", "--lr", "3"], "train"
+    )
+
+
+def test_module_and_executable_targets() -> None:
+    assert workload(["-m", "pkg.mod", "-x"]) == Workload([sys.executable, "-m", "pkg.mod", "-x"], "pkg.mod")
+    assert workload(["true", "1"]) == Workload(["true", "1"], "true")
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ([], "nothing to profile"),
+        (["-m"], "-m needs a module name"),
+        (["missing.py"], "no such Python script: missing.py"),
+        (["./not-here"], "not an executable file: ./not-here"),
+        (["no-such-program-anywhere"], "not a Python script (.py) and not a program on PATH"),
+    ],
+)
+def test_bad_targets(target: list[str], message: str) -> None:
+    with pytest.raises(TargetError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        workload(target)
+
+
+def test_default_folder_is_unique(tmp_path: Path) -> None:
+    now = datetime(2026, 11, 29, 15, 4, 5, tzinfo=timezone.utc)
+    first = default_folder("my model", tmp_path, now)
+    assert first == tmp_path / "my_model-20261129T150405Z"
+    first.mkdir()
+    assert default_folder("my model", tmp_path, now) == tmp_path / "my_model-20261129T150405Z-2"
+
+
+def test_nsys_args_are_split_and_output_is_refused() -> None:
+    assert split_nsys_args(["--delay 5", "--stats=false"]) == ["--delay", "5", "--stats=false"]
+    for bad in (["-o x"], ["--output=x"], ["--output", "x"]):
+        with pytest.raises(TargetError, match="use launchprof's --output"):
+            split_nsys_args(bad)
+
+
+@needs_nsys
+def test_nsys_command_has_the_flags_this_nsys_knows(tmp_path: Path) -> None:
+    nsys = Path(shutil.which("nsys") or "")
+    known = profile_options(str(nsys))
+    assert {"--trace", "--sample", "--output", "--export"} <= known
+    cmd = nsys_command(nsys, tmp_path / "trace", Workload(["prog", "x"], "prog"), ["--sample=cpu"])
+    expected = [f for f in PROFILE_FLAGS if f.split("=")[0] in known and not f.startswith("--sample")]
+    assert cmd.argv == [str(nsys), "profile", *expected, f"--output={tmp_path / 'trace'}", "--sample=cpu", "prog", "x"]
+    assert cmd.dropped == [f for f in PROFILE_FLAGS if f.split("=")[0] not in known]
+
+
+def test_flags_unknown_to_an_older_nsys_are_dropped(tmp_path: Path) -> None:
+    """An nsys whose help lacks --cuda-graph-trace (a shell script standing in for one)."""
+    old = tmp_path / "nsys"
+    old.write_text(
+        "#!/bin/sh\ncat <<'EOF'\nusage: nsys profile [<args>] [application] [<application args>]\n"
+        "\t-t, --trace=\n\t-s, --sample=\n\t--cpuctxsw=\n\t--export=<format>[,<format>...]\n\t-o, --output=\nEOF\n"
+    )
+    old.chmod(0o755)
+    cmd = nsys_command(old, tmp_path / "t", Workload(["prog"], "prog"))
+    assert cmd.dropped == ["--cuda-graph-trace=node"]
+    assert "--cuda-graph-trace=node" not in cmd.argv and "--trace=cuda,nvtx,osrt" in cmd.argv
+
+
+def test_missing_script_is_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["profile", "nothere.py"])
+    assert result.exit_code == 2
+    assert result.output.strip() == "launchprof: error: no such Python script: nothere.py"
+    assert not (tmp_path / "reports").exists()
+
+
+def test_bad_nsys_path_is_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["profile", "--nsys", str(tmp_path / "nsys"), str(EXAMPLES / "fails.py")])
+    assert result.exit_code == NsysError.exit_code
+    assert "launchprof: error: nsys not found at" in result.output
+
+
+@needs_nsys
+def test_module_target_in_process_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mymod.py").write_text("import sys\nprint('module ran', sys.argv[1:])\nsys.exit(4)\n")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["profile", "-o", "out", "-m", "mymod", "--output", "x"])
+    assert result.exit_code == 4, result.output
+    assert "the workload exited with code 4; its trace is kept in out" in result.output
+    assert (tmp_path / "out" / "trace.sqlite").is_file() and (tmp_path / "out" / "summary.json").is_file()
+    assert not (tmp_path / "x").exists()
+
+
+@needs_nsys
+def test_double_dash_before_target_and_options_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["-o", "inner", "--step", "s", "--"]
+    result = runner.invoke(
+        app,
+        [
+            "profile",
+            "--output",
+            "out",
+            "--nsys-arg=--stats=false",
+            "--",
+            str(EXAMPLES / "check_args.py"),
+            json.dumps(args),
+            *args,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["nvtx_ranges_lost"] is False
+    assert not (tmp_path / "inner").exists()
+
+
+@needs_nsys
+def test_executable_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["profile", "false"])
+    assert result.exit_code == 1
+    (folder,) = (tmp_path / "reports").iterdir()
+    assert folder.name.startswith("false-")
+    assert (folder / "report.html").is_file()

@@ -1,0 +1,175 @@
+"""``launchprof profile`` end to end with the real nsys (Debian's 2022.4 in CI), through
+the installed ``launchprof`` command, on the project's CPU-only workloads (examples/cpu).
+
+nsys 2022.4 from Debian cannot find its own QdstrmImporter, so these runs also go through
+launchprof's import fallback (no symlink is made). Expected values come from the example
+scripts (how many steps they mark) and are read back from the SQLite export with sqlite3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parent / "examples" / "cpu"
+LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
+
+pytestmark = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+
+
+def profile(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [LAUNCHPROF, "profile", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def nvtx_ranges(sqlite: Path) -> list[tuple[int, str, str]]:
+    """(pid, text, domain) of every NVTX push/pop range, straight from the export."""
+    con = sqlite3.connect(sqlite)
+    try:
+        return con.execute(
+            """
+            SELECT (r.globalTid >> 24) & 16777215,
+                   coalesce(r.text, s.value),
+                   coalesce((SELECT d.text FROM NVTX_EVENTS d WHERE d.eventType = 75 AND d.domainId = r.domainId), '')
+            FROM NVTX_EVENTS r LEFT JOIN StringIds s ON s.id = r.textId
+            WHERE r.eventType = 59 ORDER BY r.start
+            """
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def assert_report(folder: Path) -> dict:
+    for name in ("trace.nsys-rep", "trace.sqlite", "summary.json", "report.html"):
+        assert (folder / name).is_file() and (folder / name).stat().st_size > 0, name
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["schema"] == "launchprof.summary/1"
+    assert summary["trace"]["nsys_version"].startswith(tuple("0123456789"))
+    return summary
+
+
+def test_steps_loop_profiled_with_importer_fallback(tmp_path: Path) -> None:
+    done = profile("-o", "out", str(EXAMPLES / "steps_loop.py"), "--steps", "7", "--work", "1000", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "steps: 7" in done.stdout  # the workload's own output passed through
+    summary = assert_report(tmp_path / "out")
+    ranges = nvtx_ranges(tmp_path / "out" / "trace.sqlite")
+    assert [(t, d) for _, t, d in ranges] == [("step", "launchprof")] * 7
+    assert summary["nvtx_ranges_lost"] is False
+    assert "report: out/report.html" in done.stdout
+
+
+def test_failing_workload_keeps_trace_and_exit_code(tmp_path: Path) -> None:
+    done = profile("-o", "out", str(EXAMPLES / "fails.py"), "5", cwd=tmp_path)
+    assert done.returncode == 5
+    assert "failing on purpose with exit code 5" in done.stderr
+    assert "the workload exited with code 5" in done.stderr
+    assert_report(tmp_path / "out")
+    assert len(nvtx_ranges(tmp_path / "out" / "trace.sqlite")) == 4
+
+
+def test_arguments_with_spaces_and_options_reach_the_workload(tmp_path: Path) -> None:
+    args = ["a b", "--output", "x y", "", "-m", "--", "'quoted'"]
+    done = profile(str(EXAMPLES / "check_args.py"), json.dumps(args), *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "arguments ok" in done.stdout
+    folders = list((tmp_path / "reports").iterdir())
+    assert len(folders) == 1 and folders[0].name.startswith("check_args-")
+    assert_report(folders[0])
+    assert not (tmp_path / "x y").exists()
+
+
+def test_child_process_is_followed(tmp_path: Path) -> None:
+    done = profile("-o", "out", str(EXAMPLES / "spawn_child.py"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "child done" in done.stdout
+    assert_report(tmp_path / "out")
+    ranges = nvtx_ranges(tmp_path / "out" / "trace.sqlite")
+    by_text: dict[str, set[int]] = {}
+    for pid, text, _ in ranges:
+        by_text.setdefault(text, set()).add(pid)
+    assert sorted((t, len(ranges_of)) for t, ranges_of in by_text.items()) == [("child-step", 1), ("step", 1)]
+    assert by_text["child-step"] != by_text["step"]  # two processes
+    assert sum(1 for _, t, _ in ranges if t == "child-step") == 3
+
+
+def test_output_folder_is_never_overwritten(tmp_path: Path) -> None:
+    first = profile("-o", "out", str(EXAMPLES / "fails.py"), "0", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = (tmp_path / "out" / "trace.nsys-rep").stat().st_mtime_ns
+    again = profile("-o", "out", str(EXAMPLES / "fails.py"), "0", cwd=tmp_path)
+    assert again.returncode == 2
+    assert again.stderr.startswith("launchprof: error: out already holds trace.nsys-rep")
+    assert "failing on purpose" not in again.stderr  # refused before running anything
+    assert (tmp_path / "out" / "trace.nsys-rep").stat().st_mtime_ns == before
+
+
+def test_ctrl_c_stops_workload_and_keeps_trace(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [LAUNCHPROF, "profile", "-o", "out", str(EXAMPLES / "steps_loop.py"), "--forever", "--work", "2000"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err  # the workload died of SIGINT: 128 + 2
+    assert "interrupted" in out
+    summary = assert_report(tmp_path / "out")
+    ranges = nvtx_ranges(tmp_path / "out" / "trace.sqlite")
+    assert len(ranges) >= 1 and {t for _, t, _ in ranges} == {"step"}
+    assert summary["nvtx_ranges_lost"] is False
+
+
+def test_broken_importer_is_named_and_qdstrm_kept(tmp_path: Path) -> None:
+    """A QdstrmImporter copied away from its libraries fails to load (a real loader error)."""
+    from launchprof.nsys.locate import find_importer, find_nsys
+
+    real = find_importer(find_nsys())
+    if real is None or (real.parent / "libAnalysis.so").exists() is False:
+        pytest.skip("no QdstrmImporter with its libraries beside it")
+    broken = tmp_path / "bin" / "QdstrmImporter"
+    broken.parent.mkdir()
+    shutil.copy2(real, broken)
+    done = profile(
+        "-o", "out", str(EXAMPLES / "fails.py"), "0", cwd=tmp_path, env={"LAUNCHPROF_QDSTRM_IMPORTER": str(broken)}
+    )
+    nsys_imported = (tmp_path / "out" / "trace.nsys-rep").exists()
+    if nsys_imported:
+        pytest.skip("this nsys imports by itself; the fallback is not used")
+    assert done.returncode == 2
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("launchprof: error: importing with ")
+    assert "cannot start: libboost_atomic.so.1.78.0 is missing" in line or "is missing" in line
+    assert "the .qdstrm is kept" in line
+    assert (tmp_path / "out" / "trace.qdstrm").stat().st_size > 0
+
+
+def test_open_shows_the_report_in_the_browser(tmp_path: Path) -> None:
+    seen = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {seen}\n')
+    browser.chmod(0o755)
+    done = profile("-o", "out", "--open", str(EXAMPLES / "fails.py"), "0", cwd=tmp_path, env={"BROWSER": str(browser)})
+    assert done.returncode == 0, done.stderr
+    assert seen.read_text().strip() == (tmp_path / "out" / "report.html").resolve().as_uri()
