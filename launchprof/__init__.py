@@ -1,10 +1,11 @@
 """launchprof: is a GPU program starved by kernel-launch overhead, what would a CUDA Graph
 gain, and did the conversion deliver?
 
-Public API: :func:`analyze` (a trace -> :class:`~launchprof.analysis.Analysis`) and
-:func:`step` (mark one iteration of a workload with an NVTX range). ``analyze`` and
-``Analysis`` are imported on first use, so ``import launchprof`` inside a profiled
-workload (for :func:`step`) does not load pandas or plotly.
+Public API: :func:`analyze` (a trace -> :class:`~launchprof.analysis.Analysis`),
+:func:`compare` (two runs -> :class:`~launchprof.analysis.verify.Comparison`) and
+:func:`step` (mark one iteration of a workload with an NVTX range). ``analyze``,
+``compare`` and ``Analysis`` are imported on first use, so ``import launchprof`` inside a
+profiled workload (for :func:`step`) does not load pandas or plotly.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from launchprof.marker import step
 if TYPE_CHECKING:
     from launchprof.analysis import Analysis
     from launchprof.api import analyze
+    from launchprof.compare_runs import compare
 
 __version__ = "0.1.0"
-__all__ = ["Analysis", "analyze", "step", "__version__"]
+__all__ = ["Analysis", "analyze", "compare", "step", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from launchprof.api import analyze
 
         return analyze
+    if name == "compare":
+        from launchprof.compare_runs import compare
+
+        return compare
     if name == "Analysis":
         from launchprof.analysis import Analysis
 

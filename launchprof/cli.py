@@ -179,6 +179,50 @@ def doctor(
 
 
 @app.command()
+def compare(
+    before: Annotated[Path, typer.Argument(help="BEFORE: trace (.sqlite, .sqlite.xz, .nsys-rep) or report folder")],
+    after: Annotated[Path, typer.Argument(help="AFTER (the graph conversion): trace or report folder")],
+    output: Annotated[
+        Optional[Path],
+        typer.Option("--output", "-o", help="comparison folder [default: reports/compare-<before>-vs-<after>]"),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing comparison folder")] = False,
+    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
+    fail_on: Annotated[
+        str,
+        typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')"),
+    ] = "not-faster,not-converted,different-work,churn",
+    min_effect: Annotated[
+        float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
+    ] = 5.0,
+    bubble_threshold: Annotated[
+        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
+    ] = 1.0,
+    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
+) -> None:
+    """Verify a CUDA Graph conversion: write compare.json and compare.html; exit 0 only when verified."""
+    from launchprof.commands import run_compare
+    from launchprof.compare_runs import default_name
+
+    try:
+        code = run_compare(
+            before,
+            after,
+            output or default_output(default_name(before, after)),
+            force,
+            step,
+            fail_on,
+            min_effect / 100,
+            int(round(bubble_threshold * 1000)),
+            nsys,
+            out,
+        )
+    except LaunchprofError as exc:
+        raise fail(exc) from None
+    raise typer.Exit(code)
+
+
+@app.command()
 def calibrate(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="calibration file [default: the user cache folder]")

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from launchprof.api import analyze
 from launchprof.errors import NoCudaActivityError
+from launchprof.report.index import write_index
 from launchprof.report.write import write_report
 
 
@@ -36,6 +37,7 @@ def run_analyze(
         )
         status.update("writing report")
         summary = write_report(analysis, output, force=force, trace_path=str(trace), baseline=baseline)
+        write_index(output.resolve().parent)
     for d in summary.devices:
         console.print(
             f"GPU {d.device_id}: {d.kernels} kernels, utilization {d.utilization:.1%}, "
@@ -55,6 +57,50 @@ def run_analyze(
         # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
         why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
         raise NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
+
+
+def run_compare(
+    before: Path,
+    after: Path,
+    output: Path,
+    force: bool,
+    step: str | None,
+    fail_on: str,
+    min_effect: float,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+) -> int:
+    """Compare ``before`` and ``after``, write the comparison into ``output``, print the
+    verdict and the checks; return the exit code (1 when the verdict is in ``fail_on``)."""
+    from launchprof.compare_runs import compare, parse_fail_on
+    from launchprof.report.compare import write_compare
+
+    failing = parse_fail_on(fail_on)
+    with console.status("loading") as status:
+        result = compare(
+            before,
+            after,
+            step=step,
+            min_effect=min_effect,
+            bubble_threshold_ns=bubble_threshold_ns,
+            nsys=nsys,
+            progress=lambda msg: status.update(f"{msg}..."),
+        )
+        status.update("writing comparison")
+        doc = write_compare(result, output, force=force, before_path=str(before), after_path=str(after))
+        write_index(output.resolve().parent)
+    speed = "" if doc.speedup is None else f": {doc.speedup:.2f}x per step"
+    if doc.speedup_ci is not None:
+        speed += f" (95% CI {doc.speedup_ci[0]:.2f}-{doc.speedup_ci[1]:.2f}x)"
+    console.print(f"verdict: {doc.verdict}{speed}", markup=False)
+    for c in doc.checks:
+        mark = "n/a " if c.passed is None else ("pass" if c.passed else "FAIL")
+        console.print(f"  {mark} {c.name}: {c.detail}", markup=False, soft_wrap=True)
+    for note in doc.notes:
+        console.print(f"  note: {note}", markup=False, soft_wrap=True)
+    console.print(f"comparison: {output / 'compare.html'}", markup=False)
+    return 1 if doc.verdict in failing else 0
 
 
 def run_calibrate(output: Path | None, console: Console) -> None:
@@ -133,6 +179,7 @@ def run_analyze_many(
     if len(ranks) > MAX_RANK_LINES:
         console.print(f"... and {len(ranks) - MAX_RANK_LINES} more ranks in combined.json", markup=False)
     console.print(f"combined report: {output / 'combined.html'}", markup=False)
+    write_index(output.resolve().parent)
     failed = [r for r in combined.reports if r.error is not None]
     if failed:
         raise TraceError(

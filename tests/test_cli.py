@@ -201,7 +201,9 @@ def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     proc = _installed("analyze", str(trace), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "reports" / "mlp_eager"
-    assert {p.name for p in out.iterdir()} == REPORT_FILES
+    # With steps found, analyze also writes the step files compare reads (report/sides.py).
+    assert {p.name for p in out.iterdir()} == REPORT_FILES | {"steps.csv", "step_kernels.csv", "step_timeline.csv"}
+    assert (tmp_path / "reports" / "index.html").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trace"]["path"] == str(trace)
     assert summary["devices"][0]["kernels"] == 10801

@@ -144,6 +144,6 @@ def test_executable_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["profile", "false"])
     assert result.exit_code == 1
-    (folder,) = (tmp_path / "reports").iterdir()
+    (folder,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]  # beside reports/index.html
     assert folder.name.startswith("false-")
     assert (folder / "report.html").is_file()

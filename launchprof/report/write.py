@@ -17,6 +17,7 @@ from launchprof.report.html import (
     write_plotlyjs,
 )
 from launchprof.report.schema import Summary
+from launchprof.report.sides import write_step_files
 from launchprof.report.summary import build_summary
 
 REPORT_FILES = ("summary.json", "report.html")
@@ -75,7 +76,9 @@ def write_report(
     trace_path: str | None = None,
     baseline: list[Any] | None = None,
 ) -> Summary:
-    """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``.
+    """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
+    the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
+    reads.
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
@@ -94,4 +97,5 @@ def write_report(
     write_plotlyjs(folder)
     # Both files or neither: a failed write never leaves a new summary beside an old page.
     atomic_write_all({folder / "summary.json": summary.to_json(), folder / "report.html": page})
+    write_step_files(analysis, folder)
     return summary

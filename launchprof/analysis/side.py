@@ -1,0 +1,387 @@
+"""One side of a comparison: the per-step figures of a run, in a form that a trace and a
+report folder can both give.
+
+:func:`side_from_analysis` turns an :class:`~launchprof.analysis.Analysis` and its
+:class:`~launchprof.analysis.steps.Steps` into a :class:`SideData`; report folders are
+read into the same shape by :mod:`launchprof.report.sides`. :func:`regroup` joins ``k``
+consecutive steps into one (used when a report folder's steps are a fraction of the
+other side's and the trace is not at hand to cut them again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis.callkinds import classify
+from launchprof.analysis.core import Analysis, DeviceAnalysis
+from launchprof.analysis.steps import Steps, step_stats
+
+# Columns of SideData.table (and of a report folder's steps.csv), ns unless said.
+STEP_COLUMNS = (
+    "step",
+    "warmup",
+    "gpu_start",
+    "gpu_end",
+    "cpu_start",
+    "cpu_end",
+    "period_ns",
+    "kernels",
+    "graph_kernels",
+    "graph_execs",
+    "memops",
+    "busy_ns",
+    "bubbles",
+    "bubble_ns",
+    "host_wait_ns",
+    "lead_gap_ns",
+    "launch_calls",
+    "launch_call_ns",
+    "graph_launches",
+    "sync_calls",
+    "alloc_calls",
+    "instantiations",
+    "exec_updates",
+    "captures",
+    "api_ns",
+    "cpu_ns",
+)
+KERNEL_KEY = ("name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+SAMPLE_COLUMNS = ("lane", "kind", "name", "start_ns", "end_ns", "shift_ns")
+MAX_SAMPLE_ROWS = 3_000
+# The GPU runs a step this many periods after the CPU began it: work is queued ahead.
+QUEUED_AHEAD_PERIODS = 2
+# Step columns a reader may find missing (filled with 0): added after the first format.
+OPTIONAL_STEP_COLUMNS = ("graph_kernels", "graph_execs")
+# Columns summed when steps are joined by regroup(); the others are handled one by one.
+_ADDITIVE = (
+    "kernels",
+    "graph_kernels",
+    "graph_execs",
+    "memops",
+    "busy_ns",
+    "bubbles",
+    "bubble_ns",
+    "host_wait_ns",
+    "launch_calls",
+    "launch_call_ns",
+    "graph_launches",
+    "sync_calls",
+    "alloc_calls",
+    "instantiations",
+    "exec_updates",
+    "captures",
+    "api_ns",
+)
+
+
+@dataclass(frozen=True)
+class SideData:
+    """The figures of one run that a comparison needs.
+
+    Attributes:
+        path: the trace or report folder as the user gave it.
+        origin: ``"trace"`` or ``"report"`` (a report folder).
+        step_source, step_name, step_reason: how the steps were found (see
+            :class:`~launchprof.analysis.steps.Steps`).
+        table: one row per step, columns :data:`STEP_COLUMNS` (ns; ``graph_kernels``:
+            kernels of the step submitted by a graph launch; ``graph_execs``: whole-graph
+            rows of a ``--cuda-graph-trace=graph`` trace, which has no kernel rows for
+            graph work; ``warmup`` bool); None when only summary figures are available.
+        stats: steady-state step figures as :func:`~launchprof.analysis.steps.step_stats`
+            gives them (the fallback when ``table`` is None).
+        kernels: the kernels of a steady step: columns :data:`KERNEL_KEY` and
+            ``per_step`` (mean count per steady step); None when unknown.
+        sample: the GPU activity and CUDA API calls of one representative steady step
+            (the first whose period is nearest the median): columns ``lane``, ``kind``,
+            ``name``, ``start_ns``, ``end_ns`` (ns from the step's first event, CPU or GPU),
+            ``shift_ns`` (0, or on GPU rows how far they were moved earlier: when the GPU
+            ran the step more than :data:`QUEUED_AHEAD_PERIODS` periods after the CPU began
+            it, the work was queued ahead, and the GPU rows start at the step's first GPU
+            activity instead);
+            None when unknown.
+        sample_step: the step index of ``sample``.
+        bubble_threshold_ns: the bubble threshold the steps were measured with.
+        graph_instantiations, instantiate_ns, exec_updates, graph_launches: whole-run
+            counts and the total time in graph instantiate calls (ns) of the step's process.
+        predicted_speedup, predicted_step_ns, break_even_iterations: the run's graph
+            recommendation, when one was made.
+        notes: what was approximated or missing.
+    """
+
+    path: str
+    origin: str
+    step_source: str
+    step_name: str | None
+    step_reason: str
+    table: pd.DataFrame | None
+    stats: dict[str, Any]
+    kernels: pd.DataFrame | None
+    sample: pd.DataFrame | None
+    sample_step: int | None
+    bubble_threshold_ns: int
+    graph_instantiations: int
+    instantiate_ns: int
+    exec_updates: int
+    graph_launches: int
+    predicted_speedup: float | None = None
+    predicted_step_ns: float | None = None
+    break_even_iterations: float | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def steady(self) -> pd.DataFrame | None:
+        """Steady-state rows of ``table``: not warm-up, with a known period."""
+        if self.table is None:
+            return None
+        t = self.table
+        return t.loc[~t["warmup"].astype(bool) & t["period_ns"].notna()]
+
+    @property
+    def kernels_per_step(self) -> float | None:
+        """Median kernels per steady step."""
+        s = self.steady
+        if s is not None and len(s):
+            return float(np.median(s["kernels"].to_numpy(dtype=float)))
+        v = self.stats.get("kernels_per_step_p50")
+        return None if v is None else float(v)
+
+    def with_notes(self, *notes: str) -> SideData:
+        """A copy with ``notes`` appended."""
+        return dataclasses.replace(self, notes=self.notes + tuple(notes))
+
+
+def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
+    """Name and launch configuration of each row of ``device.activity``.
+
+    Returns:
+        DataFrame aligned with ``device.activity`` (same index): columns
+        :data:`KERNEL_KEY` (``name`` None and grid/block -1 for non-kernel rows).
+
+    Kernel rows of the activity are the device's kernels in stable (start, end) order
+    (see :meth:`~launchprof.trace.Trace.gpu_activity`), so they align row by row.
+    """
+    act = device.activity
+    kern = analysis.trace.kernels
+    kern = kern.loc[kern["device_id"] == device.device_id].sort_values(["start", "end"], kind="stable")
+    is_kernel = (act["kind"].astype(str) == "kernel").to_numpy()
+    if int(is_kernel.sum()) != len(kern):
+        raise AssertionError("kernel rows of the activity do not match the device's kernels")
+    rows = np.flatnonzero(is_kernel)
+    names = np.full(len(act), None, dtype=object)
+    ids = kern["name_id"]
+    mapped = np.array(ids.map(analysis.trace.strings).to_numpy(dtype=object), dtype=object)
+    missing = pd.isna(mapped)
+    # Dangling ids (or no StringIds table) are named as Trace.string names them.
+    mapped[missing] = [f"<unknown #{i}>" for i in ids.to_numpy()[missing]]
+    names[rows] = mapped
+    cols: dict[str, np.ndarray] = {"name": names}
+    for c in KERNEL_KEY[1:]:
+        values = np.full(len(act), -1, dtype=np.int64)
+        values[rows] = kern[c].fillna(-1).to_numpy(dtype=np.int64)
+        cols[c] = values
+    return pd.DataFrame(cols, index=act.index)
+
+
+def call_classes(calls: pd.Series) -> pd.DataFrame:
+    """:func:`~launchprof.analysis.callkinds.classify` of ``calls``, computed once per
+    distinct name when ``calls`` is categorical (the trace's ``api["call"]`` is)."""
+    if not isinstance(calls.dtype, pd.CategoricalDtype) or calls.isna().any():
+        return classify(calls)
+    per_name = classify(pd.Series(calls.cat.categories))
+    codes = calls.cat.codes.to_numpy()
+    return pd.DataFrame({c: per_name[c].to_numpy()[codes] for c in per_name.columns}, index=calls.index)
+
+
+def _graph_submitted(analysis: Analysis, act: pd.DataFrame) -> np.ndarray:
+    """Whether each activity row was submitted by a graph launch call (pid, correlation id)."""
+    api = analysis.trace.api
+    graph = api.loc[call_classes(api["call"])["graph_launch"], ["pid", "correlation_id"]].drop_duplicates()
+    keys = pd.MultiIndex.from_frame(act[["pid", "correlation_id"]])
+    return keys.isin(pd.MultiIndex.from_frame(graph)) if len(graph) else np.zeros(len(act), dtype=bool)
+
+
+def _step_kernels(info: pd.DataFrame, act_step: np.ndarray, steady_steps: np.ndarray) -> pd.DataFrame:
+    in_steady = np.isin(act_step, steady_steps) & info["name"].notna().to_numpy()
+    rows = info.loc[in_steady]
+    counts = rows.groupby(list(KERNEL_KEY), sort=True).size()
+    per_step = counts / max(len(steady_steps), 1)
+    return per_step.rename("per_step").reset_index()
+
+
+def _representative(steady: pd.DataFrame) -> int | None:
+    if steady.empty:
+        return None
+    period = steady["period_ns"].to_numpy(dtype=float)
+    return int(steady["step"].to_numpy()[int(np.argmin(np.abs(period - np.median(period))))])
+
+
+def _sample(
+    analysis: Analysis, steps: Steps, device: DeviceAnalysis, info: pd.DataFrame, step: int
+) -> tuple[pd.DataFrame, bool]:
+    act = device.activity
+    in_step = steps.activity_step.to_numpy() == step
+    gpu = act.loc[in_step]
+    row = steps.table.loc[steps.table["step"] == step].iloc[0]
+    api = analysis.trace.api
+    calls = api.loc[(api["pid"] == steps.pid) & (api["start"] >= row["cpu_start"]) & (api["start"] < row["cpu_end"])]
+    t0 = min(int(row["gpu_start"]), int(row["cpu_start"]))
+    lag = int(row["gpu_start"]) - int(row["cpu_start"])
+    shift = lag if lag > QUEUED_AHEAD_PERIODS * row["period_ns"] else 0
+    kinds = gpu["kind"].astype(str)
+    gpu_names = info.loc[in_step, "name"].where(kinds == "kernel", kinds)
+    cls = classify(calls["call"])
+    call_kind = np.select(
+        [
+            cls["launch"].to_numpy(),
+            cls["graph_launch"].to_numpy(),
+            cls["instantiate"].to_numpy(),
+            cls["exec_update"].to_numpy(),
+            cls["capture"].to_numpy(),
+            cls["sync"].to_numpy(),
+        ],
+        ["launch call", "graph launch", "graph instantiate", "graph update", "capture begin/end", "sync call"],
+        "other CUDA API",
+    )
+    frame = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "lane": [f"GPU {device.device_id} stream {s}" for s in gpu["stream_id"]],
+                    "kind": kinds.to_numpy(),
+                    "name": gpu_names.to_numpy(dtype=object),
+                    "start_ns": gpu["start"].to_numpy() - t0 - shift,
+                    "end_ns": gpu["end"].to_numpy() - t0 - shift,
+                    "shift_ns": shift,
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "lane": [f"CPU thread {int(t) & 0xFFFFFF}" for t in calls["tid"]],
+                    "kind": call_kind,
+                    "name": calls["call"].astype(str).to_numpy(),
+                    "start_ns": calls["start"].to_numpy() - t0,
+                    "end_ns": calls["end"].to_numpy() - t0,
+                    "shift_ns": 0,
+                }
+            ),
+        ],
+        ignore_index=True,
+    ).sort_values(["start_ns", "end_ns"], kind="stable", ignore_index=True)
+    cut = len(frame) > MAX_SAMPLE_ROWS
+    return frame.head(MAX_SAMPLE_ROWS), cut
+
+
+def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None) -> SideData:
+    """The :class:`SideData` of an analysed trace with ``steps`` (usually
+    ``analysis.extra["steps"]``, or steps found again with a template).
+
+    The instantiation cost is the total duration of the graph instantiate calls of the
+    step's process (DOMAIN.md: instantiate once, launch many times). The recommendation,
+    when present, is read from ``analysis.extra["recommendation"]`` (attributes
+    ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
+    """
+    api = analysis.trace.api
+    cls = call_classes(api["call"])
+    mine = (api["pid"] == steps.pid).to_numpy() if steps.pid is not None else np.ones(len(api), bool)
+    dur = (api["end"] - api["start"]).to_numpy()
+    rec = analysis.extra.get("recommendation")
+    common: dict[str, Any] = dict(
+        path=str(path if path is not None else analysis.trace.path),
+        origin="trace",
+        step_source=steps.source,
+        step_name=steps.name,
+        step_reason=steps.reason,
+        stats=step_stats(steps),
+        bubble_threshold_ns=analysis.bubble_threshold_ns,
+        graph_instantiations=int((cls["instantiate"].to_numpy() & mine).sum()),
+        instantiate_ns=int(dur[cls["instantiate"].to_numpy() & mine].sum()),
+        exec_updates=int((cls["exec_update"].to_numpy() & mine).sum()),
+        graph_launches=int((cls["graph_launch"].to_numpy() & mine).sum()),
+        predicted_speedup=_opt_float(getattr(rec, "predicted_speedup", None)),
+        predicted_step_ns=_opt_float(getattr(rec, "predicted_step_ns", None)),
+        break_even_iterations=_opt_float(getattr(rec, "break_even_iterations", None)),
+    )
+    device = next((d for d in analysis.devices if d.device_id == steps.device_id), None)
+    if steps.source == "none" or device is None:
+        return SideData(table=None, kernels=None, sample=None, sample_step=None, **common)
+    act_step = steps.activity_step.to_numpy()
+    graph_rows = _graph_submitted(analysis, device.activity) & (device.activity["kind"].astype(str) == "kernel")
+    graph_execs = (device.activity["kind"].astype(str) == "graph").to_numpy()
+    stepped = act_step >= 0
+
+    def per_step(flags: np.ndarray) -> np.ndarray:
+        counts = pd.Series(flags[stepped]).groupby(act_step[stepped]).sum()
+        return counts.reindex(steps.table["step"].to_numpy()).fillna(0).to_numpy(dtype=np.int64)
+
+    table = steps.table.assign(graph_kernels=per_step(np.asarray(graph_rows)), graph_execs=per_step(graph_execs))
+    table = table.loc[:, list(STEP_COLUMNS)].reset_index(drop=True)
+    info = kernel_info(analysis, device)
+    steady = steps.steady
+    kernels = _step_kernels(info, act_step, steady["step"].to_numpy())
+    rep = _representative(steady)
+    notes: tuple[str, ...] = ()
+    sample = None
+    if rep is not None:
+        sample, cut = _sample(analysis, steps, device, info, rep)
+        if cut:
+            notes = (f"the timeline of step {rep} shows only its first {MAX_SAMPLE_ROWS} events",)
+    return SideData(table=table, kernels=kernels, sample=sample, sample_step=rep, notes=notes, **common)
+
+
+def _opt_float(value: object) -> float | None:
+    if value is None:
+        return None
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+def regroup(side: SideData, k: int) -> SideData:
+    """Join each ``k`` consecutive steps of ``side.table`` into one step.
+
+    Sums the counts and durations (:data:`_ADDITIVE`), counts the gaps between the
+    joined steps that reach the bubble threshold as bubbles, takes the first start and
+    the last end, and recomputes ``period_ns``; a joined step is warm-up when any part
+    is; an incomplete last group is dropped. Kernel counts per step are multiplied by
+    ``k``. The phase is arbitrary (the trace is not at hand to align it), so this is an
+    approximation and the result says so in ``notes``.
+    """
+    if side.table is None or k <= 1:
+        return side
+    t = side.table
+    group = (t["step"].to_numpy() // k).astype(np.int64)
+    full = pd.Series(group).map(pd.Series(group).value_counts()) == k
+    t = t.loc[full.to_numpy()].assign(_g=group[full.to_numpy()])
+    inner_lead = t["lead_gap_ns"].where(t["step"] % k != 0, 0)
+    extra_bubble = inner_lead.where(inner_lead >= side.bubble_threshold_ns, 0)
+    g = t.assign(_xb=extra_bubble, _xn=(extra_bubble > 0).astype(np.int64)).groupby("_g", sort=True)
+    out = g[list(_ADDITIVE)].sum()
+    out["bubble_ns"] += g["_xb"].sum()
+    out["bubbles"] += g["_xn"].sum()
+    out["gpu_start"], out["gpu_end"] = g["gpu_start"].min(), g["gpu_end"].max()
+    out["cpu_start"], out["cpu_end"] = g["cpu_start"].min(), g["cpu_end"].max()
+    out["lead_gap_ns"] = g["lead_gap_ns"].first()
+    out["warmup"] = g["warmup"].any()
+    out["period_ns"] = out["gpu_start"].shift(-1) - out["gpu_start"]
+    out["cpu_ns"] = out["cpu_end"] - out["cpu_start"]
+    out = out.reset_index(drop=True)
+    out["step"] = np.arange(len(out))
+    kernels = None if side.kernels is None else side.kernels.assign(per_step=side.kernels["per_step"] * k)
+    return dataclasses.replace(
+        side,
+        table=out.loc[:, list(STEP_COLUMNS)],
+        kernels=kernels,
+        step_reason=f"{side.step_reason}; every {k} consecutive steps joined into one",
+        notes=side.notes
+        + (
+            f"{side.path}: its steps hold 1/{k} of the other side's kernels; every {k} consecutive steps "
+            f"were joined into one without the trace to align them (approximate; compare traces for exact steps)",
+        ),
+    )

@@ -1,0 +1,635 @@
+"""Verify a CUDA Graph conversion: the checks and the verdict of ``launchprof compare``.
+
+Input: two :class:`~launchprof.analysis.side.SideData` (BEFORE, AFTER), their steps
+already cut to the same unit of work. Output: a :class:`Comparison`. Pure: no files.
+
+Checks (DOMAIN.md, "A good report answers", point 4):
+
+- ``converted``: AFTER launches at least one graph per steady step (median) and at least
+  :data:`GRAPH_SHARE_MIN` of its steady steps' kernels are submitted by a graph launch
+  (joined on (pid, correlation id)); BEFORE ran a smaller share of its kernels in graphs
+  (by at least 0.1; without per-step tables: fewer graph launches per step).
+- ``same_work``: the kernels of a steady step (name and grid/block configuration, mean
+  count per steady step) agree on both sides within :data:`SAME_WORK_TOLERANCE`
+  (relative, at least 0.05 kernels per step): a conversion that drops or adds kernels is suspect.
+- ``faster``: speedup = median steady step period BEFORE / AFTER, with a
+  :data:`CI_LEVEL` confidence interval from a moving-block bootstrap of both medians
+  (Kuensch 1989; block length ceil(n^(1/3)) keeps the short-range correlation of
+  consecutive steps; :data:`BOOTSTRAP_RESAMPLES` resamples, seed :data:`BOOTSTRAP_SEED`,
+  so the result is deterministic). Passes when the interval's low end reaches
+  1 + ``min_effect`` (default 5 %). Without per-step tables (a report folder with only
+  summary.json) the ratio of mean periods with a delta-method normal interval is used.
+- ``bubbles``: bubble time, GPU utilization and CPU-bound ratio per steady step (ratios of
+  sums over the steady steps: bubble_ns / period, busy_ns / period, host_wait_ns /
+  period); passes when AFTER's bubble share and CPU-bound ratio are not higher and its
+  utilization not lower than BEFORE's by more than 0.01. Evidence only: it does not
+  decide the verdict.
+- ``predicted``: BEFORE's predicted speedup (its graph recommendation) against the
+  measured one; passes when measured / predicted >= :data:`PREDICTION_MIN_RATIO`.
+  Evidence only.
+- ``churn``: graph instantiations and stream captures (begin/end call pairs) per graph
+  launch in AFTER's steady steps; fails above :data:`CHURN_MAX` (a steady graph loop
+  instantiates and captures nothing after warm-up; re-doing it every step pays the
+  instantiation each time). Exec updates are reported, never failed: they are the cheap
+  way to change parameters.
+- ``paid_back``: the run's step count N against the break-even N* = AFTER's measured
+  instantiation time / (BEFORE period - AFTER period) (DOMAIN.md: amortized cost).
+  Evidence only.
+
+Verdict, first match: ``not-converted`` (converted failed), ``churn`` (re-capturing or
+re-instantiating every step comes first: it also explains extra kernels per step, such as
+the fills PyTorch issues around each capture), ``different-work`` (same work failed),
+``not-faster`` (faster did not pass), else ``verified``. A check that could not be
+evaluated (``passed`` None) decides nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis.side import KERNEL_KEY, SideData
+
+VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "churn")
+DEFAULT_MIN_EFFECT = 0.05
+CI_LEVEL = 0.95
+BOOTSTRAP_RESAMPLES = 2_000
+BOOTSTRAP_SEED = 0
+GRAPH_SHARE_MIN = 0.5
+SAME_WORK_TOLERANCE = 0.05
+CHURN_MAX = 0.1
+PREDICTION_MIN_RATIO = 0.8
+_SLACK = 0.01
+
+Evidence = dict[str, float | int | str | None]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: ``passed`` is None when it could not be evaluated (no data)."""
+
+    name: str
+    passed: bool | None
+    detail: str
+    evidence: Evidence = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SideFigures:
+    """Steady-state figures of one side (ns; ratios 0..1; None when unknown)."""
+
+    steps: int
+    steady: int
+    warmup: int
+    kernels_per_step: float | None
+    period_p50_ns: float | None
+    period_mean_ns: float | None
+    period_std_ns: float | None
+    busy_p50_ns: float | None
+    bubble_p50_ns: float | None
+    host_wait_p50_ns: float | None
+    api_p50_ns: float | None
+    cpu_p50_ns: float | None
+    utilization: float | None
+    bubble_ratio: float | None
+    cpu_bound_ratio: float | None
+    graph_launches_per_step: float | None
+    graph_execs_per_step: float | None
+    graph_kernel_share: float | None
+    instantiations_per_launch: float | None
+    captures_per_launch: float | None
+    updates_per_launch: float | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The result of :func:`verify`.
+
+    Attributes:
+        verdict: one of :data:`VERDICTS`.
+        speedup: median steady period BEFORE / AFTER (None without steps).
+        speedup_ci: (low, high) at :data:`CI_LEVEL`.
+        speedup_method: how ``speedup`` and its interval were computed.
+        predicted_speedup: BEFORE's predicted speedup, if any.
+        min_effect: the minimum speedup - 1 that counts as faster.
+        checks: the checks, in the order of the module docstring.
+        kernels: per kernel (:data:`KERNEL_KEY`) ``before_per_step``,
+            ``after_per_step`` and ``differs`` (bool), sorted by name and configuration.
+        notes: what was approximated on either side.
+    """
+
+    verdict: str
+    speedup: float | None
+    speedup_ci: tuple[float, float] | None
+    speedup_method: str
+    predicted_speedup: float | None
+    min_effect: float
+    checks: list[Check]
+    before: SideData
+    after: SideData
+    before_figures: SideFigures
+    after_figures: SideFigures
+    kernels: pd.DataFrame
+    notes: list[str]
+
+    def check(self, name: str) -> Check:
+        """The check called ``name``.
+
+        Raises:
+            KeyError: no such check.
+        """
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return float(num / den) if den > 0 else None
+
+
+def _clip01(value: float | None) -> float | None:
+    return None if value is None else float(min(max(value, 0.0), 1.0))
+
+
+def side_figures(side: SideData) -> SideFigures:
+    """Steady-state figures of ``side`` from its step table (or, without one, its
+    summary step statistics; ratios are then ratios of medians)."""
+    s = side.steady
+    st = side.stats
+    if s is None or s.empty:
+        period = st.get("period_p50_ns")
+
+        def of_period(key: str) -> float | None:
+            v = st.get(key)
+            return _clip01(v / period) if v is not None and period else None
+
+        glp = st.get("graph_launches_p50")
+        return SideFigures(
+            steps=int(st.get("count") or 0),
+            steady=int(st.get("steady") or 0),
+            warmup=int(st.get("warmup") or 0),
+            kernels_per_step=side.kernels_per_step,
+            period_p50_ns=period,
+            period_mean_ns=st.get("period_mean_ns"),
+            period_std_ns=st.get("period_std_ns"),
+            busy_p50_ns=st.get("busy_p50_ns"),
+            bubble_p50_ns=st.get("bubble_ns_p50"),
+            host_wait_p50_ns=st.get("host_wait_p50_ns"),
+            api_p50_ns=st.get("api_ns_p50"),
+            cpu_p50_ns=st.get("cpu_ns_p50"),
+            utilization=of_period("busy_p50_ns"),
+            bubble_ratio=of_period("bubble_ns_p50"),
+            cpu_bound_ratio=of_period("host_wait_p50_ns"),
+            graph_launches_per_step=None if glp is None else float(glp),
+            graph_execs_per_step=None,
+            graph_kernel_share=None,
+            instantiations_per_launch=None,
+            captures_per_launch=None,
+            updates_per_launch=None,
+        )
+    period = s["period_ns"].to_numpy(dtype=float)
+    total = float(period.sum())
+    launches = float(s["graph_launches"].sum())
+    kernels = float(s["kernels"].sum())
+
+    def p50(col: str) -> float:
+        return float(np.median(s[col].to_numpy(dtype=float)))
+
+    def per_launch(col: str, scale: float = 1.0) -> float | None:
+        return float(s[col].sum()) * scale / launches if launches > 0 else None
+
+    if kernels > 0:
+        share: float | None = float(s["graph_kernels"].sum()) / kernels
+    else:
+        share = 1.0 if launches > 0 else 0.0
+    return SideFigures(
+        steps=int(len(side.table)) if side.table is not None else 0,
+        steady=int(len(s)),
+        warmup=int(side.table["warmup"].astype(bool).sum()) if side.table is not None else 0,
+        kernels_per_step=p50("kernels"),
+        period_p50_ns=float(np.median(period)),
+        period_mean_ns=float(period.mean()),
+        period_std_ns=float(period.std(ddof=1)) if period.size > 1 else None,
+        busy_p50_ns=p50("busy_ns"),
+        bubble_p50_ns=p50("bubble_ns"),
+        host_wait_p50_ns=p50("host_wait_ns"),
+        api_p50_ns=p50("api_ns"),
+        cpu_p50_ns=p50("cpu_ns"),
+        utilization=_clip01(_ratio(float(s["busy_ns"].sum()), total)),
+        bubble_ratio=_clip01(_ratio(float(s["bubble_ns"].sum()), total)),
+        cpu_bound_ratio=_clip01(_ratio(float(s["host_wait_ns"].sum()), total)),
+        graph_launches_per_step=p50("graph_launches"),
+        graph_execs_per_step=p50("graph_execs"),
+        graph_kernel_share=share,
+        instantiations_per_launch=per_launch("instantiations"),
+        captures_per_launch=per_launch("captures", 0.5),
+        updates_per_launch=per_launch("exec_updates"),
+    )
+
+
+def block_bootstrap_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Medians of ``resamples`` moving-block bootstrap resamples of ``x`` (block length
+    ceil(n^(1/3)), blocks drawn uniformly with replacement, cut to n values)."""
+    n = x.size
+    block = max(1, int(np.ceil(n ** (1 / 3))))
+    blocks = int(np.ceil(n / block))
+    out = np.empty(resamples)
+    per_chunk = max(1, 4_000_000 // (blocks * block))
+    for i in range(0, resamples, per_chunk):
+        m = min(per_chunk, resamples - i)
+        starts = rng.integers(0, n - block + 1, size=(m, blocks))
+        idx = (starts[:, :, None] + np.arange(block)).reshape(m, -1)[:, :n]
+        out[i : i + m] = np.median(x[idx], axis=1)
+    return out
+
+
+def speedup_interval(
+    before_ns: np.ndarray, after_ns: np.ndarray, level: float = CI_LEVEL
+) -> tuple[float, tuple[float, float]]:
+    """Ratio of medians ``median(before) / median(after)`` and its bootstrap interval.
+
+    Args:
+        before_ns, after_ns: steady step periods (ns), at least one value each.
+        level: two-sided confidence level.
+
+    Returns:
+        (speedup, (low, high)); with fewer than 2 values on a side the interval is the
+        point itself.
+    """
+    b = np.asarray(before_ns, dtype=float)
+    a = np.asarray(after_ns, dtype=float)
+    point = float(np.median(b) / np.median(a))
+    if b.size < 2 or a.size < 2:
+        return point, (point, point)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    ratios = block_bootstrap_medians(b, BOOTSTRAP_RESAMPLES, rng) / block_bootstrap_medians(a, BOOTSTRAP_RESAMPLES, rng)
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail])
+    return point, (float(min(lo, point)), float(max(hi, point)))
+
+
+def _mean_interval(fb: SideFigures, fa: SideFigures, level: float = CI_LEVEL) -> tuple[float, tuple[float, float]]:
+    mb, ma = fb.period_mean_ns or fb.period_p50_ns, fa.period_mean_ns or fa.period_p50_ns
+    assert mb is not None and ma is not None
+    r = mb / ma
+    if not (fb.period_std_ns and fa.period_std_ns and fb.steady > 1 and fa.steady > 1):
+        return r, (r, r)
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    rel = np.sqrt((fb.period_std_ns / mb) ** 2 / fb.steady + (fa.period_std_ns / ma) ** 2 / fa.steady)
+    return r, (max(r * (1 - z * rel), 0.0), r * (1 + z * rel))
+
+
+def kernel_table(before: SideData, after: SideData) -> pd.DataFrame:
+    """Kernels per steady step on both sides: :data:`KERNEL_KEY`, ``before_per_step``,
+    ``after_per_step``, ``differs`` (beyond :data:`SAME_WORK_TOLERANCE`). Empty when a
+    side does not know its kernels."""
+    cols = [*KERNEL_KEY, "before_per_step", "after_per_step", "differs"]
+    if before.kernels is None or after.kernels is None:
+        return pd.DataFrame(columns=cols)
+    key = list(KERNEL_KEY)
+    m = before.kernels.rename(columns={"per_step": "before_per_step"}).merge(
+        after.kernels.rename(columns={"per_step": "after_per_step"}), on=key, how="outer"
+    )
+    m = m.fillna({"before_per_step": 0.0, "after_per_step": 0.0})
+    b, a = m["before_per_step"].to_numpy(dtype=float), m["after_per_step"].to_numpy(dtype=float)
+    m["differs"] = np.abs(b - a) > np.maximum(SAME_WORK_TOLERANCE * np.maximum(b, a), 0.05)
+    return m.sort_values(key, kind="stable").reset_index(drop=True)[cols]
+
+
+def _config(row: pd.Series) -> str:
+    return (
+        f"{row['name']} <<<({row['grid_x']},{row['grid_y']},{row['grid_z']}), "
+        f"({row['block_x']},{row['block_y']},{row['block_z']})>>>"
+    )
+
+
+def _launches(n: float) -> str:
+    return f"{n:g} graph launch" if n == 1 else f"{n:g} graph launches"
+
+
+def _kinds(n: int) -> str:
+    return f"{n} kernel kind" if n == 1 else f"{n} kernel kinds"
+
+
+def _fmt_us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e3:,.1f} us"
+
+
+def _fmt_pct(r: float | None) -> str:
+    return "-" if r is None else f"{r * 100:.1f} %"
+
+
+def check_converted(fb: SideFigures, fa: SideFigures) -> Check:
+    """The ``converted`` check (see the module docstring)."""
+    glb, gla = fb.graph_launches_per_step or 0.0, fa.graph_launches_per_step or 0.0
+    shb, sha = fb.graph_kernel_share, fa.graph_kernel_share
+    after_graphs = gla >= 1 and (sha is None or sha >= GRAPH_SHARE_MIN)
+    less_before = shb <= sha - 0.1 if shb is not None and sha is not None else glb < gla
+    passed = bool(after_graphs and less_before)
+    detail = (
+        f"AFTER: {_launches(gla)} per step, {_fmt_pct(sha)} of a step's kernels run inside graphs; "
+        f"BEFORE: {_launches(glb)} per step, {_fmt_pct(shb)} inside graphs."
+    )
+    if not after_graphs:
+        detail += " AFTER does not run its steps as graphs."
+    elif not less_before:
+        detail += " BEFORE already ran its steps as graphs: nothing was converted between the two."
+    elif sha is not None and sha < 0.9:
+        detail += " Partial conversion: some of AFTER's kernels are still launched one by one."
+    return Check(
+        "converted",
+        passed,
+        detail,
+        {
+            "before_graph_launches_per_step": glb,
+            "after_graph_launches_per_step": gla,
+            "before_graph_kernel_share": shb,
+            "after_graph_kernel_share": sha,
+        },
+    )
+
+
+def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> Check:
+    """The ``same_work`` check (see the module docstring)."""
+    kb, ka = fb.kernels_per_step, fa.kernels_per_step
+    evidence: Evidence = {"before_kernels_per_step": kb, "after_kernels_per_step": ka}
+    for label, f in (("BEFORE", fb), ("AFTER", fa)):
+        if not f.kernels_per_step and f.graph_execs_per_step:
+            return Check(
+                "same_work",
+                None,
+                f"{label} was traced with whole-graph rows only (nsys --cuda-graph-trace=graph): the kernels inside "
+                "its graphs are not in the trace, so the work cannot be compared; record with "
+                "--cuda-graph-trace=node.",
+                evidence,
+            )
+    if kernels.empty:
+        if kb is None or ka is None:
+            return Check("same_work", None, "Kernels per step unknown on one side.", evidence)
+        same = abs(kb - ka) <= max(SAME_WORK_TOLERANCE * max(kb, ka), 0.05)
+        return Check(
+            "same_work",
+            same,
+            f"{kb:g} vs {ka:g} kernels per step (kernel names not available on one side: only counts compared).",
+            evidence,
+        )
+    diff = kernels.loc[kernels["differs"]]
+    evidence["kernel_kinds_differing"] = int(len(diff))
+    if diff.empty:
+        return Check(
+            "same_work",
+            True,
+            f"The same {_kinds(len(kernels))} (name and launch configuration) run per steady step on both sides, "
+            f"{kb:g} kernels per step before and {ka:g} after.",
+            evidence,
+        )
+    listed = "; ".join(
+        f"{_config(r)}: {r['before_per_step']:g} -> {r['after_per_step']:g} per step"
+        for _, r in diff.head(5).iterrows()
+    )
+    more = f" and {len(diff) - 5} more" if len(diff) > 5 else ""
+    verb = "differs" if len(diff) == 1 else "differ"
+    return Check(
+        "same_work",
+        False,
+        f"{_kinds(len(diff))} {verb} per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
+        evidence,
+    )
+
+
+def check_faster(
+    fb: SideFigures, fa: SideFigures, speedup: float | None, ci: tuple[float, float] | None, min_effect: float
+) -> Check:
+    """The ``faster`` check (see the module docstring)."""
+    evidence: Evidence = {
+        "before_period_p50_ns": fb.period_p50_ns,
+        "after_period_p50_ns": fa.period_p50_ns,
+        "speedup": speedup,
+        "speedup_ci_low": None if ci is None else ci[0],
+        "speedup_ci_high": None if ci is None else ci[1],
+        "min_effect": min_effect,
+        "before_steady_steps": fb.steady,
+        "after_steady_steps": fa.steady,
+    }
+    if speedup is None or ci is None:
+        return Check("faster", None, "No steady steps with a period on one side: nothing to compare.", evidence)
+    lo, hi = ci
+    head = (
+        f"Step period p50 {_fmt_us(fb.period_p50_ns)} -> {_fmt_us(fa.period_p50_ns)}: {speedup:.2f}x "
+        f"({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x, {fb.steady} and {fa.steady} steady steps)."
+    )
+    need = 1 + min_effect
+    if lo >= need:
+        return Check("faster", True, f"{head} Faster by more than the minimum effect ({min_effect:.0%}).", evidence)
+    if hi < 1:
+        return Check("faster", False, f"{head} AFTER is slower.", evidence)
+    if lo <= 1 <= hi:
+        return Check("faster", False, f"{head} The difference is within noise.", evidence)
+    return Check("faster", False, f"{head} Faster, but by less than the minimum effect ({min_effect:.0%}).", evidence)
+
+
+def check_bubbles(fb: SideFigures, fa: SideFigures) -> Check:
+    """The ``bubbles`` check (see the module docstring)."""
+    evidence: Evidence = {
+        "before_bubble_p50_ns": fb.bubble_p50_ns,
+        "after_bubble_p50_ns": fa.bubble_p50_ns,
+        "before_bubble_ratio": fb.bubble_ratio,
+        "after_bubble_ratio": fa.bubble_ratio,
+        "before_utilization": fb.utilization,
+        "after_utilization": fa.utilization,
+        "before_cpu_bound_ratio": fb.cpu_bound_ratio,
+        "after_cpu_bound_ratio": fa.cpu_bound_ratio,
+    }
+    pairs = [(fb.bubble_ratio, fa.bubble_ratio, 1), (fb.cpu_bound_ratio, fa.cpu_bound_ratio, 1)]
+    pairs.append((fb.utilization, fa.utilization, -1))
+    if any(b is None or a is None for b, a, _ in pairs):
+        return Check("bubbles", None, "Per-step bubble or utilization figures missing on one side.", evidence)
+    passed = all(sign * (a - b) <= _SLACK for b, a, sign in pairs)  # type: ignore[operator]
+    detail = (
+        f"Per steady step: bubbles {_fmt_us(fb.bubble_p50_ns)} -> {_fmt_us(fa.bubble_p50_ns)} "
+        f"({_fmt_pct(fb.bubble_ratio)} -> {_fmt_pct(fa.bubble_ratio)} of the period); GPU utilization "
+        f"{_fmt_pct(fb.utilization)} -> {_fmt_pct(fa.utilization)}; CPU-bound ratio "
+        f"{_fmt_pct(fb.cpu_bound_ratio)} -> {_fmt_pct(fa.cpu_bound_ratio)}."
+    )
+    if not passed:
+        detail += " AFTER leaves the GPU idle more than BEFORE."
+    return Check("bubbles", passed, detail, evidence)
+
+
+def check_predicted(predicted: float | None, measured: float | None) -> Check:
+    """The ``predicted`` check (see the module docstring)."""
+    evidence: Evidence = {"predicted_speedup": predicted, "measured_speedup": measured, "measured_over_predicted": None}
+    if predicted is None:
+        return Check("predicted", None, "No prediction available for BEFORE (no graph recommendation).", evidence)
+    if measured is None or predicted <= 0:
+        return Check("predicted", None, f"Predicted {predicted:.2f}x; no measured speedup to compare.", evidence)
+    ratio = measured / predicted
+    evidence["measured_over_predicted"] = ratio
+    passed = ratio >= PREDICTION_MIN_RATIO
+    detail = f"Predicted {predicted:.2f}x, measured {measured:.2f}x (measured / predicted = {ratio:.2f})."
+    if not passed:
+        detail += f" The conversion delivered less than {PREDICTION_MIN_RATIO:.0%} of the predicted gain."
+    elif ratio > 1.25:
+        detail += " The prediction was conservative."
+    return Check("predicted", passed, detail, evidence)
+
+
+def check_churn(after: SideData, fa: SideFigures) -> Check:
+    """The ``churn`` check (see the module docstring)."""
+    inst, caps, upd = fa.instantiations_per_launch, fa.captures_per_launch, fa.updates_per_launch
+    each_ns = after.instantiate_ns / after.graph_instantiations if after.graph_instantiations else None
+    cost = None if inst is None or each_ns is None else inst * each_ns * (fa.graph_launches_per_step or 0)
+    evidence: Evidence = {
+        "instantiations_per_graph_launch": inst,
+        "captures_per_graph_launch": caps,
+        "exec_updates_per_graph_launch": upd,
+        "instantiate_each_ns": each_ns,
+        "instantiate_per_step_ns": cost,
+        "run_instantiations": after.graph_instantiations,
+        "run_exec_updates": after.exec_updates,
+    }
+    if inst is None:
+        return Check("churn", None, "AFTER has no graph launches in its steady steps (or no step table).", evidence)
+    assert caps is not None and upd is not None
+    passed = inst <= CHURN_MAX and caps <= CHURN_MAX
+    detail = (
+        f"Per graph launch in AFTER's steady steps: {inst:.2f} instantiations, {caps:.2f} captures, "
+        f"{upd:.2f} exec updates ({after.graph_instantiations} instantiations and {after.exec_updates} "
+        f"updates in the whole run)."
+    )
+    if not passed and inst > CHURN_MAX:
+        detail += " AFTER re-instantiates its graph in steady state"
+        if cost is not None and fa.period_p50_ns:
+            detail += (
+                f": instantiation costs {_fmt_us(cost)} per step ({_fmt_us(each_ns)} each), "
+                f"{cost / fa.period_p50_ns:.0%} of the step period"
+            )
+        detail += "; instantiate once and reuse the graph (static buffers), or update it with cudaGraphExecUpdate."
+    elif not passed:
+        detail += " AFTER re-captures its graph in steady state: every step still makes the captured launch calls"
+        if fa.api_p50_ns is not None and fa.period_p50_ns:
+            detail += (
+                f" (CUDA API time {_fmt_us(fa.api_p50_ns)} per step, "
+                f"{fa.api_p50_ns / fa.period_p50_ns:.0%} of the step period)"
+            )
+        detail += "; capture once and keep the buffers static (copy new inputs into them)."
+    return Check("churn", passed, detail, evidence)
+
+
+def check_paid_back(after: SideData, fb: SideFigures, fa: SideFigures) -> Check:
+    """The ``paid_back`` check (see the module docstring)."""
+    n = fa.steps
+    evidence: Evidence = {
+        "iterations": n,
+        "instantiate_ns": after.instantiate_ns,
+        "break_even_iterations": None,
+        "gain_per_step_ns": None,
+    }
+    if fb.period_p50_ns is None or fa.period_p50_ns is None:
+        return Check("paid_back", None, "No step periods to compare.", evidence)
+    gain = fb.period_p50_ns - fa.period_p50_ns
+    evidence["gain_per_step_ns"] = gain
+    if after.graph_instantiations == 0:
+        return Check(
+            "paid_back", None, "No graph instantiation in AFTER's trace (made before profiling started?).", evidence
+        )
+    if gain <= 0:
+        return Check(
+            "paid_back",
+            False,
+            f"No gain per step: the {_fmt_us(after.instantiate_ns)} instantiation never pays back.",
+            evidence,
+        )
+    n_star = after.instantiate_ns / gain
+    evidence["break_even_iterations"] = n_star
+    passed = n >= n_star
+    detail = (
+        f"Instantiation {_fmt_us(after.instantiate_ns)} / gain {_fmt_us(gain)} per step = break-even after "
+        f"{np.ceil(n_star):.0f} iterations; this run has {n}."
+    )
+    if not passed:
+        detail += " The run is too short to repay the instantiation."
+    return Check("paid_back", passed, detail, evidence)
+
+
+def verdict_of(checks: list[Check]) -> str:
+    """The verdict from the checks (first match in the module docstring's order)."""
+    by = {c.name: c.passed for c in checks}
+    if by.get("converted") is not True:
+        return "not-converted"
+    if by.get("churn") is False:
+        return "churn"
+    if by.get("same_work") is False:
+        return "different-work"
+    if by.get("faster") is not True:
+        return "not-faster"
+    return "verified"
+
+
+def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EFFECT) -> Comparison:
+    """Compare BEFORE and AFTER and decide the verdict.
+
+    Args:
+        before, after: the two runs, steps cut to the same unit of work.
+        min_effect: the speedup must reach ``1 + min_effect`` at the low end of its
+            interval to count as faster (default 0.05).
+
+    Returns:
+        :class:`Comparison`.
+
+    Raises:
+        ValueError: ``min_effect`` is negative.
+    """
+    if min_effect < 0:
+        raise ValueError("min_effect must be >= 0")
+    fb, fa = side_figures(before), side_figures(after)
+    sb, sa = before.steady, after.steady
+    notes: list[str] = list(before.notes) + list(after.notes)
+    speedup: float | None = None
+    ci: tuple[float, float] | None = None
+    method = "none"
+    if sb is not None and sa is not None and len(sb) and len(sa):
+        speedup, ci = speedup_interval(sb["period_ns"].to_numpy(), sa["period_ns"].to_numpy())
+        method = (
+            f"ratio of median steady step periods; {CI_LEVEL:.0%} interval from a moving-block bootstrap "
+            f"({BOOTSTRAP_RESAMPLES} resamples, seed {BOOTSTRAP_SEED})"
+        )
+    elif fb.period_p50_ns and fa.period_p50_ns:
+        speedup, ci = _mean_interval(fb, fa)
+        method = f"ratio of mean steady step periods; {CI_LEVEL:.0%} normal interval (delta method)"
+        notes.append("no per-step table on one side (report folder without steps.csv): summary statistics used")
+    kernels = kernel_table(before, after)
+    checks = [
+        check_converted(fb, fa),
+        check_same_work(fb, fa, kernels),
+        check_faster(fb, fa, speedup, ci, min_effect),
+        check_bubbles(fb, fa),
+        check_predicted(before.predicted_speedup, speedup),
+        check_churn(after, fa),
+        check_paid_back(after, fb, fa),
+    ]
+    return Comparison(
+        verdict=verdict_of(checks),
+        speedup=speedup,
+        speedup_ci=ci,
+        speedup_method=method,
+        predicted_speedup=before.predicted_speedup,
+        min_effect=min_effect,
+        checks=checks,
+        before=before,
+        after=after,
+        before_figures=fb,
+        after_figures=fa,
+        kernels=kernels,
+        notes=notes,
+    )
+
+
+def evidence_json(evidence: Evidence) -> dict[str, Any]:
+    """``evidence`` with non-finite floats as None (JSON has no NaN)."""
+    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in evidence.items()}

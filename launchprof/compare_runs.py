@@ -1,0 +1,174 @@
+"""Compare two runs: load each side (a trace or a report folder), cut their steps to the
+same unit of work, and verify the conversion (:mod:`launchprof.analysis.verify`).
+
+Steps of the same work: when the two sides' steady steps hold different numbers of
+kernels and one is a whole multiple of the other (a per-launch run without NVTX whose
+inferred step is one repeat of a short kernel sequence, against a graph whose step is the
+whole captured loop body), the side with the smaller step is cut again: a trace with the
+kernel names of one step of the other side as the template
+(:func:`~launchprof.analysis.steps.find_steps`), a report folder by joining that many
+consecutive steps (:func:`~launchprof.analysis.side.regroup`). Steps given by NVTX
+ranges are never re-cut: they are the user's own definition.
+
+Writing ``compare.json`` and ``compare.html`` is :mod:`launchprof.report.compare`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from launchprof.analysis import Analysis
+from launchprof.analysis.side import SideData, regroup, side_from_analysis
+from launchprof.analysis.steps import find_steps
+from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
+from launchprof.api import analyze
+from launchprof.errors import LaunchprofError
+from launchprof.report.sides import ReportFolderError, side_from_folder
+
+
+class CompareOptionError(LaunchprofError):
+    """A compare option has a value outside its choices."""
+
+
+DEFAULT_FAIL_ON = ",".join(v for v in VERDICTS if v != "verified")
+
+
+def parse_fail_on(text: str) -> frozenset[str]:
+    """The verdicts named in ``--fail-on`` (comma-separated; ``none`` for none).
+
+    Raises:
+        CompareOptionError: an unknown verdict.
+    """
+    names = {t.strip() for t in text.split(",") if t.strip()}
+    if names == {"none"}:
+        return frozenset()
+    unknown = sorted(names - set(VERDICTS))
+    if unknown or not names:
+        raise CompareOptionError(
+            f"--fail-on: unknown verdict {', '.join(map(repr, unknown)) or repr(text)} "
+            f"(choose from {', '.join(VERDICTS)}, or none)"
+        )
+    return frozenset(names)
+
+
+def default_name(before: Path, after: Path) -> str:
+    """``compare-<before stem>-vs-<after stem>`` (folder name for a report folder)."""
+
+    def stem(p: Path) -> str:
+        name = p.resolve().name if p.is_dir() else p.name
+        return name.split(".")[0] or "run"
+
+    return f"compare-{stem(before)}-vs-{stem(after)}"
+
+
+def _load(
+    label: str,
+    path: Path,
+    step: str | None,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    progress: Callable[[str], None] | None,
+) -> tuple[SideData, Analysis | None]:
+    try:
+        if path.is_dir():
+            side = side_from_folder(path)
+            if step and side.step_name not in (step, f"launchprof:{step}") and side.step_source == "nvtx":
+                side = side.with_notes(
+                    f"{path}: --step {step!r} ignored for a report folder (its steps: {side.step_name})"
+                )
+            return side, None
+        analysis = analyze(
+            path,
+            bubble_threshold_ns,
+            nsys=nsys,
+            progress=(lambda msg: progress(f"{label}: {msg}")) if progress else None,
+            step=step,
+        )
+    except LaunchprofError as exc:
+        raise type(exc)(f"{label} {path}: {exc}") from None
+    return side_from_analysis(analysis, analysis.extra["steps"], path=str(path)), analysis
+
+
+def _template(side: SideData) -> list[str] | None:
+    """Kernel names of ``side``'s representative step, in start order (None when its
+    timeline is missing or cut short)."""
+    if side.sample is None:
+        return None
+    kern = side.sample.loc[side.sample["kind"] == "kernel"].sort_values(["start_ns", "end_ns"], kind="stable")
+    names = [str(n) for n in kern["name"]]
+    kps = side.kernels_per_step
+    return names if names and kps is not None and len(names) == round(kps) else None
+
+
+def align(
+    before: SideData, after: SideData, before_analysis: Analysis | None, after_analysis: Analysis | None
+) -> tuple[SideData, SideData]:
+    """Cut the smaller-step side again when the kernels per step differ by a whole
+    multiple (see the module docstring). Returns the two sides, changed or not."""
+    kb, ka = before.kernels_per_step, after.kernels_per_step
+    if not kb or not ka or round(kb) == round(ka):
+        return before, after
+    small_is_before = kb < ka
+    small, big = (before, after) if small_is_before else (after, before)
+    small_a = before_analysis if small_is_before else after_analysis
+    ks, kg = round(min(kb, ka)), round(max(kb, ka))
+    if ks == 0 or kg % ks:
+        return before, after
+    label = "BEFORE" if small_is_before else "AFTER"
+    other = "AFTER" if small_is_before else "BEFORE"
+    if small.step_source == "nvtx":
+        small = small.with_notes(
+            f"{label}'s steps ({ks} kernels) are 1/{kg // ks} of {other}'s ({kg}) but are NVTX ranges: not re-cut"
+        )
+    elif small_a is not None and (template := _template(big)) is not None:
+        steps = find_steps(small_a, template=template, device_id=None)
+        if steps.source == "none":
+            return before, after
+        small = side_from_analysis(small_a, steps, path=small.path).with_notes(
+            f"{label}'s steps ({ks} kernels, {small.step_source}) were re-cut into steps of {kg} kernels: the kernel "
+            f"sequence of one {other} step is the template"
+        )
+    elif small.origin == "report" and small.table is not None:
+        small = regroup(small, kg // ks)
+    return (small, big) if small_is_before else (big, small)
+
+
+def compare(
+    before: str | Path,
+    after: str | Path,
+    step: str | None = None,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
+    nsys: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Comparison:
+    """Compare a run before and after its CUDA Graph conversion.
+
+    Args:
+        before, after: traces (``.sqlite``, ``.sqlite.xz``, ``.nsys-rep``) or report folders.
+        step: NVTX range text that marks one step (both traces).
+        min_effect: minimum speedup - 1 that counts as faster (0.05 = 5 %).
+        bubble_threshold_ns: minimum idle gap counted as a bubble (traces).
+        nsys: nsys executable for ``.nsys-rep`` inputs.
+        progress: optional callback given a short text before each stage.
+
+    Returns:
+        :class:`~launchprof.analysis.verify.Comparison`.
+
+    Raises:
+        TraceError, NsysError, StepError: a trace cannot be read (message names the side).
+        ReportFolderError: a folder lacks summary.json, or a side has no steps.
+    """
+    b_side, b_an = _load("BEFORE", Path(before), step, bubble_threshold_ns, nsys, progress)
+    a_side, a_an = _load("AFTER", Path(after), step, bubble_threshold_ns, nsys, progress)
+    for label, side in (("BEFORE", b_side), ("AFTER", a_side)):
+        if side.table is None and not side.stats.get("period_p50_ns"):
+            raise ReportFolderError(
+                f"{label} {side.path}: no steps found ({side.step_reason}); mark steps with NVTX ranges and give --step"
+            )
+    if progress:
+        progress("comparing steps")
+    b_side, a_side = align(b_side, a_side, b_an, a_an)
+    return verify(b_side, a_side, min_effect)

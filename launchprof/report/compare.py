@@ -1,0 +1,234 @@
+"""Write a comparison (:func:`launchprof.compare`): ``compare.json`` (the
+:class:`~launchprof.report.compare_schema.CompareDoc`) and ``compare.html`` with
+``plotly.min.js`` next to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from launchprof.analysis.side import SideData
+from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures, evidence_json
+from launchprof.report.compare_schema import CheckDoc, CompareDoc, KernelDoc, SideDoc
+from launchprof.report.html import atomic_write, embed, fmt_us, prepare_folder, render, write_plotlyjs
+
+COMPARE_FILES = ("compare.json", "compare.html")
+KIND_COLORS = {
+    "kernel": "#1f77b4",
+    "memcpy": "#2ca02c",
+    "memset": "#17becf",
+    "graph": "#9467bd",
+    "launch call": "#ff7f0e",
+    "graph launch": "#d62728",
+    "graph instantiate": "#e377c2",
+    "graph update": "#bcbd22",
+    "capture begin/end": "#7f7f7f",
+    "sync call": "#8c564b",
+    "other CUDA API": "#b0b0b0",
+}
+
+
+def _side_doc(side: SideData, f: SideFigures) -> SideDoc:
+    return SideDoc(
+        path=side.path,
+        origin="report" if side.origin == "report" else "trace",
+        step_source=side.step_source,
+        step_name=side.step_name,
+        step_reason=side.step_reason,
+        steps=f.steps,
+        steady=f.steady,
+        warmup=f.warmup,
+        kernels_per_step=f.kernels_per_step,
+        period_p50_ns=f.period_p50_ns,
+        period_mean_ns=f.period_mean_ns,
+        busy_p50_ns=f.busy_p50_ns,
+        bubble_p50_ns=f.bubble_p50_ns,
+        host_wait_p50_ns=f.host_wait_p50_ns,
+        api_p50_ns=f.api_p50_ns,
+        cpu_p50_ns=f.cpu_p50_ns,
+        utilization=f.utilization,
+        bubble_ratio=f.bubble_ratio,
+        cpu_bound_ratio=f.cpu_bound_ratio,
+        graph_launches_per_step=f.graph_launches_per_step,
+        graph_kernel_share=f.graph_kernel_share,
+        graph_launches=side.graph_launches,
+        graph_instantiations=side.graph_instantiations,
+        instantiate_ns=side.instantiate_ns,
+        exec_updates=side.exec_updates,
+    )
+
+
+def build_compare_doc(c: Comparison, before_path: str | None = None, after_path: str | None = None) -> CompareDoc:
+    """The ``compare.json`` document of ``c`` (paths recorded as given, if passed).
+
+    Raises:
+        pydantic.ValidationError: an invariant does not hold - a bug, never a user error.
+    """
+    before = _side_doc(c.before, c.before_figures)
+    after = _side_doc(c.after, c.after_figures)
+    if before_path is not None:
+        before = before.model_copy(update={"path": before_path})
+    if after_path is not None:
+        after = after.model_copy(update={"path": after_path})
+    return CompareDoc(
+        verdict=c.verdict,  # type: ignore[arg-type]
+        speedup=c.speedup,
+        speedup_ci=c.speedup_ci,
+        speedup_method=c.speedup_method,
+        predicted_speedup=c.predicted_speedup,
+        min_effect=c.min_effect,
+        before=before,
+        after=after,
+        checks=[
+            CheckDoc(name=k.name, passed=k.passed, detail=k.detail, evidence=evidence_json(k.evidence))
+            for k in c.checks
+        ],
+        kernels=[
+            KernelDoc(
+                name=str(r["name"]),
+                grid=(int(r["grid_x"]), int(r["grid_y"]), int(r["grid_z"])),
+                block=(int(r["block_x"]), int(r["block_y"]), int(r["block_z"])),
+                before_per_step=float(r["before_per_step"]),
+                after_per_step=float(r["after_per_step"]),
+                differs=bool(r["differs"]),
+            )
+            for _, r in c.kernels.iterrows()
+        ],
+        notes=c.notes,
+    )
+
+
+def headline(doc: CompareDoc) -> str:
+    """One sentence under the verdict: the figure or the check that decided it."""
+    by = {k.name: k for k in doc.checks}
+    if doc.verdict == "verified" and doc.speedup is not None and doc.speedup_ci is not None:
+        lo, hi = doc.speedup_ci
+        same = by["same_work"].passed if "same_work" in by else None
+        work = "the same kernels" if same else "the kernels could not be compared (see same_work)"
+        launches = doc.after.graph_launches_per_step or 0
+        return (
+            f"{doc.speedup:.2f}x faster per step ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x): "
+            f"{fmt_us(doc.before.period_p50_ns)} -> {fmt_us(doc.after.period_p50_ns)}, {work}, "
+            f"run as {launches:g} graph launch{'' if launches == 1 else 'es'} per step."
+        )
+    decisive = {"not-converted": "converted", "different-work": "same_work", "churn": "churn", "not-faster": "faster"}
+    check = by.get(decisive.get(doc.verdict, ""))
+    return check.detail if check else ""
+
+
+def _bars(doc: CompareDoc) -> go.Figure:
+    labels = ["step period", "GPU busy", "bubbles", "host-wait idle", "CPU time in CUDA API", "CPU step span"]
+    keys = ["period_p50_ns", "busy_p50_ns", "bubble_p50_ns", "host_wait_p50_ns", "api_p50_ns", "cpu_p50_ns"]
+    fig = go.Figure()
+    for name, side, color in (("BEFORE", doc.before, "#9e9e9e"), ("AFTER", doc.after, "#2b7bba")):
+        values = [getattr(side, k) for k in keys]
+        us = [None if v is None else v / 1e3 for v in values]
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=us,
+                name=name,
+                marker_color=color,
+                text=["-" if v is None else f"{v:,.1f}" for v in us],
+                textposition="outside",
+                hovertemplate="%{x}: %{y:,.2f} us<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis_title="median per steady step (us)",
+        height=380,
+        margin=dict(l=60, r=20, t=40, b=40),
+        template="plotly_white",
+        title="Per steady step, median",
+    )
+    return fig
+
+
+def _timelines(c: Comparison) -> go.Figure | None:
+    sides = [("BEFORE", c.before), ("AFTER", c.after)]
+    if all(s.sample is None for _, s in sides):
+        return None
+    titles = []
+    for label, s in sides:
+        if s.sample is None:
+            titles.append(f"{label}: no step timeline available")
+            continue
+        shift = int(s.sample["shift_ns"].max()) if len(s.sample) else 0
+        extra = f"; GPU rows drawn {shift / 1e3:,.1f} us earlier (work queued ahead)" if shift else ""
+        titles.append(f"{label}: step {s.sample_step}{extra}")
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
+    seen: set[str] = set()
+    end = 0.0
+    for row, (_, s) in enumerate(sides, start=1):
+        if s.sample is None or s.sample.empty:
+            continue
+        end = max(end, float(s.sample["end_ns"].max()))
+        lanes = sorted(s.sample["lane"].unique(), key=lambda lane: (not str(lane).startswith("GPU"), str(lane)))
+        # Bottom to top: GPU lanes below, CPU threads above (as nsys draws them).
+        fig.update_yaxes(categoryorder="array", categoryarray=lanes, row=row, col=1)
+        for kind, rows in s.sample.groupby("kind", sort=True):
+            fig.add_trace(
+                go.Bar(
+                    orientation="h",
+                    base=rows["start_ns"] / 1e3,
+                    x=(rows["end_ns"] - rows["start_ns"]) / 1e3,
+                    y=rows["lane"],
+                    name=str(kind),
+                    legendgroup=str(kind),
+                    showlegend=kind not in seen,
+                    marker_color=KIND_COLORS.get(str(kind), "#444444"),
+                    text=rows["name"],
+                    textposition="none",
+                    hovertemplate="%{text}<br>start %{base:,.2f} us<br>%{x:,.2f} us<extra>%{y}</extra>",
+                ),
+                row=row,
+                col=1,
+            )
+            seen.add(str(kind))
+    fig.update_layout(
+        barmode="overlay",
+        height=460,
+        margin=dict(l=140, r=20, t=50, b=50),
+        template="plotly_white",
+        legend=dict(orientation="h", y=-0.15),
+    )
+    fig.update_xaxes(range=[0, end / 1e3 * 1.02])
+    fig.update_xaxes(title_text="time from the step's first event (us), same scale for both", row=2, col=1)
+    return fig
+
+
+def render_compare(c: Comparison, doc: CompareDoc) -> str:
+    """The compare page: verdict first, bars, the two step timelines, checks, kernels."""
+    figures = [embed(_bars(doc), "Median per steady step: BEFORE (grey) and AFTER (blue).")]
+    tl = _timelines(c)
+    if tl is not None:
+        figures.append(
+            embed(
+                tl,
+                "One steady step of each side (the one whose period is nearest the median), on the same time scale: "
+                "GPU activity per stream and CUDA API calls per CPU thread.",
+            )
+        )
+    return render("compare.html.j2", doc=doc, headline=headline(doc), figures=figures, ci_level=CI_LEVEL)
+
+
+def write_compare(
+    c: Comparison, folder: Path, force: bool = False, before_path: str | None = None, after_path: str | None = None
+) -> CompareDoc:
+    """Write ``compare.json``, ``compare.html`` and ``plotly.min.js`` into ``folder``.
+
+    Raises:
+        OutputError: the folder holds a comparison and ``force`` is False, or cannot be
+            written.
+    """
+    doc = build_compare_doc(c, before_path, after_path)
+    page = render_compare(c, doc)
+    prepare_folder(folder, force, COMPARE_FILES)
+    write_plotlyjs(folder)
+    atomic_write(folder / "compare.json", doc.to_json())
+    atomic_write(folder / "compare.html", page)
+    return doc

@@ -1,0 +1,163 @@
+"""The step files of a report folder, and reading a report folder back as one side of a
+comparison.
+
+``analyze`` writes, next to ``summary.json``:
+
+- ``steps.csv``: one row per step, the columns of
+  :data:`launchprof.analysis.side.STEP_COLUMNS` (ns; ``warmup`` True/False);
+- ``step_kernels.csv``: the kernels of a steady step: ``name``, ``grid_x``..``block_z``,
+  ``per_step`` (mean count per steady step);
+- ``step_timeline.csv``: GPU activity and CUDA API calls of one representative steady
+  step: ``lane``, ``kind``, ``name``, ``start_ns``, ``end_ns``, ``shift_ns``.
+
+A folder without them (written by an older launchprof) still compares, from the step
+statistics in ``summary.json``, and the comparison says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from launchprof.analysis import Analysis
+from launchprof.analysis.side import (
+    KERNEL_KEY,
+    OPTIONAL_STEP_COLUMNS,
+    SAMPLE_COLUMNS,
+    STEP_COLUMNS,
+    SideData,
+    side_from_analysis,
+)
+from launchprof.analysis.steps import Steps
+from launchprof.errors import LaunchprofError
+
+STEP_FILES = ("steps.csv", "step_kernels.csv", "step_timeline.csv")
+
+
+class ReportFolderError(LaunchprofError):
+    """A report folder given to ``compare`` cannot be read."""
+
+
+def _csv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False, lineterminator="\n")
+
+
+def write_step_files(analysis: Analysis, folder: Path) -> None:
+    """Write the step files of ``analysis`` (its ``extra["steps"]``) into ``folder``;
+    nothing when no steps were found.
+
+    Raises:
+        OutputError: a file cannot be written.
+    """
+    from launchprof.report.html import atomic_write  # plotly and jinja2 only when writing
+
+    steps = analysis.extra.get("steps")
+    if not isinstance(steps, Steps):
+        return
+    side = side_from_analysis(analysis, steps)
+    if side.table is None:
+        return
+    table = side.table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
+    atomic_write(folder / "steps.csv", _csv(table))
+    if side.kernels is not None:
+        atomic_write(folder / "step_kernels.csv", _csv(side.kernels))
+    if side.sample is not None:
+        atomic_write(folder / "step_timeline.csv", _csv(side.sample))
+
+
+def _read_csv(
+    path: Path, columns: tuple[str, ...], notes: list[str], optional: tuple[str, ...] = ()
+) -> pd.DataFrame | None:
+    if not path.exists():
+        return None
+    try:
+        frame = pd.read_csv(path, keep_default_na=True)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        notes.append(f"{path} could not be read ({exc}); ignored")
+        return None
+    frame = frame.assign(**{c: 0 for c in optional if c not in frame.columns})
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        notes.append(f"{path} lacks columns {', '.join(missing)}; ignored")
+        return None
+    return frame.loc[:, list(columns)]
+
+
+def _opt(d: dict[str, Any] | None, key: str) -> float | None:
+    if not d:
+        return None
+    v = d.get(key)
+    return float(v) if isinstance(v, (int, float)) and np.isfinite(v) else None
+
+
+def side_from_folder(folder: Path) -> SideData:
+    """Read a report folder (``summary.json`` and, when present, the step files).
+
+    Raises:
+        ReportFolderError: no ``summary.json``, or it is not a launchprof summary (the
+            message leaves out the folder: the caller names it).
+    """
+    summary_path = folder / "summary.json"
+    if not summary_path.is_file():
+        raise ReportFolderError("a folder without summary.json; give a trace or a launchprof report folder")
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportFolderError(f"its summary.json is not readable JSON ({exc})") from None
+    if not isinstance(summary, dict) or not str(summary.get("schema", "")).startswith("launchprof.summary/"):
+        raise ReportFolderError("its summary.json is not a launchprof summary (no 'schema': 'launchprof.summary/...')")
+    stats = summary.get("steps") or {}
+    launches = summary.get("launches") or {}
+    devices = summary.get("devices") or []
+    notes: list[str] = []
+    table = _read_csv(folder / "steps.csv", STEP_COLUMNS, notes, OPTIONAL_STEP_COLUMNS)
+    if table is not None:
+        table = table.assign(warmup=table["warmup"].astype(str).str.lower().eq("true"))
+    else:
+        notes.append(
+            f"{folder}: no steps.csv (report written by an older launchprof): per-step distributions unavailable, "
+            "the step statistics of summary.json are used"
+        )
+    kernels = _read_csv(folder / "step_kernels.csv", (*KERNEL_KEY, "per_step"), notes)
+    sample = _read_csv(folder / "step_timeline.csv", SAMPLE_COLUMNS, notes)
+    if kernels is not None:
+        kernels = kernels.assign(name=kernels["name"].astype(str))
+    if sample is not None:
+        sample = sample.assign(name=sample["name"].astype(str))
+    inst = int(launches.get("graph_instantiations") or 0)
+    inst_p50 = _opt(launches, "graph_instantiate_p50_ns")
+    if inst and inst_p50 is not None and inst > 1:
+        notes.append(f"{folder}: instantiation time estimated as {inst} x the median instantiate call")
+    threshold = devices[0].get("bubbles", {}).get("threshold_ns", 1000) if devices else 1000
+    rec = summary.get("recommendation")
+    rep = None
+    if table is not None and sample is not None:
+        steady = table.loc[~table["warmup"] & table["period_ns"].notna()]
+        if len(steady):
+            period = steady["period_ns"].to_numpy(dtype=float)
+            rep = int(steady["step"].to_numpy()[int(np.argmin(np.abs(period - np.median(period))))])
+    return SideData(
+        path=str(folder),
+        origin="report",
+        step_source=str(stats.get("source") or "none"),
+        step_name=stats.get("name"),
+        step_reason=str(stats.get("reason") or "no steps in summary.json"),
+        table=table,
+        stats=dict(stats),
+        kernels=kernels,
+        sample=sample,
+        sample_step=rep,
+        bubble_threshold_ns=int(threshold),
+        graph_instantiations=inst,
+        instantiate_ns=int(round(inst * (inst_p50 or 0.0))),
+        exec_updates=int(launches.get("graph_exec_updates") or 0),
+        graph_launches=int(launches.get("graph_launches") or 0),
+        predicted_speedup=_opt(rec, "predicted_speedup"),
+        predicted_step_ns=_opt(rec, "predicted_step_ns"),
+        break_even_iterations=_opt(rec, "break_even_iterations"),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,104 @@
+"""``launchprof compare`` on the command line: exit codes, --fail-on, errors, the
+installed script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from test_compare_small import build, eager_run, graph_run
+from typer.testing import CliRunner
+
+from launchprof.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    monkeypatch.chdir(tmp_path)
+    before, _ = build(tmp_path, "eager", eager_run)
+    after, _ = build(tmp_path, "graph", graph_run)
+    return before, after
+
+
+def test_verified_exits_0_and_writes_the_default_folder(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    result = runner.invoke(app, ["compare", str(pair[0]), str(pair[1])])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("verdict: verified: ")
+    assert "pass converted" in result.output
+    folder = tmp_path / "reports" / "compare-eager-vs-graph"
+    doc = json.loads((folder / "compare.json").read_text())
+    assert doc["verdict"] == "verified"
+    assert doc["before"]["path"] == str(pair[0])  # recorded as given
+    assert (folder / "compare.html").exists() and (folder / "plotly.min.js").exists()
+    index = (tmp_path / "reports" / "index.html").read_text()
+    assert 'href="compare-eager-vs-graph/compare.html"' in index
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "code"),
+    [(None, 1), ("none", 0), ("churn,different-work", 0), ("not-converted", 1)],
+)
+def test_fail_on_chooses_the_failing_verdicts(pair: tuple[Path, Path], fail_on: str | None, code: int) -> None:
+    args = ["compare", str(pair[0]), str(pair[0]), "-o", "out"]  # same trace twice: not-converted
+    if fail_on is not None:
+        args += ["--fail-on", fail_on]
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, result.output
+    assert result.output.startswith("verdict: not-converted")
+
+
+def test_fail_on_verified_fails_a_verified_comparison(pair: tuple[Path, Path]) -> None:
+    result = runner.invoke(app, ["compare", *map(str, pair), "--fail-on", "verified"])
+    assert result.exit_code == 1
+
+
+def test_existing_folder_needs_force(pair: tuple[Path, Path]) -> None:
+    assert runner.invoke(app, ["compare", *map(str, pair), "-o", "out"]).exit_code == 0
+    again = runner.invoke(app, ["compare", *map(str, pair), "-o", "out"])
+    assert again.exit_code == 2
+    assert "already holds a report; use --force" in again.output
+    assert runner.invoke(app, ["compare", *map(str, pair), "-o", "out", "--force"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.sqlite", "graph.sqlite"], "launchprof: error: BEFORE missing.sqlite: no such file: missing.sqlite"),
+        (["eager.sqlite", "."], "launchprof: error: AFTER .: a folder without summary.json"),
+        (
+            ["eager.sqlite", "graph.sqlite", "--fail-on", "slower"],
+            "launchprof: error: --fail-on: unknown verdict 'slower'",
+        ),
+        (
+            ["eager.sqlite", "graph.sqlite", "--step", "nope"],
+            "launchprof: error: BEFORE eager.sqlite: no NVTX range named 'nope'",
+        ),
+    ],
+)
+def test_bad_input_is_one_error_line(pair: tuple[Path, Path], args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["compare", *args])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.output
+    assert "Traceback" not in result.output
+
+
+def test_installed_command(pair: tuple[Path, Path], tmp_path: Path) -> None:
+    exe = shutil.which("launchprof") or str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "launchprof")
+    done = subprocess.run(
+        [exe, "compare", *map(str, pair), "-o", str(tmp_path / "cli")], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "verdict: verified" in done.stdout
+    done = subprocess.run(
+        [exe, "compare", str(pair[0]), str(pair[0]), "-o", str(tmp_path / "cli2")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1

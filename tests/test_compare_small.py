@@ -1,0 +1,378 @@
+"""compare on tiny traces built here: every expected figure follows from the construction.
+
+A per-launch run: each step launches NAMES one by one, every launch call CALL_NS long,
+each kernel KERNEL_NS long starting 300 ns after its call ends (the GPU waits for every
+launch). A graph run: each step is one cudaGraphLaunch (GRAPH_CALL_NS) whose kernels
+run back to back 100 ns apart, 500 ns after the call ends. Step s begins at
+T0 + s * period + jitter[s], so the step periods are exactly the differences of those
+begin times.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tracebuilder import TraceBuilder
+
+import launchprof
+from launchprof import compare
+from launchprof.analysis.steps import StepError
+from launchprof.analysis.verify import verify
+from launchprof.errors import TraceError
+from launchprof.report.compare import write_compare
+from launchprof.report.compare_schema import CompareDoc
+from launchprof.report.sides import ReportFolderError, side_from_folder
+from launchprof.report.write import write_report
+
+T0 = 1_000_000
+CALL_NS = 5_000
+KERNEL_NS = 1_000
+GRAPH_CALL_NS = 3_000
+INSTANTIATE_NS = 50_000
+NAMES = ["a", "b", "c", "d"]
+N_STEPS = 40
+EAGER_PERIOD = len(NAMES) * CALL_NS + 3_000  # 23 us
+GRAPH_PERIOD = 8_000
+
+
+def small_jitter(n: int = N_STEPS) -> list[int]:
+    return [((s * 7919) % 11) * 50 for s in range(n)]
+
+
+def eager_run(
+    b: TraceBuilder,
+    period: int = EAGER_PERIOD,
+    jitter: list[int] | None = None,
+    nvtx: bool = True,
+    names: list[str] = NAMES,
+    grids: dict[str, tuple[int, int, int]] | None = None,
+    n: int = N_STEPS,
+) -> list[int]:
+    """Per-launch steps; returns each step's first kernel start."""
+    jitter = jitter or [0] * n
+    firsts = []
+    for s in range(n):
+        start = T0 + s * period + jitter[s]
+        if nvtx:
+            b.range("step", start, start + len(names) * CALL_NS)
+        for i, name in enumerate(names):
+            cs = start + i * CALL_NS
+            ce = cs + CALL_NS - 200
+            grid = (grids or {}).get(name, (16, 1, 1))
+            b.launch(cs, ce, ce + 300, ce + 300 + KERNEL_NS, name=name, grid=grid, block=(256, 1, 1))
+            if i == 0:
+                firsts.append(ce + 300)
+    return firsts
+
+
+def graph_run(
+    b: TraceBuilder,
+    period: int = GRAPH_PERIOD,
+    jitter: list[int] | None = None,
+    nvtx: bool = True,
+    names: list[str] = NAMES,
+    churn: bool = False,
+    n: int = N_STEPS,
+) -> list[int]:
+    """Graph steps (captured and instantiated once before step 0, or every step when
+    ``churn``); returns each step's first kernel start."""
+    jitter = jitter or [0] * n
+    if not churn:
+        t = T0 - 200_000
+        b.call("cudaStreamBeginCapture_v10000", t, t + 1_000)
+        for i in range(len(names)):
+            b.call("cudaLaunchKernel_v7000", t + 2_000 + i * 2_000, t + 3_000 + i * 2_000)
+        b.call("cudaStreamEndCapture_v10000", t + 20_000, t + 21_000)
+        b.call("cudaGraphInstantiate_v12000", t + 30_000, t + 30_000 + INSTANTIATE_NS)
+    firsts = []
+    for s in range(n):
+        start = T0 + s * period + jitter[s]
+        gs = start
+        if churn:
+            b.call("cudaStreamBeginCapture_v10000", start, start + 500)
+            b.call("cudaStreamEndCapture_v10000", start + 600, start + 1_000)
+            b.call("cudaGraphInstantiate_v12000", start + 1_100, start + 1_100 + INSTANTIATE_NS)
+            gs = start + 1_200 + INSTANTIATE_NS
+        corr = b.call("cudaGraphLaunch_v10000", gs, gs + GRAPH_CALL_NS)
+        if nvtx:
+            b.range("step", start, gs + GRAPH_CALL_NS + 100)
+        k = gs + GRAPH_CALL_NS + 500
+        firsts.append(k)
+        for i, name in enumerate(names):
+            b.kernel(k, k + KERNEL_NS, corr, name=name, grid=(16, 1, 1), block=(256, 1, 1), graph_node=i + 1)
+            k += KERNEL_NS + 100
+    return firsts
+
+
+def build(tmp_path: Path, name: str, fill, **kw) -> tuple[Path, list[int]]:  # type: ignore[no-untyped-def]
+    b = TraceBuilder()
+    firsts = fill(b, **kw)
+    return b.write(tmp_path / f"{name}.sqlite"), firsts
+
+
+def median_period(firsts: list[int]) -> float:
+    return float(np.median(np.diff(np.asarray(firsts, dtype=float))))
+
+
+def test_graph_conversion_is_verified_with_the_constructed_speedup(tmp_path: Path) -> None:
+    before, fb = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    after, fa = build(tmp_path, "graph", graph_run, jitter=small_jitter()[::-1])
+    c = compare(before, after)
+    expected = median_period(fb) / median_period(fa)
+    assert c.verdict == "verified"
+    assert c.speedup == pytest.approx(expected, rel=1e-12)
+    assert c.speedup_ci is not None and c.speedup_ci[0] <= c.speedup <= c.speedup_ci[1]
+    assert c.speedup_ci[1] - c.speedup_ci[0] < 0.1 * expected
+    conv = c.check("converted")
+    assert conv.passed and conv.evidence["after_graph_kernel_share"] == 1.0
+    assert conv.evidence["before_graph_kernel_share"] == 0.0
+    assert c.check("same_work").passed
+    # Per eager step: 3 gaps of (CALL_NS - 200 + 300) - KERNEL_NS - 300 + ... = 4000 ns each.
+    # kernel i ends at cs_i + 5100 + 1000 = cs_i + 6100; kernel i+1 starts at cs_i + 5000 + 5100.
+    assert c.before_figures.bubble_p50_ns == 3 * 4_000
+    assert c.after_figures.bubble_p50_ns == 0  # 100 ns gaps are below the 1 us threshold
+    assert c.check("bubbles").passed
+    assert c.check("churn").passed
+    predicted = c.check("predicted")  # BEFORE's own recommendation (analyze's diagnosis)
+    if c.predicted_speedup is None:
+        assert predicted.passed is None
+    else:
+        assert predicted.evidence["measured_over_predicted"] == pytest.approx(expected / c.predicted_speedup)
+    paid = c.check("paid_back")
+    gain = median_period(fb) - median_period(fa)
+    assert paid.evidence["break_even_iterations"] == pytest.approx(INSTANTIATE_NS / gain)
+    assert paid.passed  # 50 us / 15 us -> 4 iterations < 40
+
+
+def test_same_trace_twice_is_not_converted(tmp_path: Path) -> None:
+    before, _ = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    c = compare(before, before)
+    assert c.verdict == "not-converted"
+    assert c.speedup == 1.0
+    assert "AFTER does not run its steps as graphs" in c.check("converted").detail
+
+
+def test_graph_twice_is_not_converted(tmp_path: Path) -> None:
+    after, _ = build(tmp_path, "graph", graph_run)
+    c = compare(after, after)
+    assert c.verdict == "not-converted"
+    assert "BEFORE already ran its steps as graphs" in c.check("converted").detail
+
+
+def test_graph_that_drops_a_kernel_is_different_work(tmp_path: Path) -> None:
+    before, _ = build(tmp_path, "eager", eager_run)
+    after, _ = build(tmp_path, "graph", graph_run, names=NAMES[:-1])
+    c = compare(before, after)
+    assert c.verdict == "different-work"
+    diff = c.kernels.loc[c.kernels["differs"]]
+    assert diff["name"].tolist() == ["d"]
+    assert diff["before_per_step"].tolist() == [1.0] and diff["after_per_step"].tolist() == [0.0]
+    assert "d <<<(16,1,1), (256,1,1)>>>: 1 -> 0 per step" in c.check("same_work").detail
+
+
+def test_graph_with_another_launch_configuration_is_different_work(tmp_path: Path) -> None:
+    before, _ = build(tmp_path, "eager", eager_run, grids={"b": (32, 1, 1)})
+    after, _ = build(tmp_path, "graph", graph_run)
+    c = compare(before, after)
+    assert c.verdict == "different-work"
+    diff = c.kernels.loc[c.kernels["differs"], ["name", "grid_x", "before_per_step", "after_per_step"]]
+    assert diff.values.tolist() == [["b", 16, 0.0, 1.0], ["b", 32, 1.0, 0.0]]
+
+
+def test_reinstantiating_every_step_is_churn(tmp_path: Path) -> None:
+    before, _ = build(tmp_path, "eager", eager_run)
+    after, fa = build(tmp_path, "graph", graph_run, churn=True, period=GRAPH_PERIOD + INSTANTIATE_NS + 2_000)
+    c = compare(before, after)
+    assert c.verdict == "churn"
+    churn = c.check("churn")
+    assert churn.passed is False
+    assert churn.evidence["instantiations_per_graph_launch"] == 1.0
+    assert churn.evidence["captures_per_graph_launch"] == 1.0  # one begin/end pair per launch
+    assert churn.evidence["instantiate_each_ns"] == INSTANTIATE_NS
+    assert churn.evidence["instantiate_per_step_ns"] == INSTANTIATE_NS
+    assert "re-instantiates" in churn.detail and "50.0 us per step" in churn.detail
+    # And slower: 23 us per step before, 60 us after.
+    assert c.check("faster").passed is False and c.speedup is not None and c.speedup < 1
+
+
+@pytest.mark.parametrize(
+    ("min_effect", "verdict", "phrase"),
+    [(0.05, "not-faster", "less than the minimum effect"), (0.01, "verified", "more than the minimum effect")],
+)
+def test_small_gain_is_judged_against_the_minimum_effect(
+    tmp_path: Path, min_effect: float, verdict: str, phrase: str
+) -> None:
+    # A GPU-bound loop: no jitter, the graph saves 2 % of the period.
+    before, _ = build(tmp_path, "eager", eager_run)
+    after, _ = build(tmp_path, "graph", graph_run, period=round(EAGER_PERIOD / 1.02))
+    c = compare(before, after, min_effect=min_effect)
+    assert c.speedup == pytest.approx(EAGER_PERIOD / round(EAGER_PERIOD / 1.02), rel=1e-12)
+    assert c.speedup_ci == (c.speedup, c.speedup)  # identical periods: no spread
+    assert c.verdict == verdict
+    assert phrase in c.check("faster").detail
+
+
+def test_equal_medians_with_noise_are_within_noise(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    jitter = [int(x) for x in rng.integers(0, 8_000, N_STEPS)]
+    before, fb = build(tmp_path, "eager", eager_run, period=30_000, jitter=jitter)
+    after, fa = build(tmp_path, "graph", graph_run, period=30_000, jitter=jitter)
+    c = compare(before, after)
+    assert median_period(fb) == median_period(fa)
+    assert c.speedup == 1.0
+    assert c.speedup_ci is not None and c.speedup_ci[0] < 1 < c.speedup_ci[1]
+    assert c.verdict == "not-faster"
+    assert "within noise" in c.check("faster").detail
+
+
+def test_inferred_steps_are_recut_by_the_graph_step(tmp_path: Path) -> None:
+    # Without NVTX, the per-launch run repeats (x, y) three times a step: its inferred
+    # step is 2 kernels; the graph's step (one launch) is 6 kernels.
+    names = ["x", "y"] * 3
+    before, fb = build(tmp_path, "eager", eager_run, nvtx=False, names=names, period=6 * CALL_NS + 3_000)
+    after, fa = build(tmp_path, "graph", graph_run, nvtx=False, names=names, period=9_000)
+    c = compare(before, after)
+    assert c.before.step_source == "inferred" and c.after.step_source == "graph-launch"
+    assert any("re-cut into steps of 6 kernels" in n for n in c.notes)
+    assert c.before_figures.kernels_per_step == 6
+    assert c.verdict == "verified"
+    assert c.speedup == pytest.approx(median_period(fb) / median_period(fa), rel=1e-12)
+
+
+def test_report_folders_compare_like_their_traces(tmp_path: Path) -> None:
+    before, _ = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    after, _ = build(tmp_path, "graph", graph_run, jitter=small_jitter()[::-1])
+    folders = []
+    for trace in (before, after):
+        folder = tmp_path / trace.stem
+        write_report(launchprof.analyze(trace), folder)
+        assert {p.name for p in folder.iterdir()} >= {"steps.csv", "step_kernels.csv", "step_timeline.csv"}
+        folders.append(folder)
+    from_traces = compare(before, after)
+    from_folders = compare(*folders)
+    mixed = compare(folders[0], after)
+    for c in (from_folders, mixed):
+        assert c.verdict == from_traces.verdict == "verified"
+        assert c.speedup == from_traces.speedup
+        assert c.speedup_ci == from_traces.speedup_ci
+        assert [k.passed for k in c.checks] == [k.passed for k in from_traces.checks]
+    assert from_folders.before.origin == "report"
+    assert from_folders.before.sample is not None and len(from_folders.before.sample) == 2 * len(
+        NAMES
+    )  # 4 launch calls, 4 kernels
+
+
+def test_folder_without_step_files_falls_back_to_summary_statistics(tmp_path: Path) -> None:
+    before, fb = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    after, fa = build(tmp_path, "graph", graph_run, jitter=small_jitter()[::-1])
+    folder = tmp_path / "eager-report"
+    write_report(launchprof.analyze(before), folder)
+    for name in ("steps.csv", "step_kernels.csv", "step_timeline.csv"):
+        (folder / name).unlink()
+    c = compare(folder, after)
+    assert any("no steps.csv" in n for n in c.notes)
+    assert c.speedup_method.startswith("ratio of mean")
+    pb = np.diff(np.asarray(fb, dtype=float))
+    pa = np.diff(np.asarray(fa, dtype=float))
+    assert c.speedup == pytest.approx(pb.mean() / pa.mean(), rel=1e-9)
+    assert c.verdict == "verified"
+    assert "only counts compared" in c.check("same_work").detail
+
+
+def test_folder_of_partial_steps_is_regrouped(tmp_path: Path) -> None:
+    names = ["x", "y"] * 3
+    before, fb = build(tmp_path, "eager", eager_run, nvtx=False, names=names, period=6 * CALL_NS + 3_000)
+    after, fa = build(tmp_path, "graph", graph_run, nvtx=False, names=names, period=9_000)
+    folder = tmp_path / "eager-report"
+    write_report(launchprof.analyze(before), folder)
+    side = side_from_folder(folder)
+    assert side.kernels_per_step == 2
+    c = compare(folder, after)
+    assert any("every 3 consecutive steps were joined" in n for n in c.notes)
+    assert c.before_figures.kernels_per_step == 6
+    assert c.verdict == "verified"
+    assert c.speedup == pytest.approx(median_period(fb) / median_period(fa), rel=1e-12)
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
+    trace, _ = build(tmp_path, "graph", graph_run)
+    with pytest.raises(TraceError, match=r"^BEFORE .*missing.sqlite: no such file"):
+        compare(tmp_path / "missing.sqlite", trace)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ReportFolderError, match=r"^AFTER .*empty: a folder without summary.json"):
+        compare(trace, empty)
+    (empty / "summary.json").write_text('{"hello": 1}')
+    with pytest.raises(ReportFolderError, match=r"^BEFORE .*empty: its summary.json is not a launchprof summary"):
+        compare(empty, trace)
+    plain, _ = build(tmp_path, "plain", graph_run, nvtx=False)
+    with pytest.raises(StepError, match=r"^AFTER .*plain.sqlite: no NVTX range named 'step'"):
+        compare(trace, plain, step="step")
+
+
+def test_compare_json_is_deterministic_and_keeps_the_contract(tmp_path: Path) -> None:
+    before, _ = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    after, _ = build(tmp_path, "graph", graph_run, jitter=small_jitter()[::-1])
+    texts = []
+    for i in range(2):
+        write_compare(compare(before, after), tmp_path / f"out{i}")
+        texts.append((tmp_path / f"out{i}" / "compare.json").read_text())
+    assert texts[0] == texts[1]
+    doc = json.loads(texts[0])
+    assert doc["schema"] == "launchprof.compare/1"
+    assert doc["verdict"] == "verified"
+    for key in ("speedup", "speedup_ci", "predicted_speedup", "checks"):
+        assert key in doc
+    assert [c["name"] for c in doc["checks"]] == [
+        "converted",
+        "same_work",
+        "faster",
+        "bubbles",
+        "predicted",
+        "churn",
+        "paid_back",
+    ]
+    assert all(set(c) == {"name", "passed", "detail", "evidence"} for c in doc["checks"])
+    assert (tmp_path / "out0" / "plotly.min.js").exists()
+    CompareDoc.model_validate(doc)
+    bad = dict(doc, speedup_ci=[doc["speedup"] + 1, doc["speedup"] + 2])
+    with pytest.raises(ValueError, match="speedup_ci"):
+        CompareDoc.model_validate(bad)
+
+
+def test_trace_strings_are_escaped_in_the_page(tmp_path: Path) -> None:
+    evil = "<script>alert(1)</script>"
+    before, _ = build(tmp_path, "eager", eager_run, names=[evil, "b"])
+    after, _ = build(tmp_path, "graph", graph_run, names=[evil, "b"])
+    write_compare(compare(before, after), tmp_path / "out")
+    page = (tmp_path / "out" / "compare.html").read_text()
+    assert evil not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_verify_rejects_a_negative_minimum_effect(tmp_path: Path) -> None:
+    trace, _ = build(tmp_path, "graph", graph_run)
+    c = compare(trace, trace)
+    with pytest.raises(ValueError):
+        verify(c.before, c.after, min_effect=-0.1)
+
+
+@pytest.mark.parametrize(("predicted", "passed"), [(2.0, True), (3.0, True), (5.0, False)])
+def test_prediction_in_a_report_folder_is_checked(tmp_path: Path, predicted: float, passed: bool) -> None:
+    before, fb = build(tmp_path, "eager", eager_run)
+    after, fa = build(tmp_path, "graph", graph_run)
+    folder = tmp_path / "eager-report"
+    write_report(launchprof.analyze(before), folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["recommendation"] = {"predicted_speedup": predicted, "break_even_iterations": 3}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    c = compare(folder, after)
+    measured = median_period(fb) / median_period(fa)  # 23 us / 8 us = 2.875
+    check = c.check("predicted")
+    assert c.predicted_speedup == predicted
+    assert check.evidence["measured_over_predicted"] == pytest.approx(measured / predicted)
+    assert check.passed is passed  # passes when measured / predicted >= 0.8
+    assert c.verdict == "verified"  # the prediction is evidence, not the verdict
