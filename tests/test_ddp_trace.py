@@ -61,3 +61,37 @@ def test_each_rank_finds_its_nvtx_steps(ddp) -> None:
     for rank in summary.ranks["ranks"]:
         assert rank["step_source"] == "nvtx"
         assert rank["steps"] == expected[rank["pid"]]
+
+
+def _sql_kernels_per_step(path, pid: int) -> list[int]:
+    """Kernels per `step` range of ``pid``: kernels whose launching call (same pid and
+    correlation id, any thread of the process) starts inside the range - the backward
+    pass is launched from autograd threads, not the thread that holds the ranges."""
+    con = sqlite3.connect(path)
+    rows = con.execute(
+        """
+        WITH steps AS (
+          SELECT e.start AS s, e.end AS e FROM NVTX_EVENTS e LEFT JOIN StringIds t ON t.id = e.textId
+          WHERE e.eventType = 59 AND coalesce(e.text, t.value) = 'step'
+            AND ((e.globalTid >> 24) & 16777215) = :pid),
+        launches AS (
+          SELECT r.start AS cs FROM CUPTI_ACTIVITY_KIND_KERNEL k
+          JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+           AND ((r.globalTid >> 24) & 16777215) = ((k.globalPid >> 24) & 16777215)
+          WHERE ((k.globalPid >> 24) & 16777215) = :pid)
+        SELECT steps.s, (SELECT count(*) FROM launches WHERE cs >= steps.s AND cs < steps.e)
+        FROM steps ORDER BY steps.s
+        """,
+        {"pid": pid},
+    ).fetchall()
+    con.close()
+    return [int(n) for _, n in rows]
+
+
+def test_backward_kernels_from_autograd_threads_count_in_their_step(ddp) -> None:
+    analysis = launchprof.analyze(ddp)
+    steps = analysis.extra["steps"]
+    expected = _sql_kernels_per_step(ddp, steps.pid)
+    assert steps.table["kernels"].tolist() == expected
+    # The forward pass alone is 22 kernels; forward + backward + optimizer is far more.
+    assert sorted(expected)[len(expected) // 2] > 22

@@ -6,7 +6,9 @@ Three sources, in order of preference (DOMAIN.md, "Step"):
    ``launchprof``, see :mod:`launchprof.marker`); ``step_name`` picks ranges by text;
    otherwise the one repeating range text that covers the most GPU work. A GPU activity
    belongs to the range, on the thread that submitted it, that contains the start of the
-   submitting API call (joined on (pid, correlation id)).
+   submitting API call (joined on (pid, correlation id)). Calls on the process's other
+   threads, which carry no step range (PyTorch's autograd threads launch the backward
+   pass), go to the step range that contains their start in time.
 2. ``graph-launch``: without NVTX, each ``cudaGraphLaunch`` of the busiest process is one
    step (a graph is the captured step).
 3. ``inferred``: without either, the shortest period ``p`` of the busiest process's
@@ -131,6 +133,31 @@ def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     inside = m["idx"].notna() & (m["start"] < m["r_end"])
     out = np.full(len(api), -1, dtype=np.int64)
     out[m.loc[inside, "row"].to_numpy()] = m.loc[inside, "idx"].to_numpy(dtype=np.int64)
+    return out
+
+
+def _with_helper_threads(api: pd.DataFrame, ranges: pd.DataFrame, api_step: np.ndarray, pid: int) -> np.ndarray:
+    """Extend the same-thread projection to the process's helper threads.
+
+    CUDA calls of process ``pid`` made on a thread that carries none of the step ranges
+    (PyTorch runs the backward pass on autograd engine threads; DDP's reducer launches its
+    all-reduces from them) belong to the step whose range, on any thread of the process,
+    contains the call's start in time. Calls on a thread that has step ranges keep the
+    same-thread rule of DOMAIN.md. ``ranges`` are the chosen process's step ranges, sorted
+    by start and not nested.
+    """
+    calls_pid = api["pid"].to_numpy()
+    mask = (calls_pid == pid) & ~api["tid"].isin(ranges["tid"].unique()).to_numpy() & (api_step < 0)
+    if not mask.any() or ranges.empty:
+        return api_step
+    starts = ranges["start"].to_numpy()
+    ends = ranges["end"].to_numpy()
+    t = api["start"].to_numpy()[mask]
+    k = np.searchsorted(starts, t, side="right") - 1
+    inside = (k >= 0) & (t < ends[np.clip(k, 0, None)])
+    out = api_step.copy()
+    rows = np.flatnonzero(mask)
+    out[rows[inside]] = k[inside]
     return out
 
 
@@ -311,7 +338,7 @@ def find_steps(
             skipped = f"NVTX ranges {label!r} hold no GPU work (no CUDA call on their thread starts inside them); "
         else:
             ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
-            api_step = _project(api, ranges)
+            api_step = _with_helper_threads(api, ranges, _project(api, ranges), pid)
             activity_step = _activity_from_api(device, api, api_step)
             cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
             source = "nvtx"
