@@ -45,7 +45,10 @@ def analyze(
     trace: Annotated[
         list[str],
         typer.Argument(
-            help="nsys .sqlite export or .nsys-rep report; several, or a quoted glob, for one report per rank",
+            help=(
+                "nsys .sqlite export (or .sqlite.xz) or .nsys-rep report; "
+                "several, or a quoted glob, for one report per rank"
+            ),
             show_default=False,
         ),
     ],

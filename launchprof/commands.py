@@ -13,6 +13,28 @@ from launchprof.report.index import write_index
 from launchprof.report.write import write_report
 
 
+def verdict_line(summary: Any) -> str | None:
+    """One line with the diagnosis and the recommendation of a summary, for the terminal."""
+    diag, rec, steps = summary.diagnosis, summary.recommendation, summary.steps
+    if not diag:
+        return None
+    line = f"verdict: {diag.get('verdict')}"
+    if steps and steps.get("period_p50_ns"):
+        line += f" (step period p50 {steps['period_p50_ns'] / 1e3:,.1f} us over {steps.get('steady')} steady steps)"
+    if rec and rec.get("predicted_speedup") and rec.get("predicted_step_ns"):
+        line += (
+            f"; CUDA Graph predicted {rec['predicted_step_ns'] / 1e3:,.1f} us a step, {rec['predicted_speedup']:.2f}x"
+        )
+        if rec.get("break_even_iterations") is not None:
+            line += f", break-even {rec['break_even_iterations']} iterations"
+    if rec is not None:
+        blockers = len(rec.get("blockers") or [])
+        line += "; convert" if rec.get("convert") else "; no conversion recommended"
+        if rec.get("convert") and blockers:
+            line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''}"
+    return line
+
+
 def run_analyze(
     trace: Path,
     output: Path,
@@ -46,6 +68,9 @@ def run_analyze(
         )
     if not summary.devices:
         console.print("no GPU activity in this trace", markup=False)
+    verdict = verdict_line(summary)
+    if verdict:
+        console.print(verdict, markup=False, soft_wrap=True)
     for note in summary.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
     if summary.baseline is not None:

@@ -437,7 +437,7 @@ def _recommend(
         reason = (
             f"Launch-bound: a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
             f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.1f}x), paying back its instantiation after "
-            f"{pred.break_even_iterations} iterations"
+            f"{pred.break_even_iterations} iteration{'s' if pred.break_even_iterations != 1 else ''}"
             + (f"; fix {len(blockers)} blocker(s) first." if blockers else ".")
         )
     model: dict[str, Any] = {}

@@ -190,6 +190,10 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
         return None
     _, shapes = _signatures(k)
     distinct = int(shapes.nunique())
+    if distinct <= 1:
+        # Every step launches the same configurations (a kernel reused with several grid
+        # sizes inside one step is not a shape change between steps).
+        return None
     usual = shapes.value_counts().iloc[0]
     # The kernel whose grid size takes the most values; its per-step size (largest launch).
     grid = k["grid_x"] * k["grid_y"] * k["grid_z"]
@@ -435,7 +439,8 @@ def profiler_overhead(ctx: StepContext, values: Mapping[str, float], gpu_side_ns
         int(len(steady)),
         _examples(steady["step"]),
         evidence,
-        "Expect less gain without the profiler (DOMAIN.md: the demo gains 5.44x under nsys, 4.28x without). "
+        "Expect less gain without the profiler (measured on an H200: a 75-kernel demo step gains 5.44x "
+        "from a graph under nsys, 4.28x without). "
         "Time the loop without nsys, or run launchprof calibrate, to confirm.",
         figures,
     )

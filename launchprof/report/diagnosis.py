@@ -65,7 +65,7 @@ def per_step_figure(d: Diagnosis) -> tuple[go.Figure, int, int]:
 def durations_figure(d: Diagnosis) -> go.Figure:
     """Overlaid histograms of kernel and launch-call durations (log-spaced bins)."""
     h = duration_histogram(d.durations)
-    labels = [f"{lo / 1e3:.3g}" for lo in h["low_ns"]]
+    labels = [f"{lo / 1e3:,.0f}" if lo >= 100_000 else f"{lo / 1e3:.3g}" for lo in h["low_ns"]]
     fig = go.Figure()
     fig.add_trace(go.Bar(x=labels, y=h["kernels"], name="kernel duration (GPU)", marker_color="#2b7bba"))
     fig.add_trace(go.Bar(x=labels, y=h["launch_calls"], name="launch call duration (CPU)", marker_color="#e8842e"))
