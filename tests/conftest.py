@@ -13,6 +13,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # tracebuilder.py
 DATA = HERE / "data"
 TRACES = DATA / "traces"
+# Headless Chromium as root in a closed network: no sandbox, no GPU, no background traffic.
+HEADLESS_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HEADLESS_FLAGS
 from tracebuilder import TraceBuilder
 
 import launchprof
@@ -35,13 +36,7 @@ def dump_dom(page: Path, profile: Path) -> str:
     done = subprocess.run(
         [
             str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
+            *HEADLESS_FLAGS,
             f"--user-data-dir={profile}",
             "--virtual-time-budget=5000",
             "--dump-dom",

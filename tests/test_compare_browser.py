@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HEADLESS_FLAGS
 from test_compare_small import build, eager_run, graph_run
 
 from launchprof import compare
@@ -23,13 +24,7 @@ def dump_dom(page: Path, profile: Path) -> str:
     done = subprocess.run(
         [
             CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
+            *HEADLESS_FLAGS,
             f"--user-data-dir={profile}",
             "--virtual-time-budget=5000",
             "--dump-dom",

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import HEADLESS_FLAGS
 from tracebuilder import TraceBuilder
 
 import launchprof
@@ -22,13 +23,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
+    *HEADLESS_FLAGS,
     "--hide-scrollbars",
     "--virtual-time-budget=15000",
 ]
