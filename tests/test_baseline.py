@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import run_nsys_retrying
 
 from launchprof.baseline import (
     StepTimesError,
@@ -146,10 +147,10 @@ def test_no_file_without_the_variable(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
 def test_profile_with_baseline_runs_end_to_end(tmp_path: Path) -> None:
     steps = 9
-    done = subprocess.run(
+    done = run_nsys_retrying(
         [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "2", str(EXAMPLES / "cpu" / "steps_loop.py"),
          "--steps", str(steps), "--work", "20000"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.count(f"steps: {steps}") == 3  # the nsys run and two baseline runs

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_nsys_retrying
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples" / "cpu"
@@ -28,11 +29,9 @@ pytestmark = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is no
 
 
 def profile(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return run_nsys_retrying(
         [LAUNCHPROF, "profile", *args],
         cwd=cwd,
-        capture_output=True,
-        text=True,
         timeout=300,
         env={**os.environ, **(env or {})},
     )
