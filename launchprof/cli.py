@@ -53,7 +53,7 @@ def analyze(
         ),
     ],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="report folder [default: reports/<trace stem>]")
+        Optional[Path], typer.Option("--output", "-o", help="report folder (default: reports/<trace stem>)")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
     bubble_threshold: Annotated[
@@ -66,14 +66,14 @@ def analyze(
     ] = None,
     workers: Annotated[
         Optional[int],
-        typer.Option("--workers", min=0, help="many traces: local Dask worker processes [default: CPUs]; 0: no Dask"),
+        typer.Option("--workers", min=0, help="many traces: local Dask workers (default: one per CPU; 0: no Dask)"),
     ] = None,
 ) -> None:
     """Analyse an existing trace: write summary.json and report.html.
 
     Several traces (or a quoted glob such as 'traces/*.sqlite'), one per rank: analyse
     them in parallel on Dask, write one report folder per trace and combined.json and
-    combined.html [default folder: reports/combined].
+    combined.html (default folder: reports/combined).
     """
     from launchprof.commands import run_analyze, run_analyze_many
     from launchprof.multi import expand_traces
@@ -119,7 +119,7 @@ def profile(
         ),
     ],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="folder [default: reports/<target>-<UTC time>]")
+        Optional[Path], typer.Option("--output", "-o", help="folder (default: reports/<target>-<UTC time>)")
     ] = None,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
     nsys_arg: Annotated[
@@ -187,7 +187,7 @@ def compare(
     after: Annotated[Path, typer.Argument(help="AFTER (the graph conversion): trace or report folder")],
     output: Annotated[
         Optional[Path],
-        typer.Option("--output", "-o", help="comparison folder [default: reports/compare-<before>-vs-<after>]"),
+        typer.Option("--output", "-o", help="comparison folder (default: reports/compare-<before>-vs-<after>)"),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing comparison folder")] = False,
     step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
@@ -228,7 +228,7 @@ def compare(
 @app.command()
 def calibrate(
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="calibration file [default: the user cache folder]")
+        Optional[Path], typer.Option("--output", "-o", help="calibration file (default: the user cache folder)")
     ] = None,
 ) -> None:
     """Measure this GPU's launch and graph costs with cuda-python and save them for predictions."""
