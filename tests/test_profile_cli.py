@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from conftest import NSYS_FLAKE
 from typer.testing import CliRunner
 
 from launchprof.cli import app
@@ -21,6 +22,15 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples" / "cpu"
 needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
 runner = CliRunner()
+
+
+def invoke_retrying(args: list[str]):  # type: ignore[no-untyped-def]
+    """``runner.invoke(app, args)``, once more if Debian's nsys 2022.4 failed to reach its
+    agent and wrote no trace (see conftest.run_nsys_retrying)."""
+    result = runner.invoke(app, args)
+    if result.exit_code != 0 and NSYS_FLAKE in result.output:
+        result = runner.invoke(app, args)
+    return result
 
 
 def test_python_script_runs_with_this_interpreter(tmp_path: Path) -> None:
@@ -120,8 +130,7 @@ def test_module_target_in_process_exit_code(tmp_path: Path, monkeypatch: pytest.
 def test_double_dash_before_target_and_options_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     args = ["-o", "inner", "--step", "s", "--"]
-    result = runner.invoke(
-        app,
+    result = invoke_retrying(
         [
             "profile",
             "--output",
@@ -142,8 +151,10 @@ def test_double_dash_before_target_and_options_after_it(tmp_path: Path, monkeypa
 @needs_nsys
 def test_executable_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    result = runner.invoke(app, ["profile", "false"])
+    result = invoke_retrying(["profile", "false"])
     assert result.exit_code == 1
-    (folder,) = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]  # beside reports/index.html
+    # The folder with the report (reports/index.html sits beside it; a run that nsys failed
+    # to start, repeated by invoke_retrying, leaves an empty folder).
+    (folder,) = [p for p in (tmp_path / "reports").iterdir() if (p / "report.html").exists()]
     assert folder.name.startswith("false-")
     assert (folder / "report.html").is_file()
