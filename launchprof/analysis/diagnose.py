@@ -260,7 +260,7 @@ def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
         return pd.DataFrame({"kernel_ns": pd.Series(dtype="int64"), "launch_call_ns": pd.Series(dtype="int64")})
     per_launch = k.loc[k["graph_node_id"].isna(), ["pid", "correlation_id", "start", "end"]]
     api = analysis.trace.api
-    calls = api.loc[api["call"].astype(str).isin(KERNEL_LAUNCH_CALLS), ["pid", "correlation_id", "start", "end"]]
+    calls = api.loc[api["call"].isin(KERNEL_LAUNCH_CALLS), ["pid", "correlation_id", "start", "end"]]
     j = per_launch.merge(calls, on=["pid", "correlation_id"], suffixes=("", "_call"))
     return pd.DataFrame(
         {

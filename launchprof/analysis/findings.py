@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.stepdata import StepContext
+from launchprof.analysis.stepdata import StepContext, classes
 
 MAX_EXAMPLES = 10
 CONFIG = ("name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -158,18 +158,31 @@ def alloc_in_step(ctx: StepContext) -> Finding | None:
     )
 
 
+def _row_codes(frame: pd.DataFrame) -> np.ndarray:
+    """One int64 code per row, equal for rows equal in every column (columns factorized
+    one at a time and combined pairwise, so no MultiIndex is built)."""
+    codes = np.zeros(len(frame), dtype=np.int64)
+    for col in frame.columns:
+        col_codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
+        codes = pd.factorize(codes * len(uniques) + col_codes)[0].astype(np.int64)
+    return codes
+
+
 def _signatures(kernels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """Per step: the kernel name sequence and the (name, grid, block) sequence, each as
-    one hashable ``bytes`` value (the sequence of factorized codes)."""
+    one hashable ``bytes`` value (the step's slice of the factorized codes)."""
     k = kernels.sort_values(["step", "start"], kind="stable")
     steps = k["step"].to_numpy()
     bounds = np.flatnonzero(steps[1:] != steps[:-1]) + 1
     index = pd.Index(steps[np.r_[0, bounds]] if steps.size else [], name="step")
-    name_codes = pd.factorize(k["name_id"])[0].astype(np.int64)
-    cfg_codes = pd.MultiIndex.from_frame(k[list(CONFIG)]).factorize()[0].astype(np.int64)
-    names = pd.Series([a.tobytes() for a in np.split(name_codes, bounds)] if steps.size else [], index=index)
-    shapes = pd.Series([a.tobytes() for a in np.split(cfg_codes, bounds)] if steps.size else [], index=index)
-    return names, shapes
+    edges = (np.r_[0, bounds, steps.size] * 8).tolist()
+    pairs = list(zip(edges[:-1], edges[1:], strict=True)) if steps.size else []
+
+    def per_step(codes: np.ndarray) -> pd.Series:
+        buf = codes.astype(np.int64).tobytes()
+        return pd.Series([buf[a:b] for a, b in pairs], index=index, dtype=object)
+
+    return per_step(pd.factorize(k["name_id"])[0]), per_step(_row_codes(k[list(CONFIG)]))
 
 
 def _next_pow2(x: np.ndarray) -> np.ndarray:
@@ -276,17 +289,18 @@ def reinstantiation(ctx: StepContext, analysis: Analysis) -> Finding | None:
     """Graphs captured, instantiated or updated about once per launch."""
     api = analysis.trace.api
     mine = api.loc[api["pid"] == ctx.pid] if ctx.pid is not None else api
-    call = mine["call"].astype(str)
-    launches = int(call.isin({"cudaGraphLaunch", "cuGraphLaunch"}).sum())
-    inst = call.str.startswith(("cudaGraphInstantiate", "cuGraphInstantiate"))
-    upd = call.isin({"cudaGraphExecUpdate", "cuGraphExecUpdate"})
+    cls = classes(mine["call"])  # once per distinct call name
+    is_launch = cls["graph_launch"]
+    launches = int(is_launch.sum())
+    inst = cls["instantiate"]
+    upd = cls["exec_update"]
     rebuilt = int(inst.sum() + upd.sum())
     if launches < 2 or rebuilt / launches < REINSTANTIATE_RATIO:
         return None
     dur = (mine["end"] - mine["start"]).to_numpy()
     inst_p50 = float(np.median(dur[inst.to_numpy()])) if inst.any() else 0.0
     upd_p50 = float(np.median(dur[upd.to_numpy()])) if upd.any() else 0.0
-    launch_p50 = float(np.median(dur[call.isin({"cudaGraphLaunch", "cuGraphLaunch"}).to_numpy()]))
+    launch_p50 = float(np.median(dur[is_launch.to_numpy()]))
     steady = ctx.steady
     hit = (
         steady.loc[(steady.get("instantiations", 0) > 0) | (steady.get("exec_updates", 0) > 0)]
@@ -350,7 +364,7 @@ def _legacy_streams(analysis: Analysis, pid: int | None) -> tuple[set[int], str]
             ids = set(int(x) for x in pd.to_numeric(null["stream_id"], errors="coerce").dropna())
             return ids, "TARGET_INFO_CUDA_STREAM marks it the NULL stream"
     api = analysis.trace.api
-    mine = api.loc[(api["pid"] == pid) & api["call"].astype(str).isin(_NULL_STREAM_CALLS)]
+    mine = api.loc[(api["pid"] == pid) & api["call"].isin(_NULL_STREAM_CALLS)]
     act = pd.concat(
         [
             analysis.trace.memops[["pid", "correlation_id", "stream_id"]],

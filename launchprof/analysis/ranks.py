@@ -102,7 +102,7 @@ def _comm_flags(analysis: Analysis, act: pd.DataFrame, comm_ids: np.ndarray) -> 
     k = analysis.trace.kernels
     comm = k.loc[k["name_id"].isin(comm_ids), keys].drop_duplicates().assign(_comm=True)
     merged = act[keys].merge(comm, on=keys, how="left")
-    return merged["_comm"].notna().to_numpy() & (act["kind"].astype(str) == "kernel").to_numpy()
+    return merged["_comm"].notna().to_numpy() & (act["kind"] == "kernel").to_numpy()
 
 
 def busy_by_group(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> pd.Series:

@@ -20,6 +20,7 @@ import pandas as pd
 from launchprof.analysis.callkinds import classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps import Steps, step_stats
+from launchprof.trace.model import text
 
 # Columns of SideData.table (and of a report folder's steps.csv), ns unless said.
 STEP_COLUMNS = (
@@ -168,7 +169,7 @@ def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
     act = device.activity
     kern = analysis.trace.kernels
     kern = kern.loc[kern["device_id"] == device.device_id].sort_values(["start", "end"], kind="stable")
-    is_kernel = (act["kind"].astype(str) == "kernel").to_numpy()
+    is_kernel = (act["kind"] == "kernel").to_numpy()
     if int(is_kernel.sum()) != len(kern):
         raise AssertionError("kernel rows of the activity do not match the device's kernels")
     rows = np.flatnonzero(is_kernel)
@@ -232,7 +233,7 @@ def _sample(
     t0 = min(int(row["gpu_start"]), int(row["cpu_start"]))
     lag = int(row["gpu_start"]) - int(row["cpu_start"])
     shift = lag if lag > QUEUED_AHEAD_PERIODS * row["period_ns"] else 0
-    kinds = gpu["kind"].astype(str)
+    kinds = text(gpu["kind"])
     gpu_names = info.loc[in_step, "name"].where(kinds == "kernel", kinds)
     cls = classify(calls["call"])
     call_kind = np.select(
@@ -263,7 +264,7 @@ def _sample(
                 {
                     "lane": [f"CPU thread {int(t) & 0xFFFFFF}" for t in calls["tid"]],
                     "kind": call_kind,
-                    "name": calls["call"].astype(str).to_numpy(),
+                    "name": text(calls["call"]).to_numpy(),
                     "start_ns": calls["start"].to_numpy() - t0,
                     "end_ns": calls["end"].to_numpy() - t0,
                     "shift_ns": 0,
@@ -310,8 +311,8 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
     if steps.source == "none" or device is None:
         return SideData(table=None, kernels=None, sample=None, sample_step=None, **common)
     act_step = steps.activity_step.to_numpy()
-    graph_rows = _graph_submitted(analysis, device.activity) & (device.activity["kind"].astype(str) == "kernel")
-    graph_execs = (device.activity["kind"].astype(str) == "graph").to_numpy()
+    graph_rows = _graph_submitted(analysis, device.activity) & (device.activity["kind"] == "kernel").to_numpy()
+    graph_execs = (device.activity["kind"] == "graph").to_numpy()
     stepped = act_step >= 0
 
     def per_step(flags: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ from launchprof.analysis.callkinds import classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
+from launchprof.trace.model import text
 
 HOST_GAP_NS = 100_000
 SYNC_TOLERANCE_NS = 1_000
@@ -96,7 +97,7 @@ def classes(calls: pd.Series) -> pd.DataFrame:
 def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.DataFrame:
     act = device.activity.loc[device.activity["pid"] == pid]
     cls = classes(api.loc[api["pid"] == pid, "call"])
-    kind = act["kind"].astype(str)
+    kind = text(act["kind"])
     u = union(act["start"].to_numpy(), act["end"].to_numpy())
     span = int(u.ends[-1] - u.starts[0]) if u.starts.size else 0
     return pd.DataFrame(
@@ -225,7 +226,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     in_steady = np.isin(step_of, steady_steps) & (step_of >= 0)
     # Kernels: the kernel rows of steady steps (activity rows matched on their keys).
     keys = ["device_id", "pid", "correlation_id", "stream_id", "start", "end"]
-    kind = act["kind"].astype(str).to_numpy()
+    kind = text(act["kind"]).to_numpy()
     is_kernel = in_steady & (kind == "kernel")
     is_memop = in_steady & np.isin(kind, ["memcpy", "memset"])
     kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
@@ -239,5 +240,5 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     keep = np.isin(call_step, steady_steps) & (call_step >= 0)
     calls = mine.loc[keep].assign(step=call_step[keep])
     calls = pd.concat([calls, classes(calls["call"])], axis=1)
-    calls["call"] = calls["call"].astype(str)
+    calls["call"] = text(calls["call"])
     return StepContext(steps, device, pid, table, steady, kernels, calls, memops, pseudo)

@@ -85,10 +85,12 @@ def load_calibration(path: str | os.PathLike[str] | None = None) -> dict[str, An
     """Read a saved calibration; see the module docstring for how the file is chosen."""
     if path is not None:
         return read_calibration(path)
+    newest = newest_calibration_file(cache_dir())
+    if newest is None:
+        return None  # no file at all: no need to ask NVML which GPU this is (~50 ms)
     current = _current_device_path()
     if current is not None:
         found = read_calibration(current)
         if found is not None:
             return found
-    newest = newest_calibration_file(cache_dir())
-    return read_calibration(newest) if newest is not None else None
+    return read_calibration(newest)

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from launchprof.analysis import Analysis, DeviceAnalysis, utilization_series
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
+from launchprof.trace.model import text
 
 TIMELINE_WINDOW_NS = 2_000_000
 MAX_TIMELINE_BARS = 4_000
@@ -111,7 +112,7 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
         f"CPU pid {p} tid {t & 0xFFFFFF}" if several_pids else f"CPU thread {t & 0xFFFFFF}"
         for p, t in zip(api["pid"], api["tid"], strict=False)
     ]
-    call = api["call"].astype(str)
+    call = text(api["call"])
     is_launch = call.isin(_LAUNCH_CALLS).to_numpy()
     for label, mask in (("other CUDA API", ~is_launch), ("launch call", is_launch)):
         if mask.any():
@@ -136,7 +137,7 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
                 fig, label, [gap_lane] * len(rows), rows["start"].clip(lower=lo), rows["end"].clip(upper=hi), lo, hover
             )
 
-    kinds = act["kind"].astype(str)
+    kinds = text(act["kind"])
     lanes = [
         f"GPU {device.device_id} stream {s}" + (f" (pid {p})" if several_pids else "")
         for p, s in zip(act["pid"], act["stream_id"], strict=False)

@@ -111,7 +111,7 @@ class Trace:
             (self.kernels, np.ones(len(self.kernels), np.int8)),
         ]
         if len(self.memops):
-            sources.append((self.memops, np.where(self.memops["kind"].astype(str) == "memset", 3, 2).astype(np.int8)))
+            sources.append((self.memops, np.where(text(self.memops["kind"]) == "memset", 3, 2).astype(np.int8)))
         if len(self.graph_execs):
             sources.append((self.graph_execs, np.zeros(len(self.graph_execs), np.int8)))
         data: dict[str, np.ndarray] = {}
@@ -134,3 +134,16 @@ class Trace:
         remap[used] = np.arange(len(used), dtype=np.int8)
         out["kind"] = pd.Categorical.from_codes(remap[codes], categories=[kinds[i] for i in used])
         return out
+
+
+def text(values: pd.Series) -> pd.Series:
+    """``values.astype(str)`` as an object-dtype Series, cheap for a categorical column
+    (``api["call"]``, ``gpu_activity()["kind"]``): the categories are turned into text
+    once and spread by code, instead of building one Arrow string per row (pandas 3's
+    default ``str`` dtype). Missing values read ``"nan"``, as with ``astype(str)``.
+    Same index as ``values``; a new Series.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        names = np.array([str(c) for c in values.cat.categories] + ["nan"], dtype=object)
+        return pd.Series(names[values.cat.codes.to_numpy()], index=values.index, dtype=object, name=values.name)
+    return pd.Series(values.astype(str).to_numpy(dtype=object), index=values.index, dtype=object, name=values.name)

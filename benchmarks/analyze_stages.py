@@ -1,0 +1,82 @@
+"""Where ``launchprof analyze`` spends its time, stage by stage, in one process.
+
+Mirrors :func:`launchprof.api.analyze` and :func:`launchprof.commands.run_analyze` with a
+wall clock (``perf_counter``) and a CPU clock (``process_time``, all threads) around each
+stage. Imports are timed first (a fresh interpreter; run it as its own process).
+
+Usage::
+
+    python benchmarks/analyze_stages.py TRACE.sqlite [--output DIR]
+"""
+
+from __future__ import annotations
+
+import time
+
+T0 = (time.perf_counter(), time.process_time())
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+rows: list[tuple[str, float, float]] = []
+_last = list(T0)
+
+
+def mark(stage: str) -> None:
+    now = (time.perf_counter(), time.process_time())
+    rows.append((stage, now[0] - _last[0], now[1] - _last[1]))
+    _last[:] = now
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args()
+    import launchprof.cli  # noqa: F401  (what the launchprof script imports first)
+
+    mark("import launchprof.cli")
+    from launchprof import api
+    from launchprof.commands import run_analyze  # noqa: F401
+
+    mark("import analyze path (commands, api)")
+    from launchprof.analysis import analyze_trace
+    from launchprof.analysis.diagnose import diagnose
+    from launchprof.analysis.ranks import rank_view
+    from launchprof.analysis.steps import find_steps
+    from launchprof.report.index import write_index
+    from launchprof.report.write import write_report
+    from launchprof.trace import load_trace
+
+    mark("import the rest")
+    trace = load_trace(Path(args.trace))
+    mark("load")
+    analysis = analyze_trace(trace, 1000)
+    mark("timeline analysis")
+    ranks = rank_view(analysis, step_name=None)
+    if ranks is not None:
+        analysis.extra["ranks"] = ranks
+    mark("ranks")
+    analysis.extra["steps"] = find_steps(analysis, step_name=None)
+    mark("steps")
+    analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(analysis)
+    mark("diagnose")
+    out = Path(args.output or tempfile.mkdtemp(prefix="lp-stages-")) / "report"
+    write_report(analysis, out, force=True, trace_path=args.trace)
+    mark("write report (summary, html, step files)")
+    write_index(out.resolve().parent)
+    mark("index")
+    del api
+    wall = sum(r[1] for r in rows)
+    cpu = sum(r[2] for r in rows)
+    print(f"{Path(args.trace).name}: stage, wall s, CPU s")
+    for stage, w, c in rows:
+        print(f"  {stage:42s} {w:6.3f} {c:6.3f}")
+    print(f"  {'total (interpreter start excluded)':42s} {wall:6.3f} {cpu:6.3f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
