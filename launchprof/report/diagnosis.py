@@ -8,22 +8,24 @@ table); trace strings reach the page through jinja2 autoescaping or escaped figu
 from __future__ import annotations
 
 import numpy as np
-import plotly.graph_objects as go
 
 from launchprof.analysis import Analysis
 from launchprof.analysis.diagnose import Diagnosis, Recommendation, duration_histogram
 from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render
+from launchprof.report.plainfig import Figure, bar, scatter
 
 MAX_STEP_BARS = 1_000
 
 
-def _layout(fig: go.Figure, title: str, height: int = 340) -> go.Figure:
-    fig.update_layout(title=title, height=height, margin=dict(l=60, r=20, t=40, b=40), template="plotly_white")
+def _layout(fig: Figure, title: str, height: int = 340) -> Figure:
+    fig.update_layout(
+        title=dict(text=title), height=height, margin=dict(l=60, r=20, t=40, b=40), template="plotly_white"
+    )
     return fig
 
 
-def per_step_figure(d: Diagnosis) -> tuple[go.Figure, int, int]:
+def per_step_figure(d: Diagnosis) -> tuple[Figure, int, int]:
     """Stacked bars per step (us): GPU busy, waits by cause, other idle. Returns the
     figure, the steps drawn and the steps in all (evenly spaced when more than
     MAX_STEP_BARS)."""
@@ -33,7 +35,7 @@ def per_step_figure(d: Diagnosis) -> tuple[go.Figure, int, int]:
     if total > MAX_STEP_BARS:
         t = t.iloc[np.linspace(0, total - 1, MAX_STEP_BARS).astype(int)]
         width = float(t["step"].iloc[-1] - t["step"].iloc[0]) / (MAX_STEP_BARS - 1)  # bars touch
-    fig = go.Figure()
+    fig = Figure()
     for col, label, color in (
         ("busy_ns", "GPU busy", "#2b7bba"),
         ("launch_wait_ns", "waiting for launches", "#e8842e"),
@@ -42,34 +44,46 @@ def per_step_figure(d: Diagnosis) -> tuple[go.Figure, int, int]:
         ("other_idle_ns", "other idle", "#bbbbbb"),
     ):
         fig.add_trace(
-            go.Bar(x=t["step"], y=t[col] / 1e3, name=label, marker_color=color, marker_line_width=0, width=width)
+            bar(
+                x=t["step"].to_numpy(),
+                y=(t[col] / 1e3).to_numpy(),
+                name=label,
+                marker=dict(color=color, line=dict(width=0)),
+                width=width,
+            )
         )
     warm = t.loc[t["warmup"]]
     if len(warm):
         fig.add_trace(
-            go.Scatter(
-                x=warm["step"],
-                y=warm["period_ns"] / 1e3,
+            scatter(
+                x=warm["step"].to_numpy(),
+                y=(warm["period_ns"] / 1e3).to_numpy(),
                 mode="markers",
                 name="warm-up step",
                 marker=dict(symbol="x", color="black"),
             )
         )
-    fig.update_layout(barmode="stack", xaxis_title="step", yaxis_title="us per step", bargap=0)
+    fig.update_layout(
+        barmode="stack", xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="us per step")), bargap=0
+    )
     p50 = d.figures.get("period_p50_ns")
     if p50:  # warm-up steps can be 100x a steady one: keep the steady steps readable
-        fig.update_yaxes(range=[0, 3 * p50 / 1e3])
+        fig.update_layout(yaxis=dict(range=[0, 3 * p50 / 1e3]))
     return _layout(fig, "Per step: GPU busy vs idle, by cause"), len(t), total
 
 
-def durations_figure(d: Diagnosis) -> go.Figure:
+def durations_figure(d: Diagnosis) -> Figure:
     """Overlaid histograms of kernel and launch-call durations (log-spaced bins)."""
     h = duration_histogram(d.durations)
     labels = [f"{lo / 1e3:,.0f}" if lo >= 100_000 else f"{lo / 1e3:.3g}" for lo in h["low_ns"]]
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=labels, y=h["kernels"], name="kernel duration (GPU)", marker_color="#2b7bba"))
-    fig.add_trace(go.Bar(x=labels, y=h["launch_calls"], name="launch call duration (CPU)", marker_color="#e8842e"))
-    fig.update_layout(barmode="overlay", xaxis_title="duration, bin start (us, 5 bins a decade)", yaxis_title="count")
+    fig = Figure()
+    fig.add_trace(bar(x=labels, y=h["kernels"], name="kernel duration (GPU)", marker=dict(color="#2b7bba")))
+    fig.add_trace(bar(x=labels, y=h["launch_calls"], name="launch call duration (CPU)", marker=dict(color="#e8842e")))
+    fig.update_layout(
+        barmode="overlay",
+        xaxis=dict(title=dict(text="duration, bin start (us, 5 bins a decade)")),
+        yaxis=dict(title=dict(text="count")),
+    )
     fig.update_traces(opacity=0.7)
     return _layout(fig, "Kernel duration vs launch-call duration (steady per-launch kernels)")
 

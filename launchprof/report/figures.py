@@ -1,7 +1,8 @@
-"""Plotly figures of an Analysis. Draws only: every number shown was computed in
-:mod:`launchprof.analysis`. Trace strings go into figure JSON, which
-:mod:`launchprof.report.html` embeds escaped; strings plotly itself renders as
-pseudo-HTML (hover text) are HTML-escaped here as well."""
+"""Plotly figures of an Analysis, built as plain data (:mod:`launchprof.report.plainfig`:
+the same JSON as plotly's figure objects, without building them). Draws only: every
+number shown was computed in :mod:`launchprof.analysis`. Trace strings go into figure
+JSON, which :mod:`launchprof.report.html` embeds escaped; strings plotly itself renders
+as pseudo-HTML (hover text) are HTML-escaped here as well."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import html
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from launchprof.analysis import Analysis, DeviceAnalysis, utilization_series
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
+from launchprof.report.plainfig import Figure, bar, scatter
 from launchprof.trace.model import text
 
 TIMELINE_WINDOW_NS = 2_000_000
@@ -33,7 +34,7 @@ COLORS = {
 _LAUNCH_CALLS = KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS
 
 
-def _layout(fig: go.Figure, title: str, height: int = 320, legend: bool = False) -> go.Figure:
+def _layout(fig: Figure, title: str, height: int = 320, legend: bool = False) -> Figure:
     fig.update_layout(
         showlegend=legend,
         title=dict(text=title, x=0, xanchor="left", y=0.98, yanchor="top", yref="container", font=dict(size=15)),
@@ -43,7 +44,7 @@ def _layout(fig: go.Figure, title: str, height: int = 320, legend: bool = False)
         font=dict(family="system-ui, sans-serif", size=12),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
     )
-    fig.update_yaxes(automargin=True)
+    fig.update_layout(yaxis=dict(automargin=True))
     return fig
 
 
@@ -66,12 +67,10 @@ def timeline_window(device: DeviceAnalysis, window_ns: int = TIMELINE_WINDOW_NS)
     return lo, lo + window_ns
 
 
-def _bars(
-    fig: go.Figure, name: str, lane: list[str], start: pd.Series, end: pd.Series, t0: int, hover: list[str]
-) -> None:
+def _bars(fig: Figure, name: str, lane: list[str], start: pd.Series, end: pd.Series, t0: int, hover: list[str]) -> None:
     """Horizontal bars [start, end) (ns) drawn in us from ``t0``; ``hover`` is escaped HTML."""
     fig.add_trace(
-        go.Bar(
+        bar(
             orientation="h",
             base=((start - t0) / 1e3).to_numpy(),
             x=((end - start) / 1e3).to_numpy(),
@@ -85,7 +84,7 @@ def _bars(
     )
 
 
-def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]) -> tuple[go.Figure, bool]:
+def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]) -> tuple[Figure, bool]:
     """Lanes inside ``window``: the CUDA API calls of each CPU thread (launch calls
     apart), the device's idle gaps (host-wait or not, as the analysis classed them) and
     the activity of each GPU stream.
@@ -106,7 +105,7 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
         api = api.head(MAX_TIMELINE_BARS // 4)
         gaps = gaps.head(MAX_TIMELINE_BARS // 4)
     several_pids = device.activity["pid"].nunique() > 1
-    fig = go.Figure()
+    fig = Figure()
 
     cpu_lanes = [
         f"CPU pid {p} tid {t & 0xFFFFFF}" if several_pids else f"CPU thread {t & 0xFFFFFF}"
@@ -155,9 +154,13 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
         )
 
     order = sorted(set(cpu_lanes)) + [gap_lane] + sorted(set(lanes), key=_stream_key)
-    fig.update_layout(barmode="overlay", bargap=0.25, hovermode="closest")
-    fig.update_xaxes(title="time since the window start (us)", range=[0, (hi - lo) / 1e3], showgrid=True)
-    fig.update_yaxes(categoryorder="array", categoryarray=order, autorange="reversed")
+    fig.update_layout(
+        barmode="overlay",
+        bargap=0.25,
+        hovermode="closest",
+        xaxis=dict(title=dict(text="time since the window start (us)"), range=[0, (hi - lo) / 1e3], showgrid=True),
+        yaxis=dict(categoryorder="array", categoryarray=order, autorange="reversed"),
+    )
     title = f"Timeline of a {duration_label(hi - lo)} window: CPU API calls, GPU idle gaps, GPU streams"
     return _layout(fig, title, 150 + 42 * len(order), legend=True), downsampled
 
@@ -179,7 +182,7 @@ def _kernel_names(analysis: Analysis, rows: pd.DataFrame) -> list[str]:
     return [html.escape(analysis.trace.string(int(i))) if pd.notna(i) else "kernel" for i in found.to_numpy()]
 
 
-def bubble_histogram(device: DeviceAnalysis) -> go.Figure:
+def bubble_histogram(device: DeviceAnalysis) -> Figure:
     """Bar chart of the device's bubble-length histogram (from the analysis), from the
     threshold bin to the last non-empty bin, with the count on each bar."""
     hist = device.figures.bubbles.histogram
@@ -190,19 +193,23 @@ def bubble_histogram(device: DeviceAnalysis) -> go.Figure:
         f"≥ {duration_label(lo)}" if hi is None else f"{duration_label(lo)} – {duration_label(hi)}"
         for lo, hi, _ in shown
     ]
-    fig = go.Figure(
-        go.Bar(
-            x=labels,
-            y=[c for _, _, c in shown],
-            text=[f"{c:,}" if c else "" for _, _, c in shown],
-            textposition="outside",
-            cliponaxis=False,
-            marker=dict(color="#7f7f7f"),
-            hovertemplate="%{x}: %{y:,} bubbles<extra></extra>",
-        )
+    fig = Figure(
+        [
+            bar(
+                x=labels,
+                y=[c for _, _, c in shown],
+                text=[f"{c:,}" if c else "" for _, _, c in shown],
+                textposition="outside",
+                cliponaxis=False,
+                marker=dict(color="#7f7f7f"),
+                hovertemplate="%{x}: %{y:,} bubbles<extra></extra>",
+            )
+        ]
     )
-    fig.update_xaxes(title="bubble length", type="category")
-    fig.update_yaxes(title="bubbles", rangemode="tozero")
+    fig.update_layout(
+        xaxis=dict(title=dict(text="bubble length"), type="category"),
+        yaxis=dict(title=dict(text="bubbles"), rangemode="tozero"),
+    )
     b = device.figures.bubbles
     return _layout(
         fig,
@@ -210,32 +217,58 @@ def bubble_histogram(device: DeviceAnalysis) -> go.Figure:
     )
 
 
-def utilization_over_time(device: DeviceAnalysis, window: tuple[int, int] | None = None) -> go.Figure:
+def utilization_over_time(device: DeviceAnalysis, window: tuple[int, int] | None = None) -> Figure:
     """Busy share per time bin (from :func:`utilization_series`), with the timeline's
     ``window`` shaded when given."""
     series: pd.DataFrame = utilization_series(device.activity, bins=UTILIZATION_BINS)
     t0 = device.figures.start_ns
-    fig = go.Figure(
-        go.Scatter(
-            x=(series["start_ns"] - t0) / 1e6,
-            y=series["utilization"],
-            mode="lines",
-            line=dict(shape="hv", color=COLORS["kernel"], width=1.5),
-            fill="tozeroy",
-            hovertemplate="%{x:.2f} ms: %{y:.1%} busy<extra></extra>",
-            name="utilization",
-        )
+    fig = Figure(
+        [
+            scatter(
+                x=((series["start_ns"] - t0) / 1e6).to_numpy(),
+                y=series["utilization"].to_numpy(),
+                mode="lines",
+                line=dict(shape="hv", color=COLORS["kernel"], width=1.5),
+                fill="tozeroy",
+                hovertemplate="%{x:.2f} ms: %{y:.1%} busy<extra></extra>",
+                name="utilization",
+            )
+        ]
     )
     if window is not None:
-        fig.add_vrect(
-            x0=(window[0] - t0) / 1e6,
-            x1=(window[1] - t0) / 1e6,
-            fillcolor="#ff7f0e",
-            opacity=0.25,
-            line_width=0,
-            annotation_text="timeline window",
-            annotation_position="top left",
+        # What plotly's add_vrect(annotation_position="top left") writes: a rectangle over
+        # the whole y domain and its label at the top left corner.
+        x0, x1 = (window[0] - t0) / 1e6, (window[1] - t0) / 1e6
+        fig.update_layout(
+            shapes=[
+                dict(
+                    type="rect",
+                    x0=x0,
+                    x1=x1,
+                    xref="x",
+                    y0=0,
+                    y1=1,
+                    yref="y domain",
+                    fillcolor="#ff7f0e",
+                    opacity=0.25,
+                    line=dict(width=0),
+                )
+            ],
+            annotations=[
+                dict(
+                    text="timeline window",
+                    showarrow=False,
+                    x=x0,
+                    xanchor="left",
+                    xref="x",
+                    y=1,
+                    yanchor="top",
+                    yref="y domain",
+                )
+            ],
         )
-    fig.update_xaxes(title="time since the first GPU activity (ms)")
-    fig.update_yaxes(title="GPU busy", range=[0, 1.05], tickformat=".0%")
+    fig.update_layout(
+        xaxis=dict(title=dict(text="time since the first GPU activity (ms)")),
+        yaxis=dict(title=dict(text="GPU busy"), range=[0, 1.05], tickformat=".0%"),
+    )
     return _layout(fig, f"GPU utilization over time, GPU {device.device_id} ({UTILIZATION_BINS} equal time bins)")

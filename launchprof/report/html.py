@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
-import plotly.graph_objects as go
-from plotly.offline import get_plotlyjs
 
 from launchprof.errors import OutputError
+from launchprof.report.plainfig import Figure, plotly_package_file
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("launchprof.report", "templates"),
@@ -59,9 +60,18 @@ class EmbeddedFigure:
     json: str
 
 
-def embed(fig: go.Figure, caption: str) -> EmbeddedFigure:
-    """Serialise ``fig`` for a ``<script type="application/json">`` block, escaped."""
-    text = json.dumps(json.loads(fig.to_json()), sort_keys=True, separators=(",", ":"))
+def _strict_json(obj: Any) -> str:
+    """Compact JSON with sorted keys; NaN and infinities written as null (as plotly does)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"))
+    if "NaN" in text or "Infinity" in text:
+        text = json.dumps(json.loads(text, parse_constant=lambda _: None), sort_keys=True, separators=(",", ":"))
+    return text
+
+
+def embed(fig: Any, caption: str) -> EmbeddedFigure:
+    """Serialise ``fig`` (a :class:`~launchprof.report.plainfig.Figure` or a plotly
+    ``go.Figure``) for a ``<script type="application/json">`` block, escaped."""
+    text = _strict_json(fig.to_dict() if isinstance(fig, Figure) else json.loads(fig.to_json()))
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     return EmbeddedFigure(caption, text)
 
@@ -133,11 +143,34 @@ def atomic_write_all(files: dict[Path, str]) -> None:
 
 
 def write_plotlyjs(folder: Path) -> None:
-    """Write plotly.js next to the pages in ``folder`` (skipped when already there)."""
+    """Write plotly.js (the installed plotly package's ``plotly.min.js``) next to the
+    pages in ``folder`` (skipped when a file of its size is already there).
+
+    Raises:
+        OutputError: the folder is not writable or the disk is full.
+    """
     target = folder / "plotly.min.js"
-    js = get_plotlyjs()
-    if not target.exists() or target.stat().st_size != len(js.encode("utf-8")):
-        atomic_write(target, js)
+    source = plotly_package_file("package_data", "plotly.min.js")
+    if target.exists() and target.stat().st_size == source.stat().st_size:
+        return
+    tmp_name = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
+        with os.fdopen(fd, "wb") as dst, source.open("rb") as src:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_name, 0o666 & ~umask)
+        os.replace(tmp_name, target)
+        tmp_name = None
+    except OSError as exc:
+        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        if tmp_name is not None:
+            try:
+                os.unlink(tmp_name)
+            except OSError:
+                pass
 
 
 def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
