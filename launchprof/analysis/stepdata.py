@@ -34,6 +34,7 @@ from launchprof.analysis.callkinds import classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
+from launchprof.analysis.timeline import corr_key
 from launchprof.trace.model import text
 
 HOST_GAP_NS = 100_000
@@ -118,70 +119,93 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
     )
 
 
+def last_call_rows(api: pd.DataFrame, pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
+    """Row position in ``api`` of the call that submitted each (pid, correlation id): the
+    last call with that pair and a correlation id > 0 (-1 where none). One int64 key per
+    pair (:func:`~launchprof.analysis.timeline.corr_key`) and a binary search."""
+    mask = (api["correlation_id"] > 0).to_numpy()
+    rows = np.flatnonzero(mask)
+    keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
+    order = np.argsort(keys, kind="stable")
+    keys, rows = keys[order], rows[order]
+    last = np.ones(keys.size, bool)
+    last[:-1] = keys[1:] != keys[:-1]
+    keys, rows = keys[last], rows[last]
+    wanted = corr_key(pid, correlation_id)
+    if keys.size == 0:
+        return np.full(wanted.size, -1, dtype=np.int64)
+    pos = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
+    found = (keys[pos] == wanted) & (np.asarray(correlation_id) > 0)
+    return np.where(found, rows[pos], -1)
+
+
+def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
+    """Per api row: the latest end (float ns) of the calls before it on its thread (NaN for
+    a thread's first call). Calls are ordered by (tid, start), ties in row order; calls
+    sharing (tid, start) all get the value of the first of them."""
+    tid = api["tid"].to_numpy()
+    start = api["start"].to_numpy()
+    order = np.lexsort((start, tid))
+    t, st = tid[order], start[order]
+    new_tid = np.ones(t.size, bool)
+    new_tid[1:] = t[1:] != t[:-1]
+    running = pd.Series(api["end"].to_numpy()[order]).groupby(t).cummax().to_numpy(dtype=np.float64)
+    prev = np.empty(t.size, dtype=np.float64)
+    prev[0:1] = np.nan
+    prev[1:] = running[:-1]
+    prev[new_tid] = np.nan
+    first_of_pair = new_tid.copy()
+    first_of_pair[1:] |= st[1:] != st[:-1]
+    first_pos = np.maximum.accumulate(np.where(first_of_pair, np.arange(t.size), 0))
+    out = np.empty(t.size, dtype=np.float64)
+    out[order] = prev[first_pos]
+    return out
+
+
 def _gap_causes(
     analysis: Analysis, act: pd.DataFrame, step_of: np.ndarray, n_steps: int, host_gap_ns: int
 ) -> pd.DataFrame:
     """Host-wait idle per step split by cause (module docstring)."""
-    out = pd.DataFrame(0, index=pd.RangeIndex(n_steps), columns=["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"])
+    columns = ["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]
+    sums = np.zeros((n_steps, len(columns)), dtype=np.int64)
     keep = step_of >= 0
     act = act.loc[keep]
     step_of = step_of[keep]
     u = union(act["start"].to_numpy(), act["end"].to_numpy())
-    if u.starts.size < 2:
-        return out
-    nxt = u.order[u.first_row[1:]]
-    gaps = pd.DataFrame(
-        {
-            "start": u.gap_starts,
-            "end": u.gap_ends,
-            "step": step_of[nxt],
-            "pid": act["pid"].to_numpy()[nxt],
-            "correlation_id": act["correlation_id"].to_numpy()[nxt],
-        }
-    )
     api = analysis.trace.api
-    calls = api.loc[api["correlation_id"] > 0].drop_duplicates(["pid", "correlation_id"], keep="last")
-    gaps = gaps.merge(
-        calls[["pid", "correlation_id", "start", "end", "tid"]].rename(
-            columns={"start": "call_start", "end": "call_end"}
-        ),
-        on=["pid", "correlation_id"],
-        how="left",
-    )
-    gaps = gaps.loc[gaps["call_end"].notna() & (gaps["call_end"] > gaps["start"])].copy()
-    if gaps.empty:
-        return out
-    gaps["gap_ns"] = gaps["end"] - gaps["start"]
-    # Sync: a synchronizing call of the process blocked across the gap's start.
-    cls = classes(api["call"])
-    sync = api.loc[cls["sync"].to_numpy(), ["pid", "start", "end"]].sort_values("start", kind="stable")
-    gaps = gaps.sort_values("start", kind="stable")
-    if len(sync):
-        m = pd.merge_asof(
-            gaps[["start", "pid"]].reset_index(),
-            sync.rename(columns={"start": "s_start", "end": "s_end"}),
-            left_on="start",
-            right_on="s_start",
-            by="pid",
-            direction="backward",
-        ).set_index("index")
-        is_sync = (m["s_end"] >= m["start"] - SYNC_TOLERANCE_NS).reindex(gaps.index).fillna(False).astype(bool)
-    else:
-        is_sync = pd.Series(False, index=gaps.index)
-    # Host work: CPU time outside CUDA calls on the submitting thread before the call.
-    by_tid = api[["tid", "start", "end"]].sort_values(["tid", "start"], kind="stable")
-    prev_end = by_tid.groupby("tid")["end"].cummax().groupby(by_tid["tid"]).shift(1)
-    lookup = pd.DataFrame({"tid": by_tid["tid"], "call_start": by_tid["start"], "prev_end": prev_end})
-    lookup = lookup.drop_duplicates(["tid", "call_start"], keep="first")
-    gaps = gaps.merge(lookup, on=["tid", "call_start"], how="left")
-    is_sync = is_sync.to_numpy()
-    idle_before = (gaps["call_start"] - gaps["prev_end"]).fillna(0).to_numpy()
-    is_host = ~is_sync & (idle_before > host_gap_ns)
-    cause = np.where(is_sync, "sync_wait_ns", np.where(is_host, "host_work_wait_ns", "launch_wait_ns"))
-    summed = gaps.assign(cause=cause).pivot_table(
-        index="step", columns="cause", values="gap_ns", aggfunc="sum", fill_value=0
-    )
-    return out.add(summed.reindex(index=out.index, columns=out.columns).fillna(0), fill_value=0).astype("int64")
+    if u.starts.size >= 2 and len(api):
+        nxt = u.order[u.first_row[1:]]
+        gap_start, gap_end = u.gap_starts, u.gap_ends
+        gap_pid = act["pid"].to_numpy()[nxt]
+        call = last_call_rows(api, gap_pid, act["correlation_id"].to_numpy()[nxt])
+        call_start = api["start"].to_numpy()[np.maximum(call, 0)]
+        call_end = api["end"].to_numpy()[np.maximum(call, 0)]
+        host_wait = (call >= 0) & (call_end > gap_start)
+        # Gaps are in time order (a union's gaps are), as the merge_asof below needs.
+        gap_start, gap_end, gap_pid = gap_start[host_wait], gap_end[host_wait], gap_pid[host_wait]
+        call, call_start = call[host_wait], call_start[host_wait]
+        gap_step = step_of[nxt][host_wait]
+        # Sync: a synchronizing call of the process blocked across the gap's start.
+        cls = classes(api["call"])
+        sync = api.loc[cls["sync"].to_numpy(), ["pid", "start", "end"]].sort_values("start", kind="stable")
+        if len(sync) and gap_start.size:
+            m = pd.merge_asof(
+                pd.DataFrame({"start": gap_start, "pid": gap_pid}),
+                sync.rename(columns={"start": "s_start", "end": "s_end"}),
+                left_on="start",
+                right_on="s_start",
+                by="pid",
+                direction="backward",
+            )
+            is_sync = (m["s_end"] >= m["start"] - SYNC_TOLERANCE_NS).fillna(False).to_numpy(dtype=bool)
+        else:
+            is_sync = np.zeros(gap_start.size, dtype=bool)
+        # Host work: CPU time outside CUDA calls on the submitting thread before the call.
+        idle_before = np.nan_to_num(call_start - _prev_end_on_thread(api)[call], nan=0.0)
+        is_host = ~is_sync & (idle_before > host_gap_ns)
+        cause = np.where(is_sync, 0, np.where(is_host, 1, 2))
+        np.add.at(sums, (gap_step, cause), gap_end - gap_start)
+    return pd.DataFrame(sums, index=pd.RangeIndex(n_steps), columns=columns)
 
 
 def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
@@ -193,6 +217,27 @@ def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
     idx = np.where(ok, order[np.clip(i, 0, None)], -1)
     inside = ok & (times < end[np.clip(idx, 0, None)])
     return np.where(inside, table["step"].to_numpy()[np.clip(idx, 0, None)], -1)
+
+
+def _steady_kernels(
+    analysis: Analysis, device: DeviceAnalysis, is_kernel: np.ndarray, step_of: np.ndarray
+) -> pd.DataFrame | None:
+    """The rows of ``analysis.trace.kernels`` behind the activity rows flagged in
+    ``is_kernel``, in kernel-table order, with their ``step``. The kernel rows of a
+    device's activity are its kernels in stable (start, end) order
+    (:meth:`~launchprof.trace.Trace.gpu_activity`), so they are found by position; None
+    when the counts disagree."""
+    kern = analysis.trace.kernels
+    act = device.activity
+    mine = np.flatnonzero((kern["device_id"] == device.device_id).to_numpy())
+    all_kernels = (act["kind"] == "kernel").to_numpy()
+    if mine.size != int(all_kernels.sum()):
+        return None
+    by_time = mine[np.lexsort((kern["end"].to_numpy()[mine], kern["start"].to_numpy()[mine]))]
+    wanted = is_kernel[all_kernels]
+    rows, steps = by_time[wanted], step_of[all_kernels][wanted]
+    order = np.argsort(rows, kind="stable")
+    return kern.iloc[rows[order]].assign(step=steps[order])
 
 
 def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_NS) -> StepContext:
@@ -229,8 +274,10 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     kind = text(act["kind"]).to_numpy()
     is_kernel = in_steady & (kind == "kernel")
     is_memop = in_steady & np.isin(kind, ["memcpy", "memset"])
-    kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
-    kernels = analysis.trace.kernels.merge(kact.drop_duplicates(keys), on=keys, how="inner")
+    kernels = _steady_kernels(analysis, device, is_kernel, step_of)
+    if kernels is None:  # the activity does not line up with the kernel table: match on keys
+        kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
+        kernels = analysis.trace.kernels.merge(kact.drop_duplicates(keys), on=keys, how="inner")
     kernels = kernels.sort_values(["step", "start"], kind="stable").reset_index(drop=True)
     mact = act.loc[is_memop, keys].assign(step=step_of[is_memop])
     memops = analysis.trace.memops.merge(mact.drop_duplicates(keys), on=keys, how="inner")
