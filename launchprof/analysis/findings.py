@@ -168,11 +168,16 @@ def _row_codes(frame: pd.DataFrame) -> np.ndarray:
     return codes
 
 
-def _signatures(kernels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+def _signatures(kernels: pd.DataFrame, what: str = "both") -> tuple[pd.Series, pd.Series]:
     """Per step: the kernel name sequence and the (name, grid, block) sequence, each as
-    one hashable ``bytes`` value (the step's slice of the factorized codes)."""
-    k = kernels.sort_values(["step", "start"], kind="stable")
-    steps = k["step"].to_numpy()
+    one hashable ``bytes`` value (the step's slice of the factorized codes). ``what``:
+    ``"names"`` or ``"shapes"`` computes only that one (the other is empty)."""
+    steps = kernels["step"].to_numpy()
+    start = kernels["start"].to_numpy()
+    d_step = np.diff(steps)
+    if not ((d_step > 0) | ((d_step == 0) & (np.diff(start) >= 0))).all():
+        kernels = kernels.sort_values(["step", "start"], kind="stable")
+        steps = kernels["step"].to_numpy()
     bounds = np.flatnonzero(steps[1:] != steps[:-1]) + 1
     index = pd.Index(steps[np.r_[0, bounds]] if steps.size else [], name="step")
     edges = (np.r_[0, bounds, steps.size] * 8).tolist()
@@ -182,7 +187,10 @@ def _signatures(kernels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
         buf = codes.astype(np.int64).tobytes()
         return pd.Series([buf[a:b] for a, b in pairs], index=index, dtype=object)
 
-    return per_step(pd.factorize(k["name_id"])[0]), per_step(_row_codes(k[list(CONFIG)]))
+    empty = pd.Series([], dtype=object)
+    names = per_step(pd.factorize(kernels["name_id"])[0]) if what != "shapes" else empty
+    shapes = per_step(_row_codes(kernels[list(CONFIG)])) if what != "names" else empty
+    return names, shapes
 
 
 def _next_pow2(x: np.ndarray) -> np.ndarray:
@@ -201,7 +209,7 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     varying = per_name[per_name > 1]
     if varying.empty or _count_varies(k):
         return None
-    _, shapes = _signatures(k)
+    _, shapes = _signatures(k, "shapes")
     distinct = int(shapes.nunique())
     if distinct <= 1:
         # Every step launches the same configurations (a kernel reused with several grid
@@ -264,7 +272,7 @@ def varying_sequence(ctx: StepContext) -> Finding | None:
     cfg = k[list(CONFIG)]
     if (cfg.drop_duplicates().groupby("name_id").size() > 1).any() and not _count_varies(k):
         return None  # shape changes explain it: dynamic-shapes
-    names, _ = _signatures(k)
+    names, _ = _signatures(k, "names")
     counts = names.value_counts()
     if len(counts) < 2:
         return None
