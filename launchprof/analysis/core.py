@@ -86,12 +86,20 @@ def _process_names(trace: Trace) -> dict[int, str]:
     return {int(p): str(n) for p, n in zip(procs["pid"], procs["name"], strict=False) if n is not None}
 
 
-def _groups(frame: pd.DataFrame, keys: list[str]) -> Iterator[tuple[Any, pd.DataFrame]]:
+def _groups(frame: pd.DataFrame, keys: list[str]) -> Iterator[tuple[Any, pd.DataFrame | None]]:
     """(key, rows) per distinct value of ``keys``, in key order; rows keep ``frame``'s order
-    and are produced one at a time (only one group's copy alive)."""
+    and are produced one at a time (only one group's copy alive). ``rows`` is None when
+    the group is the whole of ``frame`` (no copy; its figures are the frame's)."""
     indices = frame.groupby(keys, sort=True).indices
     for key in sorted(indices):
-        yield (key[0] if isinstance(key, tuple) and len(keys) == 1 else key), frame.take(indices[key])
+        rows = None if len(indices[key]) == len(frame) else frame.take(indices[key])
+        yield (key[0] if isinstance(key, tuple) and len(keys) == 1 else key), rows
+
+
+def _figures_of(
+    rows: pd.DataFrame | None, whole: TimelineFigures, api_end: pd.Series, threshold: int
+) -> TimelineFigures:
+    return whole if rows is None else timeline_figures(rows, api_end, threshold)
 
 
 def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS) -> Analysis:
@@ -129,11 +137,11 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
             dev = activity.loc[activity["device_id"].to_numpy() == device_id].reset_index(drop=True)
         figs = timeline_figures(dev, api_end, bubble_threshold_ns)
         processes = [
-            ProcessFigures(int(pid), names.get(int(pid)), timeline_figures(rows, api_end, bubble_threshold_ns))
+            ProcessFigures(int(pid), names.get(int(pid)), _figures_of(rows, figs, api_end, bubble_threshold_ns))
             for pid, rows in _groups(dev, ["pid"])
         ]
         streams = [
-            StreamFigures(int(pid), int(sid), timeline_figures(rows, api_end, bubble_threshold_ns))
+            StreamFigures(int(pid), int(sid), _figures_of(rows, figs, api_end, bubble_threshold_ns))
             for (pid, sid), rows in _groups(dev, ["pid", "stream_id"])
         ]
         devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs, processes, streams, dev))
