@@ -34,7 +34,7 @@ from launchprof.analysis.callkinds import classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
-from launchprof.analysis.timeline import corr_key
+from launchprof.analysis.timeline import last_call_rows
 from launchprof.trace.model import text
 
 HOST_GAP_NS = 100_000
@@ -117,26 +117,6 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
             "warmup": [False],
         }
     )
-
-
-def last_call_rows(api: pd.DataFrame, pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
-    """Row position in ``api`` of the call that submitted each (pid, correlation id): the
-    last call with that pair and a correlation id > 0 (-1 where none). One int64 key per
-    pair (:func:`~launchprof.analysis.timeline.corr_key`) and a binary search."""
-    mask = (api["correlation_id"] > 0).to_numpy()
-    rows = np.flatnonzero(mask)
-    keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
-    order = np.argsort(keys, kind="stable")
-    keys, rows = keys[order], rows[order]
-    last = np.ones(keys.size, bool)
-    last[:-1] = keys[1:] != keys[:-1]
-    keys, rows = keys[last], rows[last]
-    wanted = corr_key(pid, correlation_id)
-    if keys.size == 0:
-        return np.full(wanted.size, -1, dtype=np.int64)
-    pos = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-    found = (keys[pos] == wanted) & (np.asarray(correlation_id) > 0)
-    return np.where(found, rows[pos], -1)
 
 
 def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:

@@ -35,7 +35,7 @@ import pandas as pd
 
 from launchprof.analysis.callkinds import classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
-from launchprof.analysis.timeline import api_end_keyed, corr_key, lookup_end
+from launchprof.analysis.timeline import api_end_keyed, corr_key, last_call_rows, lookup_end
 from launchprof.errors import LaunchprofError
 
 STEP_DOMAIN = "launchprof"
@@ -433,18 +433,19 @@ def _step_table(
     table["kernels"] = (kind == "kernel").groupby(stepped["step"]).sum()
     table["memops"] = kind.isin(["memcpy", "memset"]).groupby(stepped["step"]).sum()
     api_end = api_end_keyed(api)
-    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end, analysis.bubble_threshold_ns)
+    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end, analysis.bubble_threshold_ns, n_steps)
     table["busy_ns"], table["bubbles"], table["bubble_ns"] = busy, bubbles, bubble_ns
-    table = table.fillna({"kernels": 0, "memops": 0, "busy_ns": 0, "bubbles": 0, "bubble_ns": 0})
+    table = table.fillna({"kernels": 0, "memops": 0})
+    first = _first_rows(stepped)
     # The gap before each step (from the previous step's last activity) and whether it was host-wait.
     lead = table["gpu_start"] - table["gpu_end"].shift(1)
     table["lead_gap_ns"] = lead.clip(lower=0).fillna(0)
-    lead_wait = _lead_wait(stepped, api_end, table)
-    table["host_wait_ns"] = inner_wait.reindex(steps).fillna(0) + lead_wait
+    lead_wait = _lead_wait(stepped, first, api_end, table)
+    table["host_wait_ns"] = inner_wait + lead_wait
     table["period_ns"] = table["gpu_start"].shift(-1) - table["gpu_start"]
     # CPU side of each step.
     if cpu_start is None:
-        first_call = _first_call_start(stepped, api)
+        first_call = _first_call_start(stepped, first, api)
         # Without the submitting call (an export without the API table), the GPU start.
         first = first_call.reindex(steps).astype("float64").fillna(table["gpu_start"].astype("float64"))
         cpu_start = first.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
@@ -459,25 +460,19 @@ def _step_table(
     cls = classify(calls["call"])
     dur = (calls["end"] - calls["start"]).to_numpy()
     keep = call_step >= 0
-    per = (
-        pd.DataFrame(
-            {
-                "step": call_step[keep],
-                "launch_calls": cls["launch"].to_numpy()[keep],
-                "launch_call_ns": np.where(cls["launch"].to_numpy(), dur, 0)[keep],
-                "graph_launches": cls["graph_launch"].to_numpy()[keep],
-                "sync_calls": cls["sync"].to_numpy()[keep],
-                "alloc_calls": cls["alloc"].to_numpy()[keep],
-                "instantiations": cls["instantiate"].to_numpy()[keep],
-                "exec_updates": cls["exec_update"].to_numpy()[keep],
-                "captures": cls["capture"].to_numpy()[keep],
-                "api_ns": dur[keep],
-            }
-        )
-        .groupby("step")
-        .sum()
-    )
-    table = table.join(per).fillna({c: 0 for c in per.columns})
+    per_call = {
+        "launch_calls": cls["launch"].to_numpy(),
+        "launch_call_ns": np.where(cls["launch"].to_numpy(), dur, 0),
+        "graph_launches": cls["graph_launch"].to_numpy(),
+        "sync_calls": cls["sync"].to_numpy(),
+        "alloc_calls": cls["alloc"].to_numpy(),
+        "instantiations": cls["instantiate"].to_numpy(),
+        "exec_updates": cls["exec_update"].to_numpy(),
+        "captures": cls["capture"].to_numpy(),
+        "api_ns": dur,
+    }
+    for col, values in per_call.items():
+        table[col] = _sum_by_step(call_step[keep], values[keep], n_steps)
     table["cpu_ns"] = table["cpu_end"] - table["cpu_start"]
     int_cols = [
         "kernels",
@@ -503,29 +498,54 @@ def _step_table(
     return table.reset_index()
 
 
-def _segments(stepped: pd.DataFrame) -> pd.DataFrame:
-    srt = stepped.sort_values(["step", "start", "end"], kind="stable")
-    run_end = srt.groupby("step")["end"].cummax()
-    prev = run_end.groupby(srt["step"]).shift(1)
-    opens = prev.isna() | (srt["start"] > prev)
-    gid = opens.cumsum().to_numpy()
-    seg = pd.DataFrame(
-        {
-            "step": srt["step"].to_numpy(),
-            "start": srt["start"].to_numpy(),
-            "end": run_end.to_numpy(),
-            "pid": srt["pid"].to_numpy(),
-            "correlation_id": srt["correlation_id"].to_numpy(),
-            "gid": gid,
-        }
-    )
-    return seg.groupby("gid").agg(
-        step=("step", "first"),
-        start=("start", "first"),
-        end=("end", "max"),
-        pid=("pid", "first"),
-        correlation_id=("correlation_id", "first"),
-    )
+def _sum_by_step(step: np.ndarray, values: np.ndarray, n_steps: int) -> np.ndarray:
+    """int64 sum of ``values`` per step 0..n_steps-1 (steps outside that range dropped)."""
+    out = np.zeros(n_steps, dtype=np.int64)
+    inside = (step >= 0) & (step < n_steps)
+    np.add.at(out, step[inside], np.asarray(values)[inside].astype(np.int64))
+    return out
+
+
+def _first_rows(stepped: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, row positions in ``stepped``) of each step's earliest activity (by start,
+    ties in row order), steps ascending."""
+    step = stepped["step"].to_numpy()
+    order = np.lexsort((stepped["start"].to_numpy(), step))
+    first = np.ones(order.size, bool)
+    first[1:] = step[order][1:] != step[order][:-1]
+    return step[order][first], order[first]
+
+
+def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int, n_steps: int):  # type: ignore[no-untyped-def]
+    """Per step (arrays over 0..n_steps-1): busy ns (union of its activity), bubbles and
+    bubble ns (gaps inside it >= threshold), host-wait ns of the gaps inside it."""
+    step = stepped["step"].to_numpy()
+    start = stepped["start"].to_numpy()
+    end = stepped["end"].to_numpy()
+    order = np.lexsort((end, start, step))
+    step, start, end = step[order], start[order], end[order]
+    new_step = np.ones(step.size, bool)
+    new_step[1:] = step[1:] != step[:-1]
+    run_end = pd.Series(end).groupby(step, sort=False).cummax().to_numpy()
+    # A segment (busy interval of the step) opens where the activity starts after all earlier ones ended.
+    opens = new_step.copy()
+    opens[1:] |= start[1:] > run_end[:-1]
+    first = np.flatnonzero(opens)
+    seg_step, seg_start = step[first], start[first]
+    seg_end = np.maximum.reduceat(run_end, first) if first.size else run_end[:0]
+    seg_pid = stepped["pid"].to_numpy()[order][first]
+    seg_corr = stepped["correlation_id"].to_numpy()[order][first]
+    busy = _sum_by_step(seg_step, seg_end - seg_start, n_steps)
+    same = seg_step[1:] == seg_step[:-1]
+    gap = (seg_start[1:] - seg_end[:-1])[same]
+    gap_step = seg_step[1:][same]
+    submit_end = _submit_end(api_end, seg_pid[1:][same], seg_corr[1:][same])
+    wait = np.nan_to_num(submit_end, nan=-np.inf) > seg_end[:-1][same]
+    is_bubble = gap >= threshold
+    bubbles = _sum_by_step(gap_step, is_bubble, n_steps)
+    bubble_ns = _sum_by_step(gap_step, np.where(is_bubble, gap, 0), n_steps)
+    inner_wait = _sum_by_step(gap_step, np.where(wait, gap, 0), n_steps)
+    return busy, bubbles, bubble_ns, inner_wait
 
 
 def _submit_end(api_end: pd.Series, pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
@@ -535,39 +555,24 @@ def _submit_end(api_end: pd.Series, pid: np.ndarray, corr: np.ndarray) -> np.nda
     return out
 
 
-def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int):  # type: ignore[no-untyped-def]
-    seg = _segments(stepped)
-    busy = (seg["end"] - seg["start"]).groupby(seg["step"]).sum()
-    same = seg["step"].to_numpy()[1:] == seg["step"].to_numpy()[:-1]
-    gap = seg["start"].to_numpy()[1:] - seg["end"].to_numpy()[:-1]
-    step_of_gap = seg["step"].to_numpy()[1:]
-    submit_end = _submit_end(api_end, seg["pid"].to_numpy()[1:], seg["correlation_id"].to_numpy()[1:])
-    wait = np.nan_to_num(submit_end, nan=-np.inf) > seg["end"].to_numpy()[:-1]
-    gaps = pd.DataFrame({"step": step_of_gap, "gap": gap, "wait": wait}).loc[same]
-    is_bubble = gaps["gap"] >= threshold
-    bubbles = is_bubble.groupby(gaps["step"]).sum()
-    bubble_ns = gaps["gap"].where(is_bubble, 0).groupby(gaps["step"]).sum()
-    inner_wait = gaps["gap"].where(gaps["wait"], 0).groupby(gaps["step"]).sum()
-    return busy, bubbles, bubble_ns, inner_wait
-
-
-def _lead_wait(stepped: pd.DataFrame, api_end: pd.Series, table: pd.DataFrame) -> pd.Series:
-    first = stepped.sort_values(["step", "start"], kind="stable").groupby("step").first()
+def _lead_wait(
+    stepped: pd.DataFrame, first: tuple[np.ndarray, np.ndarray], api_end: pd.Series, table: pd.DataFrame
+) -> pd.Series:
+    steps, rows = first
     submit_end = pd.Series(
-        _submit_end(api_end, first["pid"].to_numpy(), first["correlation_id"].to_numpy()), index=first.index
+        _submit_end(api_end, stepped["pid"].to_numpy()[rows], stepped["correlation_id"].to_numpy()[rows]), index=steps
     )
     prev_end = table["gpu_end"].shift(1)
     wait = submit_end.reindex(table.index) > prev_end
     return table["lead_gap_ns"].where(wait, 0)
 
 
-def _first_call_start(stepped: pd.DataFrame, api: pd.DataFrame) -> pd.Series:
-    first = stepped.sort_values(["step", "start"], kind="stable").groupby("step").first()
-    calls = api.loc[api["correlation_id"] > 0].drop_duplicates(["pid", "correlation_id"], keep="last")
-    m = first.reset_index().merge(
-        calls[["pid", "correlation_id", "start"]], on=["pid", "correlation_id"], how="left", suffixes=("", "_call")
-    )
-    return pd.Series(m["start_call"].to_numpy(), index=m["step"].to_numpy())
+def _first_call_start(stepped: pd.DataFrame, first: tuple[np.ndarray, np.ndarray], api: pd.DataFrame) -> pd.Series:
+    """Start of the call that submitted each step's earliest activity (NaN: none)."""
+    steps, rows = first
+    call = last_call_rows(api, stepped["pid"].to_numpy()[rows], stepped["correlation_id"].to_numpy()[rows])
+    call_start = api["start"].to_numpy()[np.maximum(call, 0)].astype(np.float64)
+    return pd.Series(np.where(call >= 0, call_start, np.nan), index=steps)
 
 
 def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
