@@ -571,6 +571,8 @@ def _first_call_start(stepped: pd.DataFrame, first: tuple[np.ndarray, np.ndarray
     """Start of the call that submitted each step's earliest activity (NaN: none)."""
     steps, rows = first
     call = last_call_rows(api, stepped["pid"].to_numpy()[rows], stepped["correlation_id"].to_numpy()[rows])
+    if not len(api):
+        return pd.Series(np.nan, index=steps)
     call_start = api["start"].to_numpy()[np.maximum(call, 0)].astype(np.float64)
     return pd.Series(np.where(call >= 0, call_start, np.nan), index=steps)
 
