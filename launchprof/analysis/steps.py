@@ -27,6 +27,7 @@ several times a steady step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -85,10 +86,10 @@ class Steps:
     activity_step: pd.Series = field(repr=False)
     warmup: int = 0
 
-    @property
+    @functools.cached_property
     def steady(self) -> pd.DataFrame:
         """The steady-state steps: ``table`` without warm-up steps and without the last
-        step (its period is unknown)."""
+        step (its period is unknown). Computed once (read it, do not modify it)."""
         t = self.table.loc[~self.table["warmup"]]
         return t.loc[t["period_ns"].notna()] if len(t) > 1 else t
 

@@ -22,10 +22,31 @@ import jinja2
 from launchprof.errors import OutputError
 from launchprof.report.plainfig import Figure, plotly_package_file
 
+
+class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
+    """Jinja's own cache of compiled templates (a private per-user folder in the temp
+    folder, checked by source checksum): parsing and compiling the report templates costs
+    ~50 ms a run otherwise. A failed write only means compiling again next time."""
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    try:
+        return _QuietBytecodeCache()
+    except (OSError, RuntimeError):  # no usable temp folder, or an unsafe one: no cache
+        return None
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("launchprof.report", "templates"),
     autoescape=True,
     keep_trailing_newline=True,
+    bytecode_cache=_bytecode_cache(),
 )
 
 
