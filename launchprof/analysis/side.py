@@ -174,13 +174,14 @@ def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
         raise AssertionError("kernel rows of the activity do not match the device's kernels")
     rows = np.flatnonzero(is_kernel)
     names = np.full(len(act), None, dtype=object)
-    ids = kern["name_id"]
-    mapped = np.array(ids.map(analysis.trace.strings).to_numpy(dtype=object), dtype=object)
+    # Each distinct id looked up once (a few hundred names for millions of kernels).
+    unique_ids, per_kernel = np.unique(kern["name_id"].to_numpy(), return_inverse=True)
+    mapped = np.array(analysis.trace.strings.reindex(unique_ids).to_numpy(dtype=object), dtype=object)
     missing = pd.isna(mapped)
     # Dangling ids (or no StringIds table) are named as Trace.string names them.
-    mapped[missing] = [f"<unknown #{i}>" for i in ids.to_numpy()[missing]]
-    names[rows] = mapped
-    cols: dict[str, np.ndarray] = {"name": names}
+    mapped[missing] = [f"<unknown #{i}>" for i in unique_ids[missing]]
+    names[rows] = mapped[per_kernel]
+    cols: dict[str, Any] = {"name": pd.Series(names, index=act.index, dtype=object)}
     for c in KERNEL_KEY[1:]:
         values = np.full(len(act), -1, dtype=np.int64)
         values[rows] = kern[c].fillna(-1).to_numpy(dtype=np.int64)

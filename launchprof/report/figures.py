@@ -174,6 +174,8 @@ def _kernel_names(analysis: Analysis, rows: pd.DataFrame) -> list[str]:
     """Kernel short names (escaped) of activity ``rows``, found by (pid, correlation id,
     start) in the trace's kernel table."""
     k = analysis.trace.kernels
+    if len(rows):  # only kernels starting inside the window can match (the key holds the start)
+        k = k.loc[(k["start"] >= rows["start"].min()) & (k["start"] <= rows["start"].max())]
     keys = pd.MultiIndex.from_arrays([k["pid"], k["correlation_id"], k["start"]])
     name_ids = pd.Series(k["name_id"].to_numpy(), index=keys)
     name_ids = name_ids[~name_ids.index.duplicated()]
