@@ -75,6 +75,10 @@ def analyze(
     them in parallel on Dask, write one report folder per trace and combined.json and
     combined.html (default folder: reports/combined).
     """
+    if len(trace) == 1 and trace[0].endswith(".sqlite"):
+        from launchprof.trace.columns import prefetch
+
+        prefetch(trace[0])  # read its big tables in background threads while pandas is imported
     from launchprof.commands import run_analyze, run_analyze_many
     from launchprof.multi import expand_traces
 

@@ -10,6 +10,8 @@ Reading: the large numeric tables (kernels, memory operations, graph trace, CUDA
 calls) are read through the ADBC SQLite driver into Arrow record batches and converted
 batch by batch into compact numpy columns (int64 times, int32 small ids), which is
 ~5x faster and ~3x leaner than ``pandas.read_sql_query`` (benchmarks/bench_analyze.py).
+Those tables are read by background threads, one a table, while the strings and NVTX
+ranges are read (SQLite releases the GIL): :mod:`launchprof.trace.columns`.
 When a column holds values of the wrong type (text where nsys writes integers), the
 table is read again with SQLite converting such values to NULL, and the affected rows
 are counted in the notes. Strings (``StringIds``, NVTX text, process and GPU names) are
@@ -32,6 +34,23 @@ import numpy as np
 import pandas as pd
 
 from launchprof.errors import TraceError
+from launchprof.trace.columns import (
+    ACTIVITY_REQUIRED,
+    API_COLS,
+    API_REQUIRED,
+    GRAPH_TRACE_COLS,
+    KERNEL_COLS,
+    MEMCPY_COLS,
+    MEMSET_COLS,
+    NARROW,
+    Column,
+    Reader,
+    WrongType,
+    forget_prefetch,
+    narrow,
+    prefetch,
+    table_columns,
+)
 from launchprof.trace.model import Trace, TraceSchema
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -39,45 +58,9 @@ _VERSION_SUFFIX = re.compile(r"_v\d+$")
 # nsys ENUM_NSYS_EVENT_TYPE: 59 NvtxPushPopRange, 60 NvtxStartEndRange, 75 domain create.
 NVTX_RANGE_TYPES = (59, 60)
 NVTX_DOMAIN_CREATE = 75
-# Rows per Arrow record batch asked of the ADBC driver.
-BATCH_ROWS = 262_144
-_INT32 = np.iinfo(np.int32)
 
-Progress = Callable[[str], None]
-
-_ACTIVITY_COLS = {
-    "start": "start",
-    "end": "end",
-    "deviceId": "device_id",
-    "streamId": "stream_id",
-    "globalPid": "global_pid",
-    "correlationId": "correlation_id",
-}
-_KERNEL_COLS = {
-    **_ACTIVITY_COLS,
-    "shortName": "name_id",
-    "gridX": "grid_x",
-    "gridY": "grid_y",
-    "gridZ": "grid_z",
-    "blockX": "block_x",
-    "blockY": "block_y",
-    "blockZ": "block_z",
-    "graphNodeId": "graph_node_id",
-}
 # Columns that older nsys exports lack (2022.4 has no graphNodeId): absent without a note.
 _OPTIONAL_BY_VERSION = {"graphNodeId", "graphId"}
-# Columns narrowed to int32 when every value fits (ids that CUPTI keeps in 32 bits).
-_NARROW = {"device_id", "stream_id", "pid", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"}
-
-
-class _Column:
-    """An int64 numpy column and its NULL mask (None when there is no NULL)."""
-
-    __slots__ = ("values", "null")
-
-    def __init__(self, values: np.ndarray, null: np.ndarray | None) -> None:
-        self.values = values
-        self.null = null if null is not None and null.any() else None
 
 
 def pid_of(global_id: pd.Series) -> pd.Series:
@@ -88,15 +71,6 @@ def pid_of(global_id: pd.Series) -> pd.Series:
 
 def _pid_array(values: np.ndarray) -> np.ndarray:
     return ((values >> 24) & 0xFFFFFF).astype(np.int32)
-
-
-def _narrow(values: np.ndarray) -> np.ndarray:
-    """int32 when every value fits, else the int64 array unchanged."""
-    if values.dtype == np.int32:
-        return values
-    if values.size == 0 or (values.min() >= _INT32.min and values.max() <= _INT32.max):
-        return values.astype(np.int32)
-    return values
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -123,11 +97,7 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 
 def _schema(con: sqlite3.Connection) -> TraceSchema:
-    tables: dict[str, tuple[str, ...]] = {}
-    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    for name in names:
-        cols = tuple(r[1] for r in con.execute(f'PRAGMA table_info("{name}")'))
-        tables[name] = cols
+    tables = table_columns(con)
     meta: dict[str, str] = {}
     for table in ("META_DATA_EXPORT", "EXPORT_META_DATA"):
         if table in tables and {"name", "value"} <= set(tables[table]):
@@ -139,156 +109,15 @@ def _schema(con: sqlite3.Connection) -> TraceSchema:
     )
 
 
-class _Reader:
-    """Reads numeric columns of a table into :class:`_Column` s (ADBC first, then sqlite3)."""
-
-    def __init__(self, path: Path, con: sqlite3.Connection, say: Progress) -> None:
-        self.path = path
-        self.con = con
-        self.say = say
-        self._adbc: Any = None
-        self._adbc_failed = False
-
-    def _adbc_connection(self) -> Any:
-        if self._adbc is None and not self._adbc_failed:
-            try:
-                import adbc_driver_manager
-                import adbc_driver_sqlite
-
-                db = adbc_driver_sqlite.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro")
-                self._adbc = (db, adbc_driver_manager.AdbcConnection(db))
-            except Exception:  # the driver is missing or cannot open the file: use sqlite3
-                self._adbc_failed = True
-        return None if self._adbc is None else self._adbc[1]
-
-    def close(self) -> None:
-        if self._adbc is not None:
-            db, conn = self._adbc
-            conn.close()
-            db.close()
-            self._adbc = None
-
-    def read(
-        self, table: str, columns: Sequence[str], label: str, strict: bool, narrow: Sequence[bool]
-    ) -> dict[str, _Column]:
-        """Read ``columns`` of ``table``. ``strict=False`` turns non-integer values into NULL;
-        columns flagged in ``narrow`` are kept as int32 per batch while their values fit."""
-        if strict:
-            exprs = [f'"{c}"' for c in columns]
-        else:
-            exprs = [f'CASE WHEN typeof("{c}") = \'integer\' THEN "{c}" END' for c in columns]
-        sql = f'SELECT {", ".join(exprs)} FROM "{table}"'
-        conn = self._adbc_connection()
-        if conn is not None:
-            try:
-                return self._read_adbc(conn, sql, columns, label, narrow)
-            except (sqlite3.DatabaseError, TraceError):
-                raise
-            except Exception:
-                if strict:
-                    raise _WrongType() from None
-                # Fall through to sqlite3 (e.g. a column NULL for a whole first batch).
-        return self._read_sqlite(sql, columns, label, strict, narrow)
-
-    def _read_adbc(
-        self, conn: Any, sql: str, columns: Sequence[str], label: str, narrow: Sequence[bool]
-    ) -> dict[str, _Column]:
-        import adbc_driver_manager
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        stmt = adbc_driver_manager.AdbcStatement(conn)
-        try:
-            stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
-            stmt.set_sql_query(sql)
-            stream, _ = stmt.execute_query()
-            reader = pa.RecordBatchReader._import_from_c(stream.address)
-            parts: list[list[tuple[np.ndarray, np.ndarray | None]]] = [[] for _ in columns]
-            rows = 0
-            for batch in reader:
-                for i in range(len(columns)):
-                    arr = batch.column(i)
-                    if pa.types.is_null(arr.type):
-                        parts[i].append((np.zeros(len(arr), np.int64), np.ones(len(arr), bool)))
-                        continue
-                    if not pa.types.is_integer(arr.type):
-                        raise _WrongType()
-                    null = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None
-                    values = (pc.fill_null(arr, 0) if arr.null_count else arr).to_numpy(zero_copy_only=False)
-                    # Copy out of the Arrow buffers: a zero-copy view would keep the whole
-                    # imported batch (every column) alive.
-                    values = values.astype(np.int64, copy=False)
-                    fitted = _fit(values, narrow[i])
-                    parts[i].append((fitted.copy() if fitted is values else fitted, null))
-                rows += batch.num_rows
-                self.say(f"{label}: {rows:,} rows")
-            reader.close()
-        finally:
-            stmt.close()
-        return _concat_all(columns, parts)
-
-    def _read_sqlite(
-        self, sql: str, columns: Sequence[str], label: str, strict: bool, narrow: Sequence[bool]
-    ) -> dict[str, _Column]:
-        cur = self.con.execute(sql)
-        parts: list[list[tuple[np.ndarray, np.ndarray | None]]] = [[] for _ in columns]
-        rows = 0
-        while True:
-            chunk = cur.fetchmany(BATCH_ROWS)
-            if not chunk:
-                break
-            for i, col in enumerate(zip(*chunk, strict=True)):
-                ok = np.fromiter((type(v) is int for v in col), bool, len(col))
-                if strict and not ok.all() and any(v is not None for v, good in zip(col, ok, strict=True) if not good):
-                    raise _WrongType()
-                try:
-                    values = np.fromiter((v if type(v) is int else 0 for v in col), np.int64, len(col))
-                except OverflowError:
-                    values = np.fromiter(
-                        (v if type(v) is int and -(2**63) <= v < 2**63 else 0 for v in col), np.int64, len(col)
-                    )
-                parts[i].append((_fit(values, narrow[i]), ~ok))
-            rows += len(chunk)
-            self.say(f"{label}: {rows:,} rows")
-        return _concat_all(columns, parts)
-
-
-class _WrongType(Exception):
-    """A column holds a value of a type nsys never writes there."""
-
-
-def _fit(values: np.ndarray, narrow: bool) -> np.ndarray:
-    return _narrow(values) if narrow else values
-
-
-def _concat_all(columns: Sequence[str], parts: list[list[tuple[np.ndarray, np.ndarray | None]]]) -> dict[str, _Column]:
-    """Concatenate each column's batches, releasing the batches column by column."""
-    out = {}
-    for i, c in enumerate(columns):
-        out[c] = _concat(parts[i])
-        parts[i] = []
-    return out
-
-
-def _concat(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> _Column:
-    if not parts:
-        return _Column(np.empty(0, np.int64), None)
-    values = np.concatenate([v for v, _ in parts]) if len(parts) > 1 else parts[0][0]
-    if all(n is None for _, n in parts):
-        return _Column(values, None)
-    null = np.concatenate([np.zeros(len(v), bool) if n is None else n for v, n in parts])
-    return _Column(values, null)
-
-
 def _read_numeric(
-    reader: _Reader,
+    reader: Reader,
     schema: TraceSchema,
     table: str,
     columns: dict[str, str],
     required: tuple[str, ...],
     notes: list[str],
     label: str,
-) -> dict[str, _Column] | None:
+) -> dict[str, Column] | None:
     """The wanted columns of ``table`` (renamed); absent optional columns are all-NULL.
 
     Returns None when the table is absent or lacks a required column (noted)."""
@@ -299,12 +128,12 @@ def _read_numeric(
     if missing_required:
         notes.append(f"{table} lacks column(s) {', '.join(missing_required)}: table skipped")
         return None
-    narrow = [columns[c] in _NARROW for c in present]
+    narrowed = [columns[c] in NARROW for c in present]
     try:
         try:
-            raw = reader.read(table, present, label, strict=True, narrow=narrow)
-        except _WrongType:
-            raw = reader.read(table, present, label, strict=False, narrow=narrow)
+            raw = reader.read(table, present, label, strict=True, narrow=narrowed)
+        except WrongType:
+            raw = reader.read(table, present, label, strict=False, narrow=narrowed)
             notes.append(f"{table}: values of the wrong type (not integers) read as missing")
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"cannot read table {table} of {reader.path} ({exc}); is the file truncated?") from None
@@ -317,11 +146,11 @@ def _read_numeric(
     out = {columns[c]: raw[c] for c in present}
     for c, name in columns.items():
         if c not in present:
-            out[name] = _Column(np.zeros(n, np.int64), np.ones(n, bool))
+            out[name] = Column(np.zeros(n, np.int64), np.ones(n, bool))
     return out
 
 
-def _valid_rows(cols: dict[str, _Column], required: Sequence[str], table: str, notes: list[str]) -> np.ndarray | None:
+def _valid_rows(cols: dict[str, Column], required: Sequence[str], table: str, notes: list[str]) -> np.ndarray | None:
     """Mask of rows with non-NULL required columns and end >= start; None when all are valid."""
     n = len(cols["start"].values)
     bad = np.zeros(n, bool)
@@ -337,7 +166,7 @@ def _valid_rows(cols: dict[str, _Column], required: Sequence[str], table: str, n
 
 
 def _frame(
-    cols: dict[str, _Column], keep: np.ndarray | None, fills: dict[str, int], nullable: Sequence[str] = ()
+    cols: dict[str, Column], keep: np.ndarray | None, fills: dict[str, int], nullable: Sequence[str] = ()
 ) -> pd.DataFrame:
     """DataFrame of ``cols`` (rows in ``keep``), NULLs filled per ``fills`` (-1 default)."""
     data: dict[str, Any] = {}
@@ -354,7 +183,7 @@ def _frame(
         if name == "global_pid":
             data["pid"] = _pid_array(values)
             continue
-        data[name] = _narrow(values) if name in _NARROW else values
+        data[name] = narrow(values) if name in NARROW else values
     return pd.DataFrame(data, copy=False)
 
 
@@ -386,7 +215,7 @@ def _dedup(frame: pd.DataFrame, table: str, notes: list[str]) -> pd.DataFrame:
 
 
 def _activity(
-    reader: _Reader,
+    reader: Reader,
     schema: TraceSchema,
     table: str,
     columns: dict[str, str],
@@ -394,7 +223,7 @@ def _activity(
     label: str,
     nullable: Sequence[str] = (),
 ) -> pd.DataFrame | None:
-    cols = _read_numeric(reader, schema, table, columns, ("start", "end", "deviceId"), notes, label)
+    cols = _read_numeric(reader, schema, table, columns, ACTIVITY_REQUIRED, notes, label)
     if cols is None:
         return None
     keep = _valid_rows(cols, ("start", "end", "device_id"), table, notes)
@@ -424,9 +253,9 @@ def _empty(columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype="int64") for c in columns})
 
 
-def _load_kernels(reader: _Reader, schema: TraceSchema, notes: list[str]) -> pd.DataFrame:
+def _load_kernels(reader: Reader, schema: TraceSchema, notes: list[str]) -> pd.DataFrame:
     frame = _activity(
-        reader, schema, "CUPTI_ACTIVITY_KIND_KERNEL", _KERNEL_COLS, notes, "kernels", nullable=("graph_node_id",)
+        reader, schema, "CUPTI_ACTIVITY_KIND_KERNEL", KERNEL_COLS, notes, "kernels", nullable=("graph_node_id",)
     )
     if frame is None:
         out = _empty(_KERNEL_ORDER)
@@ -451,13 +280,12 @@ _MEMOP_ORDER = [
 ]
 
 
-def _load_memops(reader: _Reader, schema: TraceSchema, notes: list[str]) -> pd.DataFrame:
+def _load_memops(reader: Reader, schema: TraceSchema, notes: list[str]) -> pd.DataFrame:
     parts = []
-    for table, kind, extra in (
-        ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy", {"bytes": "bytes", "copyKind": "copy_kind"}),
-        ("CUPTI_ACTIVITY_KIND_MEMSET", "memset", {"bytes": "bytes"}),
+    for table, kind, spec in (
+        ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy", MEMCPY_COLS),
+        ("CUPTI_ACTIVITY_KIND_MEMSET", "memset", MEMSET_COLS),
     ):
-        spec = {**_ACTIVITY_COLS, **extra, "graphNodeId": "graph_node_id"}
         frame = _activity(reader, schema, table, spec, notes, "memory operations", nullable=("graph_node_id",))
         if frame is None:
             continue
@@ -475,10 +303,9 @@ def _load_memops(reader: _Reader, schema: TraceSchema, notes: list[str]) -> pd.D
     return out
 
 
-def _load_graph_execs(reader: _Reader, schema: TraceSchema, notes: list[str]) -> pd.DataFrame:
+def _load_graph_execs(reader: Reader, schema: TraceSchema, notes: list[str]) -> pd.DataFrame:
     cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id", "graph_id"]
-    spec = {**_ACTIVITY_COLS, "graphId": "graph_id"}
-    frame = _activity(reader, schema, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", spec, notes, "graph launches")
+    frame = _activity(reader, schema, "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", GRAPH_TRACE_COLS, notes, "graph launches")
     if frame is None:
         return _empty(cols)
     return frame[cols]
@@ -496,11 +323,10 @@ def _call_names(name_id: np.ndarray, strings: pd.Series) -> pd.Categorical:
     return pd.Categorical.from_codes(codes.astype(np.int32), categories=list(categories))
 
 
-def _load_api(reader: _Reader, schema: TraceSchema, strings: pd.Series, notes: list[str]) -> pd.DataFrame:
-    spec = {"start": "start", "end": "end", "globalTid": "tid", "correlationId": "correlation_id", "nameId": "name_id"}
+def _load_api(reader: Reader, schema: TraceSchema, strings: pd.Series, notes: list[str]) -> pd.DataFrame:
     parts = []
     for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"):
-        cols = _read_numeric(reader, schema, table, spec, ("start", "end", "nameId"), notes, "CUDA API calls")
+        cols = _read_numeric(reader, schema, table, API_COLS, API_REQUIRED, notes, "CUDA API calls")
         if cols is None:
             continue
         keep = _valid_rows(cols, ("start", "end", "name_id"), table, notes)
@@ -657,8 +483,9 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     say = progress or (lambda _msg: None)
     con = _connect(path)
     _tune_malloc()
+    prefetch(path)  # the big tables, read by background threads (launchprof.trace.columns)
     notes: list[str] = []
-    reader = _Reader(path, con, say)
+    reader = Reader(path, con, say)
     try:
         try:
             schema = _schema(con)
@@ -683,6 +510,7 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     finally:
         reader.close()
         con.close()
+        forget_prefetch(path)
     return Trace(
         path=path,
         schema=schema,

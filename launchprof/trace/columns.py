@@ -1,0 +1,394 @@
+"""Reading the numeric columns of an nsys export's big tables, without pandas.
+
+:class:`Reader` reads integer columns through the ADBC SQLite driver as Arrow record
+batches (falling back to ``sqlite3``) into compact numpy columns; see
+:mod:`launchprof.trace.loader`, which builds the DataFrames from them.
+
+Prefetch: SQLite does its work with the GIL released, so the big tables (kernels, CUDA
+API calls, memory operations, graph launches) are read by background threads, one
+table per thread, each with its own connection: :func:`prefetch` starts them (the
+``analyze`` command does so before it imports pandas, so the reading overlaps the
+imports; :func:`~launchprof.trace.loader.load_trace` does so itself otherwise) and the
+loader takes each table's columns with :func:`take_prefetched`, waiting for the thread
+when it is not done. A prefetch that fails for any reason leaves the table to the
+loader's own read (which reports the error). Importing this module does not import
+pandas or pyarrow (the threads import pyarrow, the ADBC driver and nothing else).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+from launchprof.errors import TraceError
+
+# Rows per Arrow record batch asked of the ADBC driver.
+BATCH_ROWS = 262_144
+_INT32 = np.iinfo(np.int32)
+
+Progress = Callable[[str], None]
+
+ACTIVITY_COLS = {
+    "start": "start",
+    "end": "end",
+    "deviceId": "device_id",
+    "streamId": "stream_id",
+    "globalPid": "global_pid",
+    "correlationId": "correlation_id",
+}
+KERNEL_COLS = {
+    **ACTIVITY_COLS,
+    "shortName": "name_id",
+    "gridX": "grid_x",
+    "gridY": "grid_y",
+    "gridZ": "grid_z",
+    "blockX": "block_x",
+    "blockY": "block_y",
+    "blockZ": "block_z",
+    "graphNodeId": "graph_node_id",
+}
+MEMCPY_COLS = {**ACTIVITY_COLS, "bytes": "bytes", "copyKind": "copy_kind", "graphNodeId": "graph_node_id"}
+MEMSET_COLS = {**ACTIVITY_COLS, "bytes": "bytes", "graphNodeId": "graph_node_id"}
+GRAPH_TRACE_COLS = {**ACTIVITY_COLS, "graphId": "graph_id"}
+API_COLS = {"start": "start", "end": "end", "globalTid": "tid", "correlationId": "correlation_id", "nameId": "name_id"}
+ACTIVITY_REQUIRED = ("start", "end", "deviceId")
+API_REQUIRED = ("start", "end", "nameId")
+# (table, columns wanted -> names, columns required): the tables read as numbers.
+NUMERIC_TABLES: tuple[tuple[str, dict[str, str], tuple[str, ...]], ...] = (
+    ("CUPTI_ACTIVITY_KIND_KERNEL", KERNEL_COLS, ACTIVITY_REQUIRED),
+    ("CUPTI_ACTIVITY_KIND_RUNTIME", API_COLS, API_REQUIRED),
+    ("CUPTI_ACTIVITY_KIND_MEMCPY", MEMCPY_COLS, ACTIVITY_REQUIRED),
+    ("CUPTI_ACTIVITY_KIND_MEMSET", MEMSET_COLS, ACTIVITY_REQUIRED),
+    ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", GRAPH_TRACE_COLS, ACTIVITY_REQUIRED),
+    ("CUPTI_ACTIVITY_KIND_DRIVER", API_COLS, API_REQUIRED),
+)
+# Columns narrowed to int32 when every value fits (ids that CUPTI keeps in 32 bits).
+NARROW = {"device_id", "stream_id", "pid", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"}
+
+
+class Column:
+    """An int64 numpy column and its NULL mask (None when there is no NULL)."""
+
+    __slots__ = ("values", "null")
+
+    def __init__(self, values: np.ndarray, null: np.ndarray | None) -> None:
+        self.values = values
+        self.null = null if null is not None and null.any() else None
+
+
+class WrongType(Exception):
+    """A column holds a value of a type nsys never writes there."""
+
+
+def narrow(values: np.ndarray) -> np.ndarray:
+    """int32 when every value fits, else the int64 array unchanged."""
+    if values.dtype == np.int32:
+        return values
+    if values.size == 0 or (values.min() >= _INT32.min and values.max() <= _INT32.max):
+        return values.astype(np.int32)
+    return values
+
+
+def _fit(values: np.ndarray, narrowed: bool) -> np.ndarray:
+    return narrow(values) if narrowed else values
+
+
+def table_columns(con: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """The columns of every table of the export."""
+    tables: dict[str, tuple[str, ...]] = {}
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    for name in names:
+        tables[name] = tuple(r[1] for r in con.execute(f'PRAGMA table_info("{name}")'))
+    return tables
+
+
+def plan(
+    tables: dict[str, tuple[str, ...]], table: str, columns: dict[str, str], required: Sequence[str]
+) -> tuple[list[str], list[bool]] | None:
+    """The columns of ``table`` to read (those present) and which to narrow; None when the
+    table is absent or lacks a required column."""
+    have = tables.get(table)
+    if have is None:
+        return None
+    present = [c for c in columns if c in have]
+    if any(c not in present for c in required):
+        return None
+    return present, [columns[c] in NARROW for c in present]
+
+
+def _concat_all(columns: Sequence[str], parts: list[list[tuple[np.ndarray, np.ndarray | None]]]) -> dict[str, Column]:
+    """Concatenate each column's batches, releasing the batches column by column."""
+    out = {}
+    for i, c in enumerate(columns):
+        out[c] = _concat(parts[i])
+        parts[i] = []
+    return out
+
+
+def _concat(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> Column:
+    if not parts:
+        return Column(np.empty(0, np.int64), None)
+    values = np.concatenate([v for v, _ in parts]) if len(parts) > 1 else parts[0][0]
+    if all(n is None for _, n in parts):
+        return Column(values, None)
+    null = np.concatenate([np.zeros(len(v), bool) if n is None else n for v, n in parts])
+    return Column(values, null)
+
+
+def _int64_values(arr: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """(int64 values copied out of the Arrow buffers, NULL mask or None) of an integer
+    Arrow array; NULLs read 0. Read from the buffers directly: ``Array.to_numpy`` would
+    import pandas."""
+    import pyarrow as pa
+
+    if arr.type != pa.int64():
+        arr = arr.cast(pa.int64())
+    n = len(arr)
+    validity, data = arr.buffers()[:2]
+    values = np.frombuffer(data, dtype=np.int64, count=n, offset=arr.offset * 8).copy()
+    if not arr.null_count:
+        return values, None
+    bits = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")
+    null = ~bits[arr.offset : arr.offset + n].astype(bool)
+    values[null] = 0
+    return values, null
+
+
+def select(table: str, columns: Sequence[str], strict: bool) -> str:
+    """The query reading ``columns`` of ``table``; ``strict=False`` turns non-integer values
+    into NULL."""
+    if strict:
+        exprs = [f'"{c}"' for c in columns]
+    else:
+        exprs = [f'CASE WHEN typeof("{c}") = \'integer\' THEN "{c}" END' for c in columns]
+    return f'SELECT {", ".join(exprs)} FROM "{table}"'
+
+
+class Reader:
+    """Reads numeric columns of a table into :class:`Column` s (ADBC first, then sqlite3).
+
+    ``con`` may be None in a prefetch thread, which reads through ADBC only.
+    """
+
+    def __init__(self, path: Path, con: sqlite3.Connection | None, say: Progress) -> None:
+        self.path = path
+        self.con = con
+        self.say = say
+        self._adbc: Any = None
+        self._adbc_failed = False
+
+    def _adbc_connection(self) -> Any:
+        if self._adbc is None and not self._adbc_failed:
+            try:
+                import adbc_driver_manager
+                import adbc_driver_sqlite
+
+                db = adbc_driver_sqlite.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro")
+                self._adbc = (db, adbc_driver_manager.AdbcConnection(db))
+            except Exception:  # the driver is missing or cannot open the file: use sqlite3
+                self._adbc_failed = True
+        return None if self._adbc is None else self._adbc[1]
+
+    def close(self) -> None:
+        if self._adbc is not None:
+            db, conn = self._adbc
+            conn.close()
+            db.close()
+            self._adbc = None
+
+    def read(
+        self, table: str, columns: Sequence[str], label: str, strict: bool, narrow: Sequence[bool]
+    ) -> dict[str, Column]:
+        """Read ``columns`` of ``table``. ``strict=False`` turns non-integer values into NULL;
+        columns flagged in ``narrow`` are kept as int32 per batch while their values fit."""
+        if strict:
+            found = take_prefetched(self.path, table, columns, narrow)
+            if found is not None:
+                self.say(f"{label}: {len(next(iter(found.values())).values) if found else 0:,} rows (read ahead)")
+                return found
+        sql = select(table, columns, strict)
+        conn = self._adbc_connection()
+        if conn is not None:
+            try:
+                return self._read_adbc(conn, sql, columns, label, narrow)
+            except (sqlite3.DatabaseError, TraceError):
+                raise
+            except Exception:
+                if strict:
+                    raise WrongType() from None
+                # Fall through to sqlite3 (e.g. a column NULL for a whole first batch).
+        return self._read_sqlite(sql, columns, label, strict, narrow)
+
+    def _read_adbc(
+        self, conn: Any, sql: str, columns: Sequence[str], label: str, narrow: Sequence[bool]
+    ) -> dict[str, Column]:
+        import adbc_driver_manager
+        import pyarrow as pa
+
+        stmt = adbc_driver_manager.AdbcStatement(conn)
+        try:
+            stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+            stmt.set_sql_query(sql)
+            stream, _ = stmt.execute_query()
+            reader = pa.RecordBatchReader._import_from_c(stream.address)
+            parts: list[list[tuple[np.ndarray, np.ndarray | None]]] = [[] for _ in columns]
+            rows = 0
+            for batch in reader:
+                for i in range(len(columns)):
+                    arr = batch.column(i)
+                    if pa.types.is_null(arr.type):
+                        parts[i].append((np.zeros(len(arr), np.int64), np.ones(len(arr), bool)))
+                        continue
+                    if not pa.types.is_integer(arr.type):
+                        raise WrongType()
+                    values, null = _int64_values(arr)
+                    parts[i].append((_fit(values, narrow[i]), null))
+                rows += batch.num_rows
+                self.say(f"{label}: {rows:,} rows")
+            reader.close()
+        finally:
+            stmt.close()
+        return _concat_all(columns, parts)
+
+    def _read_sqlite(
+        self, sql: str, columns: Sequence[str], label: str, strict: bool, narrow: Sequence[bool]
+    ) -> dict[str, Column]:
+        assert self.con is not None
+        cur = self.con.execute(sql)
+        parts: list[list[tuple[np.ndarray, np.ndarray | None]]] = [[] for _ in columns]
+        rows = 0
+        while True:
+            chunk = cur.fetchmany(BATCH_ROWS)
+            if not chunk:
+                break
+            for i, col in enumerate(zip(*chunk, strict=True)):
+                ok = np.fromiter((type(v) is int for v in col), bool, len(col))
+                if strict and not ok.all() and any(v is not None for v, good in zip(col, ok, strict=True) if not good):
+                    raise WrongType()
+                try:
+                    values = np.fromiter((v if type(v) is int else 0 for v in col), np.int64, len(col))
+                except OverflowError:
+                    values = np.fromiter(
+                        (v if type(v) is int and -(2**63) <= v < 2**63 else 0 for v in col), np.int64, len(col)
+                    )
+                parts[i].append((_fit(values, narrow[i]), ~ok))
+            rows += len(chunk)
+            self.say(f"{label}: {rows:,} rows")
+        return _concat_all(columns, parts)
+
+
+class _Prefetch:
+    """Background reads of one file's big tables (one thread per table)."""
+
+    def __init__(self, path: Path, stamp: tuple[int, int]) -> None:
+        self.path = path
+        self.stamp = stamp
+        self.lock = threading.Lock()
+        self.done: dict[tuple[Any, ...], threading.Event] = {}
+        self.results: dict[tuple[Any, ...], dict[str, Column]] = {}
+
+    def start(self, tables: dict[str, tuple[str, ...]]) -> None:
+        for table, columns, required in NUMERIC_TABLES:
+            planned = plan(tables, table, columns, required)
+            if planned is None:
+                continue
+            key = (table, tuple(planned[0]), tuple(planned[1]))
+            self.done[key] = threading.Event()
+            threading.Thread(target=self._read, args=(key,), name=f"launchprof-read-{table}", daemon=True).start()
+
+    def _read(self, key: tuple[Any, ...]) -> None:
+        table, columns, narrowed = key
+        reader = Reader(self.path, None, lambda _msg: None)
+        try:
+            conn = reader._adbc_connection()
+            if conn is not None:
+                result = reader._read_adbc(conn, select(table, columns, strict=True), columns, table, narrowed)
+                with self.lock:
+                    self.results[key] = result
+        except BaseException:  # noqa: BLE001 - any failure: the loader reads the table itself
+            pass
+        finally:
+            reader.close()
+            self.done[key].set()
+
+
+_PENDING: dict[str, _Prefetch] = {}
+_PENDING_LOCK = threading.Lock()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def prefetch(path: str | os.PathLike[str]) -> None:
+    """Start reading the big tables of the SQLite export ``path`` in background threads
+    (module docstring). Does nothing when ``path`` is not a readable SQLite file or is
+    already being read; never raises."""
+    p = Path(path)
+    key = str(p.resolve()) if p.exists() else None
+    stamp = _stamp(p)
+    if key is None or stamp is None or not p.is_file():
+        return
+    try:
+        # Imported here, not in the threads: two threads importing the same modules (the
+        # caller importing pandas, which imports pyarrow) could deadlock on import locks.
+        import adbc_driver_manager  # noqa: F401
+        import adbc_driver_sqlite  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return
+    with _PENDING_LOCK:
+        if key in _PENDING:
+            return
+        job = _Prefetch(p, stamp)
+        _PENDING[key] = job
+    try:
+        con = sqlite3.connect(f"file:{quote(key)}?mode=ro", uri=True)
+        try:
+            tables = table_columns(con)
+        finally:
+            con.close()
+        job.start(tables)
+    except Exception:  # noqa: BLE001 - not SQLite, damaged: the loader will say so
+        return
+
+
+def take_prefetched(path: Path, table: str, columns: Sequence[str], narrow: Sequence[bool]) -> dict[str, Column] | None:
+    """The prefetched columns of ``table`` (waiting for its thread), or None when they were
+    not prefetched with the same columns, the read failed, or the file changed since."""
+    try:
+        key = str(path.resolve())
+    except OSError:
+        return None
+    job = _PENDING.get(key)
+    if job is None:
+        return None
+    wanted = (table, tuple(columns), tuple(narrow))
+    event = job.done.get(wanted)
+    if event is None:
+        return None
+    event.wait()
+    with job.lock:
+        result = job.results.pop(wanted, None)
+    return result if _stamp(path) == job.stamp else None
+
+
+def forget_prefetch(path: str | os.PathLike[str]) -> None:
+    """Drop what is left of the prefetch of ``path`` (after loading it)."""
+    try:
+        key = str(Path(path).resolve())
+    except OSError:
+        return
+    with _PENDING_LOCK:
+        _PENDING.pop(key, None)
