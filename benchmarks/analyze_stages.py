@@ -38,6 +38,13 @@ def main() -> None:
     import launchprof.cli  # noqa: F401  (what the launchprof script imports first)
 
     mark("import launchprof.cli")
+    try:  # as the analyze command does: the big tables are read while pandas is imported
+        from launchprof.trace.columns import prefetch
+
+        prefetch(args.trace)
+    except ImportError:  # launchprof before read-ahead existed
+        pass
+    mark("start reading ahead")
     from launchprof import api
     from launchprof.commands import run_analyze  # noqa: F401
 

@@ -53,6 +53,7 @@ def analyze(
     nsys: str | None = None,
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
+    steps_found: Callable[[Analysis], None] | None = None,
 ) -> Analysis:
     """Load and analyse an nsys trace.
 
@@ -65,6 +66,8 @@ def analyze(
         step: NVTX range text that marks one step (default: launchprof's own marker,
             else the repeating range covering most GPU work, else graph launches, else
             the repeating kernel sequence; see :mod:`launchprof.analysis.steps`).
+        steps_found: optional callback given the analysis once its steps are found,
+            before the diagnosis (the command line starts writing the step files then).
 
     Returns:
         :class:`~launchprof.analysis.Analysis`: figures per device/process/stream in
@@ -103,5 +106,7 @@ def analyze(
     if progress:
         progress("finding steps")
     analysis.extra["steps"] = find_steps(analysis, step_name=step)
+    if steps_found is not None:
+        steps_found(analysis)
     analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(analysis)
     return analysis

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from launchprof.analysis import Analysis
 from launchprof.api import analyze
 from launchprof.errors import NoCudaActivityError
+from launchprof.report.html import prepare_folder
 from launchprof.report.index import write_index
-from launchprof.report.write import write_report
+from launchprof.report.sides import start_step_files
+from launchprof.report.write import REPORT_FILES, write_report
 
 
 def verdict_line(summary: Any) -> str | None:
@@ -53,12 +58,35 @@ def run_analyze(
         NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
             after the report, which holds what can be said, was written).
     """
+    waits: list[Callable[[], None]] = []
+
+    def steps_found(found: Analysis) -> None:
+        # The step files do not depend on the diagnosis: a child process writes them
+        # meanwhile (report.sides.start_step_files).
+        prepare_folder(output, force, REPORT_FILES)
+        waits.append(start_step_files(found, output))
+
     with console.status("loading trace") as status:
-        analysis = analyze(
-            trace, bubble_threshold_ns, nsys=nsys, progress=lambda msg: status.update(f"{msg}..."), step=step
-        )
-        status.update("writing report")
-        summary = write_report(analysis, output, force=force, trace_path=str(trace), baseline=baseline)
+        try:
+            analysis = analyze(
+                trace,
+                bubble_threshold_ns,
+                nsys=nsys,
+                progress=lambda msg: status.update(f"{msg}..."),
+                step=step,
+                steps_found=steps_found,
+            )
+            status.update("writing report")
+            summary = write_report(
+                analysis, output, force=force, trace_path=str(trace), baseline=baseline, step_files=not waits
+            )
+        except BaseException:
+            for wait in waits:  # reap the child; the first error is the one to report
+                with contextlib.suppress(Exception):
+                    wait()
+            raise
+        for wait in waits:
+            wait()
         write_index(output.resolve().parent)
     for d in summary.devices:
         console.print(

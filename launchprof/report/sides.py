@@ -17,6 +17,9 @@ statistics in ``summary.json``, and the comparison says so.
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,7 @@ from launchprof.analysis.side import (
     side_from_analysis,
 )
 from launchprof.analysis.steps import Steps
-from launchprof.errors import LaunchprofError
+from launchprof.errors import LaunchprofError, OutputError
 
 STEP_FILES = ("steps.csv", "step_kernels.csv", "step_timeline.csv")
 
@@ -92,6 +95,54 @@ def write_step_files(analysis: Analysis, folder: Path) -> None:
         atomic_write(folder / "step_kernels.csv", _csv(side.kernels))
     if side.sample is not None:
         atomic_write(folder / "step_timeline.csv", _csv(side.sample))
+
+
+def start_step_files(analysis: Analysis, folder: Path) -> Callable[[], None]:
+    """Write the step files of ``analysis`` into ``folder`` (which must exist) in a forked
+    child process, so that they are written while this process goes on (diagnosis and
+    report page: about 0.15 s of 1.5 s on a 150k-kernel trace, on a second CPU). Returns
+    the function that waits for the child and raises its error; where ``os.fork`` is
+    missing, or off Linux, the files are written here before returning.
+
+    Only for a command-line run (forking a process with threads of its own, such as a
+    notebook kernel, is not safe); the child only writes files and exits with
+    ``os._exit``.
+
+    Raises (from the returned function):
+        OutputError: a step file could not be written.
+    """
+    if sys.platform != "linux" or not hasattr(os, "fork"):
+        write_step_files(analysis, folder)
+        return lambda: None
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        write_step_files(analysis, folder)
+        return lambda: None
+    if pid == 0:  # the child: write, report any error through the pipe, exit at once
+        code = 0
+        try:
+            os.close(read_end)
+            write_step_files(analysis, folder)
+        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+            code = 1
+            message = str(exc) if isinstance(exc, OutputError) else f"writing the step files failed: {exc!r}"
+            os.write(write_end, message.encode("utf-8", errors="replace")[:8000])
+        finally:
+            os._exit(code)
+    os.close(write_end)
+
+    def finish() -> None:
+        with os.fdopen(read_end, "rb") as fh:
+            message = fh.read().decode("utf-8", errors="replace")
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise OutputError(message or f"writing the step files into {folder} failed")
+
+    return finish
 
 
 def _read_csv(

@@ -75,10 +75,11 @@ def write_report(
     force: bool = False,
     trace_path: str | None = None,
     baseline: list[Any] | None = None,
+    step_files: bool = True,
 ) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
     the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
-    reads.
+    reads (unless ``step_files`` is False: the caller writes them).
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
@@ -97,5 +98,6 @@ def write_report(
     write_plotlyjs(folder)
     # Both files or neither: a failed write never leaves a new summary beside an old page.
     atomic_write_all({folder / "summary.json": summary.to_json(), folder / "report.html": page})
-    write_step_files(analysis, folder)
+    if step_files:
+        write_step_files(analysis, folder)
     return summary
