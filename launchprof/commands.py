@@ -58,7 +58,7 @@ def run_analyze(
         NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
             after the report, which holds what can be said, was written).
     """
-    waits: list[Callable[[], None]] = []
+    waits: list[Callable[[bool], None]] = []
 
     def steps_found(found: Analysis) -> None:
         # The step files do not depend on the diagnosis: a child process writes them
@@ -81,12 +81,12 @@ def run_analyze(
                 analysis, output, force=force, trace_path=str(trace), baseline=baseline, step_files=not waits
             )
         except BaseException:
-            for wait in waits:  # reap the child; the first error is the one to report
+            for wait in waits:  # reap the child, drop its files; the first error is the one to report
                 with contextlib.suppress(Exception):
-                    wait()
+                    wait(False)
             raise
-        for wait in waits:
-            wait()
+        for wait in waits:  # the report was written: the step files go in
+            wait(True)
         write_index(output.resolve().parent)
     for d in summary.devices:
         console.print(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,24 @@ def _int_csv(frame: pd.DataFrame) -> str:
     return header + sink.getvalue().to_pybytes().decode("utf-8")
 
 
+def step_file_texts(analysis: Analysis) -> dict[str, str]:
+    """The step files of ``analysis`` (its ``extra["steps"]``), name -> text; empty when
+    no steps were found."""
+    steps = analysis.extra.get("steps")
+    if not isinstance(steps, Steps):
+        return {}
+    side = side_from_analysis(analysis, steps)
+    if side.table is None:
+        return {}
+    table = side.table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
+    texts = {"steps.csv": _int_csv(table)}
+    if side.kernels is not None:
+        texts["step_kernels.csv"] = _csv(side.kernels)
+    if side.sample is not None:
+        texts["step_timeline.csv"] = _csv(side.sample)
+    return texts
+
+
 def write_step_files(analysis: Analysis, folder: Path) -> None:
     """Write the step files of ``analysis`` (its ``extra["steps"]``) into ``folder``;
     nothing when no steps were found.
@@ -81,28 +100,21 @@ def write_step_files(analysis: Analysis, folder: Path) -> None:
     Raises:
         OutputError: a file cannot be written.
     """
-    from launchprof.report.html import atomic_write  # plotly and jinja2 only when writing
+    from launchprof.report.html import atomic_write  # jinja2 only when writing
 
-    steps = analysis.extra.get("steps")
-    if not isinstance(steps, Steps):
-        return
-    side = side_from_analysis(analysis, steps)
-    if side.table is None:
-        return
-    table = side.table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
-    atomic_write(folder / "steps.csv", _int_csv(table))
-    if side.kernels is not None:
-        atomic_write(folder / "step_kernels.csv", _csv(side.kernels))
-    if side.sample is not None:
-        atomic_write(folder / "step_timeline.csv", _csv(side.sample))
+    for name, text in step_file_texts(analysis).items():
+        atomic_write(folder / name, text)
 
 
-def start_step_files(analysis: Analysis, folder: Path) -> Callable[[], None]:
-    """Write the step files of ``analysis`` into ``folder`` (which must exist) in a forked
-    child process, so that they are written while this process goes on (diagnosis and
-    report page: about 0.15 s of 1.5 s on a 150k-kernel trace, on a second CPU). Returns
-    the function that waits for the child and raises its error; where ``os.fork`` is
-    missing, or off Linux, the files are written here before returning.
+def start_step_files(analysis: Analysis, folder: Path) -> Callable[[bool], None]:
+    """Write the step files of ``analysis`` into ``folder`` (which must exist) from a
+    forked child process, so that they are computed while this process goes on (the
+    diagnosis and the report page; about 0.15 s of 1.4 s on a 150k-kernel trace, on a
+    second CPU). The child writes temporary files; the returned function, given
+    ``commit``, waits for the child and then moves them into place (True: call it once
+    the report itself was written, so that a failed report leaves the old step files) or
+    removes them (False). Where ``os.fork`` is missing, or off Linux, the texts are made
+    here and written by the returned function.
 
     Only for a command-line run (forking a process with threads of its own, such as a
     notebook kernel, is not safe); the child only writes files and exits with
@@ -112,37 +124,95 @@ def start_step_files(analysis: Analysis, folder: Path) -> Callable[[], None]:
         OutputError: a step file could not be written.
     """
     if sys.platform != "linux" or not hasattr(os, "fork"):
-        write_step_files(analysis, folder)
-        return lambda: None
+        return _in_process(analysis, folder)
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
     except OSError:
         os.close(read_end)
         os.close(write_end)
-        write_step_files(analysis, folder)
-        return lambda: None
-    if pid == 0:  # the child: write, report any error through the pipe, exit at once
-        code = 0
+        return _in_process(analysis, folder)
+    if pid == 0:  # the child: stage the files, say where, exit at once
+        code, staged = 0, []
         try:
             os.close(read_end)
-            write_step_files(analysis, folder)
+            for name, text in step_file_texts(analysis).items():
+                staged.append((_stage(folder, name, text), name))
+            reply = "".join(f"{tmp}\t{name}\n" for tmp, name in staged)
         except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
             code = 1
-            message = str(exc) if isinstance(exc, OutputError) else f"writing the step files failed: {exc!r}"
-            os.write(write_end, message.encode("utf-8", errors="replace")[:8000])
+            for tmp, _ in staged:
+                _unlink(tmp)
+            reply = str(exc) if isinstance(exc, OutputError) else f"writing the step files failed: {exc!r}"
         finally:
-            os._exit(code)
+            try:
+                os.write(write_end, reply.encode("utf-8", errors="replace"))
+            finally:
+                os._exit(code)
     os.close(write_end)
 
-    def finish() -> None:
+    def finish(commit: bool) -> None:
         with os.fdopen(read_end, "rb") as fh:
-            message = fh.read().decode("utf-8", errors="replace")
+            reply = fh.read().decode("utf-8", errors="replace")
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
-            raise OutputError(message or f"writing the step files into {folder} failed")
+            raise OutputError(reply or f"writing the step files into {folder} failed")
+        staged = [line.split("\t", 1) for line in reply.splitlines() if "\t" in line]
+        if not commit:
+            for tmp, _ in staged:
+                _unlink(tmp)
+            return
+        for i, (tmp, name) in enumerate(staged):
+            try:
+                os.replace(tmp, folder / name)
+            except OSError as exc:
+                for rest, _ in staged[i:]:
+                    _unlink(rest)
+                raise OutputError(f"cannot write {folder / name}: {exc.strerror or exc}") from None
 
     return finish
+
+
+def _in_process(analysis: Analysis, folder: Path) -> Callable[[bool], None]:
+    texts = step_file_texts(analysis)
+
+    def finish(commit: bool) -> None:
+        from launchprof.report.html import atomic_write
+
+        if commit:
+            for name, text in texts.items():
+                atomic_write(folder / name, text)
+
+    return finish
+
+
+def _stage(folder: Path, name: str, text: str) -> str:
+    """Write ``text`` to a new temporary file in ``folder`` (mode as a normal file's);
+    return its path.
+
+    Raises:
+        OutputError: the folder is not writable or the disk is full.
+    """
+    tmp_name = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_name, 0o666 & ~umask)
+        return tmp_name
+    except OSError as exc:
+        if tmp_name is not None:
+            _unlink(tmp_name)
+        raise OutputError(f"cannot write {folder / name}: {exc.strerror or exc}") from None
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _read_csv(
