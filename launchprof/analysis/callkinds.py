@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, GRAPH_UPDATE_CALLS, KERNEL_LAUNCH_CALLS
+from launchprof.trace.model import Trace
 
 SYNC_CALLS = frozenset(
     {
@@ -59,6 +60,12 @@ ALLOC_CALLS = frozenset(
 CAPTURE_CALLS = frozenset(
     {"cudaStreamBeginCapture", "cudaStreamEndCapture", "cuStreamBeginCapture", "cuStreamEndCapture"}
 )
+
+
+def api_classes(trace: Trace) -> pd.DataFrame:
+    """:func:`classify` of ``trace.api["call"]``, computed once per trace (shared: read it,
+    do not modify it)."""
+    return trace.cached("api_classes", lambda: classify(trace.api["call"]))  # type: ignore[no-any-return]
 
 
 def classify(calls: pd.Series) -> pd.DataFrame:

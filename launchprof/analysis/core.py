@@ -119,7 +119,7 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     if bubble_threshold_ns < 0:
         raise ValueError("bubble threshold must be >= 0 ns")
     activity = trace.gpu_activity()
-    api_end = api_end_keyed(trace.api)
+    api_end = trace.cached("api_end_keyed", lambda: api_end_keyed(trace.api))
     names = _process_names(trace)
     gpu_names = {
         int(d): str(n)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.callkinds import classify
+from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps import Steps, step_stats
 from launchprof.trace.model import text
@@ -202,7 +202,7 @@ def call_classes(calls: pd.Series) -> pd.DataFrame:
 def _graph_submitted(analysis: Analysis, act: pd.DataFrame) -> np.ndarray:
     """Whether each activity row was submitted by a graph launch call (pid, correlation id)."""
     api = analysis.trace.api
-    graph = api.loc[call_classes(api["call"])["graph_launch"], ["pid", "correlation_id"]].drop_duplicates()
+    graph = api.loc[api_classes(analysis.trace)["graph_launch"], ["pid", "correlation_id"]].drop_duplicates()
     keys = pd.MultiIndex.from_frame(act[["pid", "correlation_id"]])
     return keys.isin(pd.MultiIndex.from_frame(graph)) if len(graph) else np.zeros(len(act), dtype=bool)
 
@@ -288,7 +288,7 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
     ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
     """
     api = analysis.trace.api
-    cls = call_classes(api["call"])
+    cls = api_classes(analysis.trace)
     mine = (api["pid"] == steps.pid).to_numpy() if steps.pid is not None else np.ones(len(api), bool)
     dur = (api["end"] - api["start"]).to_numpy()
     rec = analysis.extra.get("recommendation")

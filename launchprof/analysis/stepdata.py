@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.callkinds import classify
+from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
-from launchprof.analysis.timeline import last_call_rows
+from launchprof.analysis.timeline import call_index, last_call_rows
 from launchprof.trace.model import text
 
 HOST_GAP_NS = 100_000
@@ -157,7 +157,8 @@ def _gap_causes(
         nxt = u.order[u.first_row[1:]]
         gap_start, gap_end = u.gap_starts, u.gap_ends
         gap_pid = act["pid"].to_numpy()[nxt]
-        call = last_call_rows(api, gap_pid, act["correlation_id"].to_numpy()[nxt])
+        index = analysis.trace.cached("call_index", lambda: call_index(api))
+        call = last_call_rows(api, gap_pid, act["correlation_id"].to_numpy()[nxt], index)
         call_start = api["start"].to_numpy()[np.maximum(call, 0)]
         call_end = api["end"].to_numpy()[np.maximum(call, 0)]
         host_wait = (call >= 0) & (call_end > gap_start)
@@ -166,7 +167,7 @@ def _gap_causes(
         call, call_start = call[host_wait], call_start[host_wait]
         gap_step = step_of[nxt][host_wait]
         # Sync: a synchronizing call of the process blocked across the gap's start.
-        cls = classes(api["call"])
+        cls = api_classes(analysis.trace)
         sync = api.loc[cls["sync"].to_numpy(), ["pid", "start", "end"]].sort_values("start", kind="stable")
         if len(sync) and gap_start.size:
             m = pd.merge_asof(

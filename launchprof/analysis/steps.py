@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.callkinds import classify
+from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
-from launchprof.analysis.timeline import api_end_keyed, corr_key, last_call_rows, lookup_end
+from launchprof.analysis.timeline import api_end_keyed, call_index, corr_key, last_call_rows, lookup_end
 from launchprof.errors import LaunchprofError
 
 STEP_DOMAIN = "launchprof"
@@ -346,7 +346,7 @@ def find_steps(
             name = label
             reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
     if activity_step is None and template is None:
-        graph = api.loc[(api["pid"] == pid) & classify(api["call"])["graph_launch"]]
+        graph = api.loc[(api["pid"] == pid) & api_classes(analysis.trace)["graph_launch"]]
         if len(graph):
             api_step = np.full(len(api), -1, dtype=np.int64)
             api_step[np.flatnonzero(api.index.isin(graph.index))] = np.arange(len(graph))
@@ -433,7 +433,7 @@ def _step_table(
     table["gpu_end"] = g["end"].max()
     table["kernels"] = (kind == "kernel").groupby(stepped["step"]).sum()
     table["memops"] = kind.isin(["memcpy", "memset"]).groupby(stepped["step"]).sum()
-    api_end = api_end_keyed(api)
+    api_end = analysis.trace.cached("api_end_keyed", lambda: api_end_keyed(api))
     busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end, analysis.bubble_threshold_ns, n_steps)
     table["busy_ns"], table["bubbles"], table["bubble_ns"] = busy, bubbles, bubble_ns
     table = table.fillna({"kernels": 0, "memops": 0})
@@ -446,7 +446,9 @@ def _step_table(
     table["period_ns"] = table["gpu_start"].shift(-1) - table["gpu_start"]
     # CPU side of each step.
     if cpu_start is None:
-        first_call = _first_call_start(stepped, first, api)
+        first_call = _first_call_start(
+            stepped, first, api, analysis.trace.cached("call_index", lambda: call_index(api))
+        )
         # Without the submitting call (an export without the API table), the GPU start.
         first = first_call.reindex(steps).astype("float64").fillna(table["gpu_start"].astype("float64"))
         cpu_start = first.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
@@ -568,10 +570,12 @@ def _lead_wait(
     return table["lead_gap_ns"].where(wait, 0)
 
 
-def _first_call_start(stepped: pd.DataFrame, first: tuple[np.ndarray, np.ndarray], api: pd.DataFrame) -> pd.Series:
+def _first_call_start(
+    stepped: pd.DataFrame, first: tuple[np.ndarray, np.ndarray], api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray]
+) -> pd.Series:
     """Start of the call that submitted each step's earliest activity (NaN: none)."""
     steps, rows = first
-    call = last_call_rows(api, stepped["pid"].to_numpy()[rows], stepped["correlation_id"].to_numpy()[rows])
+    call = last_call_rows(api, stepped["pid"].to_numpy()[rows], stepped["correlation_id"].to_numpy()[rows], index)
     if not len(api):
         return pd.Series(np.nan, index=steps)
     call_start = api["start"].to_numpy()[np.maximum(call, 0)].astype(np.float64)

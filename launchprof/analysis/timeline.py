@@ -94,10 +94,9 @@ def corr_key(pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
     return (np.asarray(pid, dtype=np.int64) << 32) | (np.asarray(correlation_id, dtype=np.int64) & 0xFFFFFFFF)
 
 
-def last_call_rows(api: pd.DataFrame, pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
-    """Row position in ``api`` of the call that submitted each (pid, correlation id): the
-    last call with that pair and a correlation id > 0 (-1 where none). One int64 key per
-    pair (:func:`corr_key`) and a binary search."""
+def call_index(api: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique :func:`corr_key` keys, row position in ``api`` of the last call with
+    each key) over the calls with a correlation id > 0."""
     mask = (api["correlation_id"] > 0).to_numpy()
     rows = np.flatnonzero(mask)
     keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
@@ -105,7 +104,20 @@ def last_call_rows(api: pd.DataFrame, pid: np.ndarray, correlation_id: np.ndarra
     keys, rows = keys[order], rows[order]
     last = np.ones(keys.size, bool)
     last[:-1] = keys[1:] != keys[:-1]
-    keys, rows = keys[last], rows[last]
+    return keys[last], rows[last]
+
+
+def last_call_rows(
+    api: pd.DataFrame,
+    pid: np.ndarray,
+    correlation_id: np.ndarray,
+    index: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Row position in ``api`` of the call that submitted each (pid, correlation id): the
+    last call with that pair and a correlation id > 0 (-1 where none). One int64 key per
+    pair (:func:`corr_key`) and a binary search in ``index`` (:func:`call_index` of
+    ``api``, computed when not given)."""
+    keys, rows = index if index is not None else call_index(api)
     wanted = corr_key(pid, correlation_id)
     if keys.size == 0:
         return np.full(wanted.size, -1, dtype=np.int64)
@@ -138,14 +150,8 @@ def api_end_keyed(api: pd.DataFrame) -> pd.Series:
         Series of call ends indexed by :func:`corr_key` (int64, sorted ascending, unique;
         for a repeated pair the last call wins, as in :func:`api_end_lookup`).
     """
-    mask = (api["correlation_id"] > 0).to_numpy()
-    keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
-    ends = api["end"].to_numpy()[mask]
-    order = np.argsort(keys, kind="stable")
-    keys, ends = keys[order], ends[order]
-    last = np.ones(keys.size, bool)
-    last[:-1] = keys[1:] != keys[:-1]
-    return pd.Series(ends[last], index=pd.Index(keys[last], dtype="int64"), name="end")
+    keys, rows = call_index(api)
+    return pd.Series(api["end"].to_numpy()[rows], index=pd.Index(keys, dtype="int64"), name="end")
 
 
 def _keyed(api_end: pd.Series) -> pd.Series:

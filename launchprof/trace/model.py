@@ -37,8 +37,10 @@ The process id of a globalTid/globalPid is ``(value >> 24) & 0xFFFFFF`` (the nsy
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,6 +79,17 @@ class Trace:
     nvtx_domain_events: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     cuda_streams: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # Values derived from the frames, computed once (see cached); not copied by
+    # dataclasses.replace, which makes a Trace with a fresh one.
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per ``key`` for this Trace (a lookup derived from
+        its frames, e.g. the API calls by correlation key, shared by the analysis stages).
+        The value is shared: read it, do not modify it."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     @property
     def has_cuda(self) -> bool:
