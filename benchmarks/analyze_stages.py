@@ -2,7 +2,10 @@
 
 Mirrors :func:`launchprof.api.analyze` and :func:`launchprof.commands.run_analyze` with a
 wall clock (``perf_counter``) and a CPU clock (``process_time``, all threads) around each
-stage. Imports are timed first (a fresh interpreter; run it as its own process).
+stage. Imports are timed first (a fresh interpreter; run it as its own process); the big
+tables are read ahead in background threads from there on, as the ``analyze`` command
+does, so "load" is what is left of the reading. The step files are written in this
+process (the command writes them from a forked child while the diagnosis runs).
 
 Usage::
 

@@ -4,7 +4,7 @@ Flow: check the target and the output folder (before anything runs) -> ``nsys pr
 with the workload's output passing through live -> import/export the trace when nsys could
 not (:func:`launchprof.nsys.profile.finish_trace`) -> the same analysis and report as
 ``launchprof analyze`` (:func:`launchprof.commands.run_analyze`). The analysis modules
-(pandas, plotly) are imported in a background thread while nsys runs, so their import time
+(pandas, pyarrow, pydantic, jinja2) are imported in a background thread while nsys runs, so their import time
 does not add to the wall time.
 """
 
@@ -82,7 +82,7 @@ def _claim_folder(folder: Path) -> None:
 
 
 def _warm_imports() -> None:
-    import launchprof.commands  # noqa: F401  (pandas, plotly: imported while nsys runs)
+    import launchprof.commands  # noqa: F401  (pandas and the report modules: imported while nsys runs)
 
 
 def split_nsys_args(values: Sequence[str]) -> list[str]:
