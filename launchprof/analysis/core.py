@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +79,16 @@ class Analysis:
     nvtx_ranges_lost: bool
     notes: list[str]
     extra: dict[str, Any] = field(default_factory=dict)
+    # Results computed once per analysis (see cached); a replace()d Analysis starts empty.
+    _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def cached(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per ``key`` for this analysis (e.g. the steps of a
+        device and process, found for the cross-rank view and again for the report).
+        The value is shared: read it, do not modify it."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
 
 def _process_names(trace: Trace) -> dict[int, str]:

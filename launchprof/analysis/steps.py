@@ -303,10 +303,33 @@ def find_steps(
 
     Returns:
         :class:`Steps` (``source == "none"`` with a reason when no step is found).
+        Without ``template``, computed once per (step_name, device, process) for an
+        analysis (shared: read it, do not modify it); when the busiest device runs a
+        single process, its steps are that process's (the same result the cross-rank
+        view finds for it).
 
     Raises:
         StepError: ``step_name`` was given and no such NVTX range exists.
     """
+    if template is not None:
+        return _find_steps(analysis, step_name, template, device_id, pid)
+    if device_id is None and pid is None and analysis.devices:
+        busiest = max(analysis.devices, key=lambda d: (d.figures.kernels, -d.device_id))
+        if len(busiest.processes) == 1:  # the same device and process, so the same steps
+            device_id, pid = busiest.device_id, busiest.processes[0].pid
+    key = ("steps", step_name, device_id, pid)
+    found: Steps = analysis.cached(key, lambda: _find_steps(analysis, step_name, None, device_id, pid))
+    return found
+
+
+def _find_steps(
+    analysis: Analysis,
+    step_name: str | None = None,
+    template: Sequence[str] | None = None,
+    device_id: int | None = None,
+    pid: int | None = None,
+) -> Steps:
+    """:func:`find_steps`, computed."""
     devices = [d for d in analysis.devices if device_id is None or d.device_id == device_id]
     if pid is not None:
         devices = _only_pid(devices, pid)
