@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from launchprof.analysis.predict import break_even
-from launchprof.baseline import corrected_prediction
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "data"
