@@ -11,16 +11,26 @@ Definitions (all ns, medians over the pooled steps of all runs):
 - a run's step periods are the differences of consecutive step starts (so a run of S
   steps gives S - 1 periods); the first ``warmup`` periods of each run are left out;
 - ``overhead_ratio = profiled period p50 / unprofiled period p50`` (the profiled figure is
-  the analysis' ``steps.period_p50_ns``); ``correction = 1 / overhead_ratio``.
+  the analysis' ``steps.period_p50_ns``); ``correction = 1 / overhead_ratio``;
+- ``host_ahead_of_gpu``: the unprofiled (host) period is shorter than the profiled steps'
+  GPU busy time (``steps.busy_p50_ns``, kept as ``gpu_busy_p50_ns``). The host then queued
+  work faster than the GPU ran it (a graph launch a step, GPU-bound work), so its step
+  times are not the step's pace: ratio, correction and corrected prediction are None.
 
 Overhead-corrected prediction (assumption, stated in the report): nsys slows the host side
-only - CUDA API calls and the Python between them - by the same factor throughout, and
-leaves GPU work alone. So the per-launch step is scaled by ``correction`` (which gives the
-unprofiled period), the graph step's GPU side (GPU busy time + node dispatch gaps + the
-gap between graph launches) is kept, and its CPU side is scaled by ``correction`` too:
+only - CUDA API calls and the Python between them - and leaves GPU work alone. The
+per-launch step is scaled by ``correction`` (which gives the unprofiled period); the graph
+step is the one predicted for a run without the profiler (the recommendation's
+``model.unprofiled_gpu_side_ns`` and ``model.unprofiled_cpu_side_ns``,
+:func:`launchprof.analysis.predict.unprofiled_values`: GPU busy time, node dispatch gaps
+and the gap between graph launches measured without nsys; one unprofiled cudaGraphLaunch
+call plus the host time a graph keeps):
 
-    corrected graph step = max(gpu_side, cpu_side x correction)
+    corrected graph step = max(unprofiled gpu_side, unprofiled cpu_side)
     corrected speedup    = per-launch step x correction / corrected graph step
+
+Summaries written before those keys existed have only the profiled sides; for them the
+profiled GPU side is kept and the CPU side scaled: max(gpu_side, cpu_side x correction).
 """
 
 from __future__ import annotations
@@ -93,7 +103,11 @@ def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any
 
 
 def corrected_prediction(
-    per_launch_step_ns: float, gpu_side_ns: float, cpu_side_ns: float, correction: float
+    per_launch_step_ns: float,
+    gpu_side_ns: float,
+    cpu_side_ns: float,
+    correction: float,
+    cpu_side_unprofiled: bool = False,
 ) -> dict[str, float]:
     """The overhead-corrected graph prediction (module docstring).
 
@@ -102,6 +116,8 @@ def corrected_prediction(
         gpu_side_ns, cpu_side_ns: the graph step's two sides from the prediction
             (:func:`launchprof.analysis.predict.predict_graph_step`).
         correction: unprofiled period / profiled period.
+        cpu_side_unprofiled: ``cpu_side_ns`` is already the unprofiled CPU side (it is
+            then not scaled by ``correction``).
 
     Raises:
         ValueError: a correction that is not positive.
@@ -109,7 +125,7 @@ def corrected_prediction(
     if not correction > 0:
         raise ValueError("the correction must be > 0")
     step = per_launch_step_ns * correction
-    graph = max(gpu_side_ns, cpu_side_ns * correction)
+    graph = max(gpu_side_ns, cpu_side_ns if cpu_side_unprofiled else cpu_side_ns * correction)
     return {
         "per_launch_step_ns": step,
         "graph_step_ns": graph,
@@ -118,10 +134,11 @@ def corrected_prediction(
 
 
 ASSUMPTION = (
-    "Overhead correction: nsys is assumed to slow only the host side (CUDA API calls and the code between them), "
-    "by the same factor throughout, and to leave GPU work alone. The per-launch step is scaled by unprofiled / "
-    "profiled period; the graph step keeps its GPU side (GPU busy time, node dispatch gaps, gap between graph "
-    "launches) and scales its CPU side by the same factor: corrected graph step = max(GPU side, CPU side x factor)."
+    "Overhead correction: nsys is assumed to slow only the host side (CUDA API calls and the code between them) "
+    "and to leave GPU work alone. The per-launch step is scaled by unprofiled / profiled period; the graph step is "
+    "the one predicted without the profiler: max(GPU side - GPU busy time, node dispatch gaps and the gap between "
+    "graph launches as measured without nsys -, CPU side - one unprofiled cudaGraphLaunch call plus the host time "
+    "a graph keeps)."
 )
 
 
@@ -161,14 +178,27 @@ def baseline_section(
     section["profiled_period_p50_ns"] = float(profiled) if profiled else None
     section["profiled_source"] = source if profiled else None
     ok = bool(profiled) and bool(unprofiled)
+    busy = (steps or {}).get("busy_p50_ns")
+    # Host step times show the step's pace only when the host waits for the GPU; a host that
+    # runs ahead (a graph launch a step, GPU-bound work) finishes its steps sooner than the GPU.
+    ahead = bool(ok and busy and unprofiled < float(busy))  # type: ignore[operator]
+    section["host_ahead_of_gpu"] = ahead
+    section["gpu_busy_p50_ns"] = float(busy) if busy else None
+    ok = ok and not ahead
     section["overhead_ratio"] = float(profiled) / unprofiled if ok else None  # type: ignore[arg-type,operator]
     section["correction"] = unprofiled / float(profiled) if ok else None  # type: ignore[arg-type,operator]
     section["corrected"] = None
     model = (recommendation or {}).get("model") or {}
     measured = (recommendation or {}).get("measured_step_ns")
-    if ok and measured and "gpu_side_ns" in model and "cpu_side_ns" in model:
+    unprof = "unprofiled_gpu_side_ns" in model and "unprofiled_cpu_side_ns" in model
+    sides = ("unprofiled_gpu_side_ns", "unprofiled_cpu_side_ns") if unprof else ("gpu_side_ns", "cpu_side_ns")
+    if ok and measured and all(k in model for k in sides):
         corr = corrected_prediction(
-            float(measured), float(model["gpu_side_ns"]), float(model["cpu_side_ns"]), section["correction"]
+            float(measured),
+            float(model[sides[0]]),
+            float(model[sides[1]]),
+            section["correction"],
+            cpu_side_unprofiled=unprof,
         )
         corr["profiled_speedup"] = float((recommendation or {}).get("predicted_speedup") or 0.0)
         section["corrected"] = corr
@@ -186,6 +216,12 @@ def describe(section: Mapping[str, Any]) -> str:
     unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
     if unprof is None or prof is None:
         return f"baseline: {section.get('runs', 0)} runs without nsys, too few steps to compare"
+    if section.get("host_ahead_of_gpu"):
+        return (
+            f"baseline: host step p50 {unprof / 1e3:,.1f} us without nsys, shorter than the GPU's busy time a step "
+            f"({section['gpu_busy_p50_ns'] / 1e3:,.1f} us under nsys): the host ran ahead of the GPU, so host step "
+            "times do not show the step's pace and no correction is made"
+        )
     line = (
         f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
         f"({section['overhead_ratio']:.2f}x, {section['runs']} runs, steps {section['steps']})"

@@ -234,12 +234,17 @@ def calibrate(
     output: Annotated[
         Optional[Path], typer.Option("--output", "-o", help="calibration file (default: the user cache folder)")
     ] = None,
+    profiler: Annotated[
+        bool,
+        typer.Option("--profiler", help="also measure what nsys adds to launch calls (runs a launch loop under nsys)"),
+    ] = False,
+    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (with --profiler)")] = None,
 ) -> None:
     """Measure this GPU's launch and graph costs with cuda-python and save them for predictions."""
     from launchprof.commands import run_calibrate
 
     try:
-        run_calibrate(output, out)
+        run_calibrate(output, out, profiler=profiler, nsys=nsys)
     except LaunchprofError as exc:
         raise fail(exc) from None
 

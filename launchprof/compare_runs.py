@@ -10,17 +10,26 @@ kernel names of one step of the other side as the template
 consecutive steps (:func:`~launchprof.analysis.side.regroup`). Steps given by NVTX
 ranges are never re-cut: they are the user's own definition.
 
+A BEFORE trace re-cut that way is also diagnosed again on its new steps
+(:func:`~launchprof.analysis.diagnose.diagnose`), so the ``predicted`` check compares the
+measured gain with the prediction for the graph that AFTER actually launches (one graph of
+that many nodes per step, its launch cost paid once a step) rather than with the
+amortized prediction made for the short repeat.
+
 Writing ``compare.json`` and ``compare.html`` is :mod:`launchprof.report.compare`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.analysis import Analysis
+from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.predict import break_even
 from launchprof.analysis.side import SideData, regroup, side_from_analysis
-from launchprof.analysis.steps import find_steps
+from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
 from launchprof.api import analyze
@@ -102,6 +111,30 @@ def _template(side: SideData) -> list[str] | None:
     return names if names and kps is not None and len(names) == round(kps) else None
 
 
+def _predict_again(side: SideData, analysis: Analysis, steps: Steps, old: float | None) -> SideData:
+    """``side`` with the graph prediction of ``analysis`` diagnosed on ``steps``, for one
+    graph per step (re-cut steps count as inferred, whose headline prediction amortizes the
+    graph's launch over many steps: its single-repeat figures are the ones for one graph)."""
+    _, rec = diagnose(analysis, steps)
+    speedup, step_ns = rec.predicted_speedup, rec.predicted_step_ns
+    if rec.model.get("amortized") and "single_repeat_step_ns" in rec.model:
+        speedup, step_ns = rec.model["single_repeat_speedup"], rec.model["single_repeat_step_ns"]
+    if speedup is None or step_ns is None or rec.measured_step_ns is None or rec.instantiate_ns is None:
+        return side
+    n_star = break_even(rec.instantiate_ns, step_ns, rec.measured_step_ns)
+    side = dataclasses.replace(
+        side,
+        predicted_speedup=float(speedup),
+        predicted_step_ns=float(step_ns),
+        break_even_iterations=None if n_star is None else float(n_star),
+    )
+    was = f" (the short repeat's amortized prediction was {old:.2f}x)" if old else ""
+    return side.with_notes(
+        f"BEFORE's graph prediction was made again for its re-cut steps: {speedup:.2f}x for one graph of "
+        f"{rec.nodes_per_step:g} nodes a step{was}"
+    )
+
+
 def align(
     before: SideData, after: SideData, before_analysis: Analysis | None, after_analysis: Analysis | None
 ) -> tuple[SideData, SideData]:
@@ -126,10 +159,13 @@ def align(
         steps = find_steps(small_a, template=template, device_id=None)
         if steps.source == "none":
             return before, after
+        old_prediction = small.predicted_speedup
         small = side_from_analysis(small_a, steps, path=small.path).with_notes(
             f"{label}'s steps ({ks} kernels, {small.step_source}) were re-cut into steps of {kg} kernels: the kernel "
             f"sequence of one {other} step is the template"
         )
+        if small_is_before:
+            small = _predict_again(small, small_a, steps, old_prediction)
     elif small.origin == "report" and small.table is not None:
         small = regroup(small, kg // ks)
     return (small, big) if small_is_before else (big, small)

@@ -169,7 +169,10 @@ def _after_recording(
     with console.status("checking the trace") as status:
         files = finish_trace(folder / TRACE_STEM, nsys_path, progress=lambda msg: status.update(f"{msg}..."))
     if files is None:
-        error = NsysError(f"nsys wrote no trace into {folder} (nsys exit code {code})")
+        error = NsysError(
+            f"nsys wrote no trace into {folder} (nsys exit code {code}); if nsys printed 'Connection reset by peer' "
+            "or 'sem_open' above, its agent failed to start (seen now and then with nsys 2022.4): run it again"
+        )
         error.exit_code = code or error.exit_code
         raise error
     if files.imported:

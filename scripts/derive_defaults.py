@@ -17,9 +17,15 @@ SQL (independent of launchprof's own analysis) and prints the constants that
 - instantiate_per_node_ns: the largest cudaGraphInstantiate duration per node of the two
   graph traces (conservative: break-even is not under-estimated); instantiate_base_ns 0.
 - launch_call_ns: median cudaLaunchKernel duration of the per-launch traces (under nsys).
-- unprofiled_launch_call_ns: launch_call_ns less what nsys adds to each launch, which is
-  not in a trace: DOMAIN.md's demo table, (517 us - 310 us) per step under nsys vs
-  without it, over the 75 launches of a step = 2.76 us.
+- profiler_launch_overhead_ns: what nsys adds to each launch, which is not in a trace:
+  DOMAIN.md's demo table, (517 us - 310 us) per step under nsys vs without it, over the
+  75 launches of a step = 2.76 us.
+- node_interval_ns: 0 (no floor) - only a calibration measures it.
+- unprofiled_graph_launch_gap_ns: graph_launch_gap_ns (no trace without nsys to measure
+  it from; a calibration measures it).
+- unprofiled_graph_launch_call_base_ns, unprofiled_graph_launch_call_per_node_ns: the
+  cudaGraphLaunch line of the H200 calibration run (docs/data/calibration_h200_2026-11-29.json,
+  fits.launch_cpu_ns), measured without the profiler.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-TRACES = Path(__file__).resolve().parent.parent / "tests" / "data" / "traces"
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT / "tests" / "data" / "traces"
+CALIBRATION = ROOT / "docs" / "data" / "calibration_h200_2026-11-29.json"
 
 
 def _open(name: str, folder: Path) -> sqlite3.Connection:
@@ -99,8 +107,13 @@ def derive() -> dict[str, object]:
         "instantiate_base_ns": 0,
         "instantiate_per_node_ns": round(max(g["instantiate_ns"] / g["nodes"] for g in graphs.values())),
         "launch_call_ns": round(float(np.median(launches))),
-        "unprofiled_launch_call_ns": round(float(np.median(launches)) - (517_000 - 310_000) / 75),
+        "profiler_launch_overhead_ns": round((517_000 - 310_000) / 75),
+        "node_interval_ns": 0,
     }
+    constants["unprofiled_graph_launch_gap_ns"] = constants["graph_launch_gap_ns"]
+    fit = json.loads(CALIBRATION.read_text())["fits"]["launch_cpu_ns"]
+    constants["unprofiled_graph_launch_call_base_ns"] = round(fit["intercept"])
+    constants["unprofiled_graph_launch_call_per_node_ns"] = round(fit["slope"], 1)
     return {"per_trace": graphs, "constants": constants}
 
 

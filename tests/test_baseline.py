@@ -21,6 +21,7 @@ from launchprof.baseline import (
     StepTimesError,
     baseline_section,
     corrected_prediction,
+    describe,
     nvtx_period_p50,
     read_step_times,
     summarize_runs,
@@ -75,6 +76,21 @@ def test_baseline_section_ratio_and_corrected_speedup() -> None:
     assert got["corrected"]["speedup"] == pytest.approx(2.5)
     assert got["corrected"]["profiled_speedup"] == 5.0
     assert baseline_section(runs, None, None)["overhead_ratio"] is None
+
+
+def test_baseline_section_uses_the_unprofiled_graph_step_when_the_model_has_it() -> None:
+    runs = [np.array([[0, 1], [100_000, 1], [200_000, 1], [300_000, 1]], dtype=np.int64)]  # 100 us periods
+    model = {
+        "gpu_side_ns": 40_000.0,
+        "cpu_side_ns": 90_000.0,  # the graph launch under nsys
+        "unprofiled_gpu_side_ns": 30_000.0,
+        "unprofiled_cpu_side_ns": 4_000.0,
+    }
+    rec = {"measured_step_ns": 250_000.0, "predicted_speedup": 250_000 / 90_000, "model": model}
+    got = baseline_section(runs, {"period_p50_ns": 250_000.0}, rec)
+    # per-launch 250 us x 0.4 = 100 us; graph max(30 us, 4 us) unscaled = 30 us -> 3.33x
+    assert got["corrected"]["graph_step_ns"] == 30_000
+    assert got["corrected"]["speedup"] == pytest.approx(100_000 / 30_000)
 
 
 def test_nvtx_period_per_thread_by_hand() -> None:
@@ -186,3 +202,17 @@ def test_profile_with_baseline_runs_end_to_end(tmp_path: Path) -> None:
     page = (folder / "report.html").read_text()
     assert 'id="baseline"' in page and "Without the profiler" in page
     assert "baseline: step p50" in done.stdout
+
+
+def test_a_host_that_ran_ahead_of_the_gpu_gets_no_correction() -> None:
+    # a graph a step: the host queues a step every 6 us, the GPU needs 37.6 us of work a step
+    runs = [np.array([[i * 6_000, 1] for i in range(10)], dtype=np.int64)]
+    steps = {"period_p50_ns": 53_600.0, "busy_p50_ns": 37_600.0}
+    model = {"unprofiled_gpu_side_ns": 41_000.0, "unprofiled_cpu_side_ns": 5_000.0}
+    got = baseline_section(runs, steps, {"measured_step_ns": 53_600.0, "predicted_speedup": 1.1, "model": model})
+    assert got["host_ahead_of_gpu"] is True and got["gpu_busy_p50_ns"] == 37_600
+    assert got["overhead_ratio"] is None and got["correction"] is None and got["corrected"] is None
+    assert "ran ahead of the GPU" in describe(got)
+    # the same host pace against 5 us of GPU work a step: the host sets the pace, corrected
+    slow = baseline_section(runs, {"period_p50_ns": 9_000.0, "busy_p50_ns": 5_000.0}, None)
+    assert slow["host_ahead_of_gpu"] is False and slow["overhead_ratio"] == pytest.approx(1.5)

@@ -104,6 +104,19 @@ def test_demo_without_nvtx_is_verified_at_5_4x(demo: tuple[Comparison, float, in
     assert any("re-cut into steps of 75 kernels" in n for n in c.notes)
 
 
+def test_demo_prediction_is_made_again_for_one_75_node_graph(demo: tuple[Comparison, float, int]) -> None:
+    c, _, _ = demo
+    # BEFORE's inferred 3-kernel steps get the amortized prediction; once re-cut into AFTER's
+    # 75-kernel steps the prediction is for one graph of 75 nodes a step. Under nsys its
+    # CPU side, one cudaGraphLaunch of 75 nodes (defaults 16759 + 1002 ns per node = 91.9 us,
+    # README), exceeds the GPU side (75 kernels of ~0.9 us, sqlite3: AVG(end - start) = 904 ns):
+    graph_step = 16_759 + 1_002 * 75
+    assert 75 * 904 + 74 * 80 + 5_648 < graph_step
+    assert c.predicted_speedup == pytest.approx(c.before_figures.period_p50_ns / graph_step, rel=1e-9)
+    assert c.check("predicted").passed and 0.9 < c.speedup / c.predicted_speedup < 1.1  # 5.43x vs 5.44x
+    assert any("prediction was made again" in n for n in c.notes)
+
+
 def test_demo_checks(demo: tuple[Comparison, float, int]) -> None:
     c, _, _ = demo
     assert c.check("converted").evidence["after_graph_kernel_share"] == 1.0

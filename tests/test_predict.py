@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from launchprof.analysis.predict import DEFAULTS, break_even, constants, predict_graph_step
+from launchprof.analysis.predict import DEFAULTS, break_even, constants, predict_graph_step, unprofiled_values
 
 HERE = Path(__file__).resolve().parent
 VALUES = {
@@ -19,7 +19,7 @@ VALUES = {
     "instantiate_base_ns": 0.0,
     "instantiate_per_node_ns": 10_000.0,
     "launch_call_ns": 5_000.0,
-    "unprofiled_launch_call_ns": 2_000.0,
+    "profiler_launch_overhead_ns": 2_000.0,
 }
 
 
@@ -93,12 +93,76 @@ def test_explicit_calibration_overrides_key_by_key() -> None:
 def test_calibration_document_from_the_h200_is_read() -> None:
     doc = json.loads((HERE / "data" / "gpu" / "calibration_h200.json").read_text())
     values, info = constants(doc)
-    assert values["node_gap_ns"] == doc["medians"]["graph_node_gap_ns"]
-    assert values["unprofiled_launch_call_ns"] == doc["medians"]["launch_cpu_ns"]
+    assert values["node_interval_ns"] == doc["medians"]["graph_node_interval_ns"]
+    # the %globaltimer gap includes kernel prologue/epilogue: not the trace's node gap
+    assert values["node_gap_ns"] == DEFAULTS["node_gap_ns"]
     assert values["instantiate_per_node_ns"] == pytest.approx(doc["fits"]["instantiate_ns"]["slope"])
-    assert values["graph_launch_call_base_ns"] == pytest.approx(doc["fits"]["launch_cpu_ns"]["intercept"])
-    assert values["graph_launch_gap_ns"] == DEFAULTS["graph_launch_gap_ns"]  # not measured by calibrate
-    assert len(info["from_calibration"]) == 6
+    assert values["unprofiled_graph_launch_call_base_ns"] == pytest.approx(doc["fits"]["launch_cpu_ns"]["intercept"])
+    assert values["unprofiled_graph_launch_call_per_node_ns"] == pytest.approx(doc["fits"]["launch_cpu_ns"]["slope"])
+    # measured without nsys: the profiled constants stay the defaults (no profiler section here)
+    assert values["graph_launch_call_base_ns"] == DEFAULTS["graph_launch_call_base_ns"]
+    assert values["profiler_launch_overhead_ns"] == DEFAULTS["profiler_launch_overhead_ns"]
+    assert values["unprofiled_graph_launch_gap_ns"] == DEFAULTS["unprofiled_graph_launch_gap_ns"]  # not in this file
+    assert len(info["from_calibration"]) == 5
+
+
+def test_profiler_section_and_graph_launch_gap_of_a_calibration() -> None:
+    doc = {
+        "medians": {"graph_node_gap_ns": 600.0, "graph_launch_gap_ns": 1_850.0, "graph_node_interval_ns": 700.0},
+        "profiler": {
+            "launch_overhead_ns": 2_400.0,
+            "graph_launch_cpu_fit": {"intercept": 12_000.0, "slope": 950.0},
+        },
+    }
+    values, info = constants(doc)
+    assert values["profiler_launch_overhead_ns"] == 2_400
+    assert values["graph_launch_call_base_ns"] == 12_000 and values["graph_launch_call_per_node_ns"] == 950
+    # the node gap (80 ns default) + what a graph boundary adds to the gap: 1850 - 600 = 1250 ns
+    assert values["unprofiled_graph_launch_gap_ns"] == DEFAULTS["node_gap_ns"] + 1_250
+    assert values["node_interval_ns"] == 700
+    assert sorted(info["from_calibration"]) == sorted(
+        [
+            "profiler_launch_overhead_ns",
+            "graph_launch_call_base_ns",
+            "graph_launch_call_per_node_ns",
+            "unprofiled_graph_launch_gap_ns",
+            "node_interval_ns",
+        ]
+    )
+
+
+def test_a_graph_boundary_cheaper_than_a_node_adds_nothing() -> None:
+    values, _ = constants({"medians": {"graph_node_gap_ns": 600.0, "graph_launch_gap_ns": 500.0}})
+    assert values["unprofiled_graph_launch_gap_ns"] == DEFAULTS["node_gap_ns"]
+
+
+def test_node_interval_is_a_floor_on_the_gpu_side() -> None:
+    floor = {**VALUES, "node_interval_ns": 600.0}
+    # 100 nodes of 0.1 us: 10 us of work + 99 x 0.1 us gaps = 19.9 us < 100 x 0.6 us = 60 us
+    p = predict_graph_step(1_000_000, gpu_work_ns=10_000, nodes=100, values=floor)
+    assert p.gpu_side_ns == 60_000 + 5_000
+    # 100 nodes of 1 us: 100 + 9.9 us > 60 us: the floor does not bind
+    q = predict_graph_step(1_000_000, gpu_work_ns=100_000, nodes=100, values=floor)
+    assert q.gpu_side_ns == 100_000 + 99 * 100 + 5_000
+
+
+def test_unprofiled_values_swap_the_graph_launch_constants() -> None:
+    both = {
+        **VALUES,
+        "unprofiled_graph_launch_gap_ns": 1_000.0,
+        "unprofiled_graph_launch_call_base_ns": 3_000.0,
+        "unprofiled_graph_launch_call_per_node_ns": 10.0,
+    }
+    u = unprofiled_values(both)
+    assert (u["graph_launch_gap_ns"], u["graph_launch_call_base_ns"], u["graph_launch_call_per_node_ns"]) == (
+        1_000,
+        3_000,
+        10,
+    )
+    assert u["node_gap_ns"] == both["node_gap_ns"] and both["graph_launch_gap_ns"] == 5_000  # input unchanged
+    p = predict_graph_step(800_000, gpu_work_ns=20_000, nodes=36, values=u)
+    assert p.cpu_side_ns == 3_000 + 36 * 10 and p.gpu_side_ns == 20_000 + 35 * 100 + 1_000
+    assert unprofiled_values(VALUES)["graph_launch_gap_ns"] == 5_000  # no unprofiled key: the profiled one
 
 
 def test_calibration_file_is_used_when_launchprof_calibrate_finds_one(
@@ -109,7 +173,7 @@ def test_calibration_file_is_used_when_launchprof_calibrate_finds_one(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calibrate.save_calibration(doc)
     values, info = constants()
-    assert info["source"] != "defaults" and values["node_gap_ns"] == doc["medians"]["graph_node_gap_ns"]
+    assert info["source"] != "defaults" and values["node_interval_ns"] == doc["medians"]["graph_node_interval_ns"]
 
 
 def test_defaults_are_what_derive_defaults_computes() -> None:

@@ -34,7 +34,7 @@ from launchprof.analysis import findings as F
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.launches import KERNEL_LAUNCH_CALLS
-from launchprof.analysis.predict import Prediction, constants, predict_graph_step
+from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
 
@@ -292,18 +292,21 @@ def _per_step(ctx: StepContext) -> pd.DataFrame:
 
 def _predict(
     ctx: StepContext, fig: dict[str, Any], values: Mapping[str, float]
-) -> tuple[Prediction | None, Prediction | None]:
-    """The prediction for the step as found, and (inferred steps) for one repeat per graph."""
+) -> tuple[Prediction | None, Prediction | None, Prediction | None]:
+    """The prediction for the step as found, (inferred steps) for one repeat per graph, and
+    the graph step of a run without the profiler (:func:`unprofiled_values`; its
+    ``speedup`` is against the profiled step, so only its graph step is used)."""
     period = fig["period_p50_ns"]
     busy = fig["busy_p50_ns"]
     nodes = (fig["kernels_per_step_p50"] or 0) + (fig["memops_per_step_p50"] or 0)
     if not period or busy is None or nodes <= 0 or not math.isfinite(period):
-        return None, None
+        return None, None, None
     host_ns = (fig["host_work_wait_p50_ns"] or 0) + (fig["sync_wait_p50_ns"] or 0)
     inferred = ctx.steps.source == "inferred"
     main = predict_graph_step(period, busy, nodes, values, amortized=inferred, host_ns=host_ns)
     single = predict_graph_step(period, busy, nodes, values, amortized=False, host_ns=host_ns) if inferred else None
-    return main, single
+    unprof = predict_graph_step(period, busy, nodes, unprofiled_values(values), amortized=inferred, host_ns=host_ns)
+    return main, single, unprof
 
 
 def _assumptions(
@@ -312,7 +315,9 @@ def _assumptions(
     v = calib["values"]
     out = [
         "Graph step = max(GPU side, CPU side). GPU side = the step's GPU busy time (a graph does not make kernels "
-        f"faster) + {v['node_gap_ns']:g} ns dispatch gap per node + {v['graph_launch_gap_ns'] / 1e3:g} us between "
+        f"faster) + {v['node_gap_ns']:g} ns dispatch gap per node"
+        + (f" (at least {v['node_interval_ns']:g} ns a node)" if v.get("node_interval_ns") else "")
+        + f" + {v['graph_launch_gap_ns'] / 1e3:g} us between "
         "consecutive graph launches. CPU side = one cudaGraphLaunch call "
         f"({v['graph_launch_call_base_ns'] / 1e3:g} us + {v['graph_launch_call_per_node_ns']:g} ns per node) + host "
         "work and post-sync waits that a graph does not remove.",
@@ -322,7 +327,11 @@ def _assumptions(
         "sequence with the same shapes (see the findings when not).",
         f"Constants: {calib['source']}"
         + (f" (keys {', '.join(calib['from_calibration'])}; the rest: defaults)" if calib["from_calibration"] else "")
-        + "; defaults were measured under nsys, so the prediction is for a profiled run like this one.",
+        + "; the prediction is for a profiled run like this one (the graph launch's cost under nsys). Without the "
+        f"profiler: {v['profiler_launch_overhead_ns'] / 1e3:g} us less per launch call, one cudaGraphLaunch of "
+        f"{v['unprofiled_graph_launch_call_base_ns'] / 1e3:g} us + {v['unprofiled_graph_launch_call_per_node_ns']:g} "
+        f"ns per node and {v['unprofiled_graph_launch_gap_ns'] / 1e3:g} us between graph launches "
+        "(model.unprofiled_*, the profiler-overhead finding).",
         "Measured figures are the steady-state medians; warm-up steps are left out.",
     ]
     if pred is not None and pred.amortized and single is not None:
@@ -362,7 +371,9 @@ def diagnose(
     fig = _figures(ctx) if len(ctx.steady) else _figures_empty()
     verdict, reasons = _verdict(ctx, fig) if len(ctx.steady) else ("no-gpu-work", ["no GPU activity in this trace"])
     framework = _framework(analysis, ctx) if ctx.device is not None else "cuda"
-    pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None)
+    pred, single, unprof = (
+        _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None, None)
+    )
     found_list = (
         [
             F.sync_in_step(ctx),
@@ -372,7 +383,7 @@ def diagnose(
             F.reinstantiation(ctx, analysis),
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
-            F.profiler_overhead(ctx, values, pred.gpu_side_ns if pred and verdict == "launch-bound" else None),
+            F.profiler_overhead(ctx, values, unprof.graph_step_ns if unprof and verdict == "launch-bound" else None),
         ]
         if ctx.device is not None and len(ctx.steady)
         else [F.graph_trace_mode(ctx, analysis)]
@@ -389,7 +400,7 @@ def diagnose(
         per_step=_per_step(ctx),
         durations=_durations(ctx, analysis),
     )
-    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, calib)
+    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, unprof, calib)
 
 
 def _figures_empty() -> dict[str, Any]:
@@ -403,6 +414,7 @@ def _recommend(
     findings: list[Finding],
     pred: Prediction | None,
     single: Prediction | None,
+    unprof_pred: Prediction | None,
     calib: dict[str, Any],
 ) -> Recommendation:
     blockers = [{"kind": f.kind, "evidence": f.evidence, "fix": f.fix} for f in findings if f.severity == "blocker"]
@@ -451,6 +463,10 @@ def _recommend(
         if single is not None:
             model["single_repeat_step_ns"] = single.graph_step_ns
             model["single_repeat_speedup"] = single.speedup
+        if unprof_pred is not None:
+            model["unprofiled_gpu_side_ns"] = unprof_pred.gpu_side_ns
+            model["unprofiled_cpu_side_ns"] = unprof_pred.cpu_side_ns
+            model["unprofiled_graph_step_ns"] = unprof_pred.graph_step_ns
         unprof = next((f.figures.get("unprofiled_speedup") for f in findings if f.kind == "profiler-overhead"), None)
         if unprof is not None:
             model["unprofiled_speedup"] = unprof

@@ -421,11 +421,18 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
     )
 
 
-def profiler_overhead(ctx: StepContext, values: Mapping[str, float], gpu_side_ns: float | None) -> Finding | None:
-    """Launch calls inflated under the profiler: each launch call of the trace (p50) is
-    compared with ``unprofiled_launch_call_ns`` (a calibration's measurement, or the
-    default: the bundled demo's 5.6 us under nsys less the 2.76 us per launch that nsys
-    added in DOMAIN.md's table, 517 vs 310 us per 75-launch step)."""
+def profiler_overhead(
+    ctx: StepContext, values: Mapping[str, float], unprofiled_graph_step_ns: float | None
+) -> Finding | None:
+    """Launch calls inflated under the profiler: each launch call of a step is taken to
+    last ``profiler_launch_overhead_ns`` longer than without nsys (a calibration's
+    ``profiler.launch_overhead_ns``, measured by ``launchprof calibrate --profiler``, or
+    the default: DOMAIN.md's table, 517 vs 310 us per 75-launch demo step with and without
+    nsys = 2.76 us per launch). The unprofiled per-launch step = step period - launch
+    calls per step x that overhead; against ``unprofiled_graph_step_ns`` (the graph step
+    predicted without the profiler, :func:`launchprof.analysis.predict.unprofiled_values`)
+    it gives ``unprofiled_speedup``. Reported when the overhead is at least
+    :data:`PROFILER_SHARE_MIN` of the step period."""
     steady = ctx.steady
     if steady.empty or "launch_calls" not in steady or float(steady["launch_calls"].median()) < 1:
         return None
@@ -435,26 +442,34 @@ def profiler_overhead(ctx: StepContext, values: Mapping[str, float], gpu_side_ns
     if not math.isfinite(period) or period <= 0 or launch.empty:
         return None
     call_p50 = float((launch["end"] - launch["start"]).median())
-    per_launch = call_p50 - values["unprofiled_launch_call_ns"]
+    per_launch = min(values["profiler_launch_overhead_ns"], call_p50)
     overhead = launches * per_launch
     share = overhead / period
     if share < PROFILER_SHARE_MIN:
         return None
     evidence = (
-        f"launch calls last p50 {_us(call_p50)} here against about {_us(values['unprofiled_launch_call_ns'])} "
-        f"without the profiler: {_us(per_launch)} more each, {launches:g} per step, about {_us(overhead)} "
-        f"({min(share, 1.0):.0%}) of the {_us(period)} step"
+        f"launch calls last p50 {_us(call_p50)} here, of which about {_us(per_launch)} is the profiler's own "
+        f"cost; {launches:g} per step make about {_us(overhead)} ({min(share, 1.0):.0%}) of the {_us(period)} step"
     )
-    figures: dict[str, Any] = {"launch_call_p50_ns": call_p50, "overhead_ns": overhead, "share": share}
+    figures: dict[str, Any] = {
+        "launch_call_p50_ns": call_p50,
+        "overhead_per_launch_ns": per_launch,
+        "overhead_ns": overhead,
+        "share": share,
+    }
     unprofiled = period - overhead
     if unprofiled <= 0:
         evidence += " (more than the step period: steps overlap here, so the correction cannot be applied)"
     else:
         figures["unprofiled_step_ns"] = unprofiled
         evidence += f". Without the profiler the per-launch step would be about {_us(unprofiled)}"
-        if gpu_side_ns and gpu_side_ns > 0 and unprofiled > gpu_side_ns:
-            figures["unprofiled_speedup"] = unprofiled / gpu_side_ns
-            evidence += f" and a graph would gain about {unprofiled / gpu_side_ns:.1f}x instead"
+        if unprofiled_graph_step_ns and unprofiled_graph_step_ns > 0 and unprofiled > unprofiled_graph_step_ns:
+            figures["unprofiled_graph_step_ns"] = unprofiled_graph_step_ns
+            figures["unprofiled_speedup"] = unprofiled / unprofiled_graph_step_ns
+            evidence += (
+                f" and a graph about {_us(unprofiled_graph_step_ns)}: {unprofiled / unprofiled_graph_step_ns:.1f}x "
+                "instead"
+            )
     return Finding(
         "profiler-overhead",
         "info",

@@ -2,10 +2,12 @@
 
 The model, per steady-state step of ``nodes`` GPU activities (kernels + memcpys + memsets):
 
-- GPU side: ``gpu_work + node_gap_ns x (nodes - 1) + graph_launch_gap_ns`` - the step's
-  GPU busy time (graphs do not make kernels faster), the dispatch gap the GPU still
-  leaves between consecutive graph nodes, and the idle time between two graph launches
-  queued back to back (the GPU-side cost of starting a graph);
+- GPU side: ``max(gpu_work + node_gap_ns x (nodes - 1), node_interval_ns x nodes)
+  + graph_launch_gap_ns`` - the step's GPU busy time (graphs do not make kernels faster),
+  the dispatch gap the GPU still leaves between consecutive graph nodes, never faster than
+  the GPU dispatches graph nodes at all (``node_interval_ns``: back-to-back empty kernels
+  in one graph, measured by ``launchprof calibrate``; 0 = no floor), and the idle time
+  between two graph launches queued back to back (the GPU-side cost of starting a graph);
 - CPU side: ``graph_launch_call_base_ns + graph_launch_call_per_node_ns x nodes`` plus
   the host time a graph does not remove (host work between launches, waits after
   synchronizing calls) - the host can submit no faster than one ``cudaGraphLaunch`` call
@@ -18,6 +20,13 @@ The model, per steady-state step of ``nodes`` GPU activities (kernels + memcpys 
   per-launch step, i.e. N* = floor(instantiate / (per-launch - graph step)) + 1; None
   when the graph step is not shorter.
 
+Two runs are predicted from one profiled trace. The *profiled* prediction (the headline:
+what the same run under nsys will show after conversion, which ``launchprof compare``
+verifies) uses the constants as they are under nsys. The *unprofiled* prediction
+(:func:`unprofiled_values`) uses the ``unprofiled_*`` constants for the graph side, and
+the per-launch step less ``profiler_launch_overhead_ns`` per launch call (what nsys adds
+to each launch call; :mod:`launchprof.analysis.findings`, ``profiler-overhead``).
+
 Steps inferred from a repeating kernel sequence are the shortest repeat, not necessarily
 the user's loop body; for them the per-graph terms (``graph_launch_gap_ns``,
 ``graph_launch_call_base_ns``) are assumed amortized over many repeats in one graph, and
@@ -26,10 +35,13 @@ the single-repeat figure is given as an assumption.
 Constants: a calibration dict (``launchprof.calibrate``'s file or an explicit argument)
 overrides :data:`DEFAULTS` key by key. :data:`DEFAULTS` were measured on one H200 under
 nsys 2025.3 from the bundled traces by ``scripts/derive_defaults.py`` (see its docstring
-for each one); ``unprofiled_launch_call_ns`` subtracts what nsys adds to a launch call,
-from DOMAIN.md's table (per-launch demo step 517 us under nsys vs 310 us without, 75
-launches: 2.76 us each). A ``launchprof.calibration/1`` file is measured without the
-profiler, so its constants predict an unprofiled run.
+for each one), except the ``unprofiled_graph_launch_call_*`` pair, which is the H200
+calibration in docs/data/calibration_h200_2026-11-29.json, and
+``profiler_launch_overhead_ns``, DOMAIN.md's table (per-launch demo step 517 us under
+nsys vs 310 us without, 75 launches: 2.76 us each). A ``launchprof.calibration/1`` file is
+measured without the profiler; only its ``profiler`` section (``launchprof calibrate
+--profiler``) is measured under nsys. :data:`CALIBRATION_KEYS` says which figure of it
+sets which constant.
 """
 
 from __future__ import annotations
@@ -41,13 +53,17 @@ from typing import Any
 
 DEFAULTS: dict[str, float] = {
     "node_gap_ns": 80,
+    "node_interval_ns": 0,
     "graph_launch_gap_ns": 5648,
     "graph_launch_call_base_ns": 16759,
     "graph_launch_call_per_node_ns": 1002,
     "instantiate_base_ns": 0,
     "instantiate_per_node_ns": 29929,
     "launch_call_ns": 5605,
-    "unprofiled_launch_call_ns": 2845,
+    "profiler_launch_overhead_ns": 2760,
+    "unprofiled_graph_launch_gap_ns": 5648,
+    "unprofiled_graph_launch_call_base_ns": 2926,
+    "unprofiled_graph_launch_call_per_node_ns": 9.3,
 }
 DEFAULTS_SOURCE = "defaults measured on an NVIDIA H200 under nsys 2025.3 (scripts/derive_defaults.py)"
 
@@ -71,13 +87,18 @@ def _load_file() -> tuple[dict[str, Any] | None, str | None]:
 
 
 # launchprof.calibration/1 documents (launchprof.calibrate): (section, key, field) -> constant.
-_CALIBRATION_KEYS = {
-    ("medians", "graph_node_gap_ns", None): "node_gap_ns",
-    ("medians", "launch_cpu_ns", None): "unprofiled_launch_call_ns",
-    ("fits", "launch_cpu_ns", "intercept"): "graph_launch_call_base_ns",
-    ("fits", "launch_cpu_ns", "slope"): "graph_launch_call_per_node_ns",
+# The calibration's %globaltimer gaps (medians.graph_node_gap_ns) include each kernel's
+# prologue and epilogue, which a trace counts inside the kernel: they are not the trace's
+# node gap, so only their difference is used (unprofiled_graph_launch_gap_ns below).
+CALIBRATION_KEYS = {
+    ("medians", "graph_node_interval_ns", None): "node_interval_ns",
+    ("fits", "launch_cpu_ns", "intercept"): "unprofiled_graph_launch_call_base_ns",
+    ("fits", "launch_cpu_ns", "slope"): "unprofiled_graph_launch_call_per_node_ns",
     ("fits", "instantiate_ns", "intercept"): "instantiate_base_ns",
     ("fits", "instantiate_ns", "slope"): "instantiate_per_node_ns",
+    ("profiler", "launch_overhead_ns", None): "profiler_launch_overhead_ns",
+    ("profiler", "graph_launch_cpu_fit", "intercept"): "graph_launch_call_base_ns",
+    ("profiler", "graph_launch_cpu_fit", "slope"): "graph_launch_call_per_node_ns",
 }
 
 
@@ -88,11 +109,11 @@ def _number(value: Any) -> float | None:
 
 def _numbers(calibration: Mapping[str, Any]) -> dict[str, float]:
     """The known constants found in ``calibration``: keys of :data:`DEFAULTS` at top level
-    or under ``constants``/``medians``, and a ``launchprof.calibration/1`` document's
-    ``medians``/``fits`` (graph_node_gap_ns, launch_cpu_ns, the launch_cpu_ns and
-    instantiate_ns fits' intercept and slope)."""
+    or under ``constants``, and a ``launchprof.calibration/1`` document's
+    sections named in :data:`CALIBRATION_KEYS`, and ``unprofiled_graph_launch_gap_ns`` =
+    ``node_gap_ns`` + max(0, ``medians.graph_launch_gap_ns`` - ``medians.graph_node_gap_ns``)."""
     found: dict[str, float] = {}
-    for (section, key, part), target in _CALIBRATION_KEYS.items():
+    for (section, key, part), target in CALIBRATION_KEYS.items():
         scope = calibration.get(section)
         value = scope.get(key) if isinstance(scope, Mapping) else None
         if part is not None:
@@ -100,7 +121,15 @@ def _numbers(calibration: Mapping[str, Any]) -> dict[str, float]:
         number = _number(value)
         if number is not None:
             found[target] = max(number, 0.0)
-    for scope in (calibration, calibration.get("medians"), calibration.get("constants")):
+    # The GPU-side cost of starting the next graph, in the trace's terms: the node gap plus
+    # what a graph boundary adds to the %globaltimer gap of two nodes of one graph.
+    medians = calibration.get("medians")
+    if isinstance(medians, Mapping):
+        between = _number(medians.get("graph_launch_gap_ns"))
+        within = _number(medians.get("graph_node_gap_ns"))
+        if between is not None and within is not None:
+            found["unprofiled_graph_launch_gap_ns"] = DEFAULTS["node_gap_ns"] + max(between - within, 0.0)
+    for scope in (calibration, calibration.get("constants")):  # not medians: calibration names, not constants
         if not isinstance(scope, Mapping):
             continue
         for key in DEFAULTS:
@@ -115,7 +144,7 @@ def constants(calibration: Mapping[str, Any] | None = None) -> tuple[dict[str, f
 
     Args:
         calibration: an explicit calibration dict (keys as in :data:`DEFAULTS`, at top
-            level or under ``constants``/``medians``); default: the file that
+            level or under ``constants``, or a ``launchprof.calibration/1`` document); default: the file that
             ``launchprof.calibrate.load_calibration()`` finds, when that module exists.
 
     Returns:
@@ -190,7 +219,8 @@ def predict_graph_step(
     if per_launch_step_ns < 0 or gpu_work_ns < 0 or nodes < 0:
         raise ValueError("step figures must be >= 0")
     gaps = max(nodes - 1.0, 0.0) if not amortized else nodes
-    gpu_side = gpu_work_ns + values["node_gap_ns"] * gaps + (0.0 if amortized else values["graph_launch_gap_ns"])
+    dispatch = max(gpu_work_ns + values["node_gap_ns"] * gaps, values.get("node_interval_ns", 0.0) * nodes)
+    gpu_side = dispatch + (0.0 if amortized else values["graph_launch_gap_ns"])
     cpu_side = (
         values["graph_launch_call_per_node_ns"] * nodes
         + (0.0 if amortized else values["graph_launch_call_base_ns"])
@@ -210,3 +240,16 @@ def predict_graph_step(
         break_even_iterations=break_even(instantiate, graph_step, per_launch_step_ns),
         amortized=amortized,
     )
+
+
+UNPROFILED_KEYS = ("graph_launch_gap_ns", "graph_launch_call_base_ns", "graph_launch_call_per_node_ns")
+
+
+def unprofiled_values(values: Mapping[str, float]) -> dict[str, float]:
+    """``values`` with the graph launch's constants replaced by their ``unprofiled_*``
+    counterparts (module docstring): pass the result to :func:`predict_graph_step` to
+    predict a run without the profiler."""
+    out = dict(values)
+    for key in UNPROFILED_KEYS:
+        out[key] = float(values.get(f"unprofiled_{key}", values[key]))
+    return out

@@ -10,12 +10,14 @@ Public functions (the CLI command is a thin wrapper over these):
     driver_version, cuda_driver_api, cuda_runtime), ``software``, ``method`` (how each
     number is measured), ``medians`` (launch_cpu_ns, stream_kernel_interval_ns,
     stream_kernel_gap_ns, graph_node_interval_ns, graph_node_gap_ns,
-    graph_launch_cpu_ns), ``by_nodes`` (``nodes`` and, per node count, the medians of
+    graph_launch_cpu_ns, graph_launch_interval_ns, graph_launch_gap_ns), ``by_nodes``
+    (``nodes`` and, per node count, the medians of
     capture_ns, instantiate_ns, update_ns, reinstantiate_ns, first_launch_cpu_ns,
     launch_cpu_ns), ``fits`` (capture, instantiate, update, reinstantiate and launch
     cost: intercept, slope per node, r2, points), ``checks``
     (globaltimer_resolution_ns, spin_ns, max_queue_ns, back_to_back), ``samples`` (raw
-    values) and ``duration_s``.
+    values) and ``duration_s``. ``launchprof calibrate --profiler`` adds a ``profiler``
+    section measured under nsys (:mod:`launchprof.calibrate.profiler`).
 
 ``save_calibration(result, path=None) -> pathlib.Path``
     Write the document as JSON; by default to

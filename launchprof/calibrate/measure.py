@@ -44,6 +44,7 @@ LAUNCH_PER_BATCH = 100
 BACK_TO_BACK = 200  # kernels (or graph nodes) queued behind one spin kernel
 BACK_TO_BACK_REPEATS = 5
 SPIN_NS = 20_000_000  # 20 ms: longer than the host needs to queue BACK_TO_BACK launches
+GRAPH_LAUNCHES = 50  # one-node graphs launched back to back behind one spin kernel
 NODE_COUNTS = (1, 4, 16, 64, 256)
 GRAPH_REPEATS = 7
 
@@ -58,6 +59,10 @@ METHOD = {
     "graph_node_gap_ns": "as stream_kernel_gap_ns, inside the 200-node graph",
     "graph_launch_cpu_ns": "host time of one cudaGraphLaunch of the uploaded 200-node graph, "
     "queued behind a spin kernel",
+    "graph_launch_interval_ns": "(CUDA event after - event before) / 50 for 50 uploaded one-node graphs "
+    "(a stamp kernel each) launched back to back behind a spin kernel",
+    "graph_launch_gap_ns": "as stream_kernel_gap_ns, between the kernels of those 50 graph launches "
+    "(compare with graph_node_gap_ns: the difference is what starting the next graph costs the GPU)",
     "by_nodes.capture_ns": "host time of BeginCapture + N launches + EndCapture, by node count",
     "by_nodes.instantiate_ns": "host time of cudaGraphInstantiate, by node count; fit = intercept + slope*N",
     "by_nodes.update_ns": "host time of cudaGraphExecUpdate with a same-topology graph whose kernel "
@@ -228,6 +233,37 @@ def _back_to_back(gpu: _Gpu, as_graph: bool) -> dict[str, list[int]]:
     return out
 
 
+def _graph_back_to_back(gpu: _Gpu) -> dict[str, list[int]]:
+    """Intervals and gaps of GRAPH_LAUNCHES one-node graphs queued behind a spin kernel."""
+    rt = gpu.rt
+    spin = _Args(ctypes.c_uint64(SPIN_NS))
+    execs = []
+    for stamp in gpu.stamp_args(0, GRAPH_LAUNCHES):
+        graph = gpu.capture([("lp_stamp", stamp)])
+        exec_ = _check(rt.cudaGraphInstantiate(graph, 0))
+        _check(rt.cudaGraphUpload(exec_, gpu.stream))
+        _check(rt.cudaGraphDestroy(graph))
+        execs.append(exec_)
+    gpu.sync()
+    out: dict[str, list[int]] = {"interval_ns": [], "gap_ns": [], "queue_ns": []}
+    clock = time.perf_counter_ns
+    for _ in range(BACK_TO_BACK_REPEATS):
+        gpu.launch("lp_spin", spin)
+        t0 = clock()
+        _check(rt.cudaEventRecord(gpu.events[0], gpu.stream))
+        for exec_ in execs:
+            _check(rt.cudaGraphLaunch(exec_, gpu.stream))
+        _check(rt.cudaEventRecord(gpu.events[1], gpu.stream))
+        out["queue_ns"].append(clock() - t0)
+        gpu.sync()
+        out["interval_ns"].append(round(gpu.elapsed_ns() / GRAPH_LAUNCHES))
+        starts, ends = gpu.read_stamps(0, GRAPH_LAUNCHES)
+        out["gap_ns"].extend(model.gaps_ns(starts, ends))
+    for exec_ in execs:
+        _check(rt.cudaGraphExecDestroy(exec_))
+    return out
+
+
 def _graph_costs(gpu: _Gpu) -> dict[str, dict[int, list[int]]]:
     """Capture, instantiate, update, re-instantiate and launch cost by node count."""
     rt = gpu.rt
@@ -285,6 +321,7 @@ def run_calibration() -> dict[str, Any]:
     launch = _launch_cpu(gpu)
     stream = _back_to_back(gpu, as_graph=False)
     graph = _back_to_back(gpu, as_graph=True)
+    graphs = _graph_back_to_back(gpu)
     by_nodes = _graph_costs(gpu)
 
     nodes = list(NODE_COUNTS)
@@ -300,8 +337,10 @@ def run_calibration() -> dict[str, Any]:
         "graph_node_interval_ns": model.median(graph["interval_ns"]),
         "graph_node_gap_ns": model.median(graph["gap_ns"]),
         "graph_launch_cpu_ns": model.median(graph["launch_cpu_ns"]),
+        "graph_launch_interval_ns": model.median(graphs["interval_ns"]),
+        "graph_launch_gap_ns": model.median(graphs["gap_ns"]),
     }
-    queue_ns = max(stream["queue_ns"])
+    queue_ns = max(stream["queue_ns"] + graphs["queue_ns"])
     result: dict[str, Any] = {
         "schema": SCHEMA,
         "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -322,6 +361,7 @@ def run_calibration() -> dict[str, Any]:
             "launch_cpu_ns": launch,
             "stream": stream,
             "graph": graph,
+            "graph_launches": graphs,
             "by_nodes": {k: {str(n): v[n] for n in nodes} for k, v in by_nodes.items()},
         },
     }
