@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from launchprof.api import analyze
 from launchprof.errors import NoCudaActivityError
 from launchprof.report.html import prepare_folder
 from launchprof.report.index import write_index
-from launchprof.report.sides import start_step_files
+from launchprof.report.sides import StepFilesJob, start_step_files
 from launchprof.report.write import REPORT_FILES, write_report
 
 
@@ -58,13 +57,13 @@ def run_analyze(
         NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
             after the report, which holds what can be said, was written).
     """
-    waits: list[Callable[[bool], None]] = []
+    jobs: list[StepFilesJob] = []
 
     def steps_found(found: Analysis) -> None:
         # The step files do not depend on the diagnosis: a child process writes them
         # meanwhile (report.sides.start_step_files).
         prepare_folder(output, force, REPORT_FILES)
-        waits.append(start_step_files(found, output))
+        jobs.append(start_step_files(found, output))
 
     with console.status("loading trace") as status:
         try:
@@ -78,15 +77,21 @@ def run_analyze(
             )
             status.update("writing report")
             summary = write_report(
-                analysis, output, force=force, trace_path=str(trace), baseline=baseline, step_files=not waits
+                analysis,
+                output,
+                force=force,
+                trace_path=str(trace),
+                baseline=baseline,
+                step_files=not jobs,
+                device_figures=jobs[0].figures() if jobs else None,
             )
         except BaseException:
-            for wait in waits:  # reap the child, drop its files; the first error is the one to report
+            for job in jobs:  # reap the child, drop its files; the first error is the one to report
                 with contextlib.suppress(Exception):
-                    wait(False)
+                    job.finish(False)
             raise
-        for wait in waits:  # the report was written: the step files go in
-            wait(True)
+        for job in jobs:  # the report was written: the step files go in
+            job.finish(True)
         write_index(output.resolve().parent)
     for d in summary.devices:
         console.print(

@@ -13,6 +13,7 @@ import pandas as pd
 
 from launchprof.analysis import Analysis, DeviceAnalysis, utilization_series
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
+from launchprof.report.html import EmbeddedFigure, embed, fmt_ms
 from launchprof.report.plainfig import Figure, bar, scatter
 from launchprof.trace.model import text
 
@@ -274,3 +275,35 @@ def utilization_over_time(device: DeviceAnalysis, window: tuple[int, int] | None
         yaxis=dict(title=dict(text="GPU busy"), range=[0, 1.05], tickformat=".0%"),
     )
     return _layout(fig, f"GPU utilization over time, GPU {device.device_id} ({UTILIZATION_BINS} equal time bins)")
+
+
+def embedded_device_figures(analysis: Analysis) -> list[EmbeddedFigure]:
+    """The report page's figures of each device, captioned and serialised: the timeline of
+    a representative window, the bubble lengths, the utilization over time."""
+    embedded = []
+    for device in analysis.devices:
+        window = timeline_window(device)
+        fig, downsampled = timeline(analysis, device, window)
+        caption = (
+            f"GPU {device.device_id}: timeline of a representative window "
+            f"({fmt_ms(window[1] - window[0])} starting {fmt_ms(window[0] - device.figures.start_ns)} "
+            f"after the first GPU activity, at the median GPU activity). Red CPU bars are launch calls, grey ones "
+            "other CUDA API calls; the idle lane marks each GPU idle gap, red when the GPU waited for the CPU "
+            "(host-wait), grey otherwise. Drag to zoom, double-click to reset, hover a bar for its name."
+        )
+        if downsampled:
+            caption += (
+                f" Downsampled: only the earliest {MAX_TIMELINE_BARS // 2:,} GPU activities, "
+                f"{MAX_TIMELINE_BARS // 4:,} API calls and {MAX_TIMELINE_BARS // 4:,} idle gaps "
+                "of the window are drawn."
+            )
+        embedded.append(embed(fig, caption))
+        embedded.append(embed(bubble_histogram(device), f"GPU {device.device_id}: bubble lengths."))
+        embedded.append(
+            embed(
+                utilization_over_time(device, window),
+                f"GPU {device.device_id}: busy share of {UTILIZATION_BINS} equal time bins over the span; "
+                "the shaded band is the timeline's window.",
+            )
+        )
+    return embedded

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from launchprof.analysis.side import (
 )
 from launchprof.analysis.steps import Steps
 from launchprof.errors import LaunchprofError, OutputError
+from launchprof.report.html import EmbeddedFigure
 
 STEP_FILES = ("steps.csv", "step_kernels.csv", "step_timeline.csv")
 
@@ -106,84 +107,128 @@ def write_step_files(analysis: Analysis, folder: Path) -> None:
         atomic_write(folder / name, text)
 
 
-def start_step_files(analysis: Analysis, folder: Path) -> Callable[[bool], None]:
-    """Write the step files of ``analysis`` into ``folder`` (which must exist) from a
-    forked child process, so that they are computed while this process goes on (the
-    diagnosis and the report page; about 0.15 s of 1.4 s on a 150k-kernel trace, on a
-    second CPU). The child writes temporary files; the returned function, given
-    ``commit``, waits for the child and then moves them into place (True: call it once
-    the report itself was written, so that a failed report leaves the old step files) or
-    removes them (False). Where ``os.fork`` is missing, or off Linux, the texts are made
-    here and written by the returned function.
+class StepFilesJob:
+    """Step files (and the report page's device figures) being made by a forked child:
+    see :func:`start_step_files`."""
+
+    def __init__(self, pid: int, read_end: int, folder: Path) -> None:
+        self._pid = pid
+        self._read_end = read_end
+        self._folder = folder
+        self._reply: dict[str, Any] | None = None
+
+    def _wait(self) -> dict[str, Any]:
+        if self._reply is None:
+            with os.fdopen(self._read_end, "rb") as fh:
+                data = fh.read()
+            _, status = os.waitpid(self._pid, 0)
+            reply: dict[str, Any] = {}
+            if os.waitstatus_to_exitcode(status) == 0:
+                try:
+                    reply = pickle.loads(data)
+                except Exception:  # noqa: BLE001 - a broken reply: as a failed child
+                    reply = {}
+            if "staged" not in reply and "error" not in reply:
+                reply["error"] = f"writing the step files into {self._folder} failed"
+            self._reply = reply
+        return self._reply
+
+    def figures(self) -> list[EmbeddedFigure] | None:
+        """The device figures the child made (waits for it); None when it could not."""
+        found: list[EmbeddedFigure] | None = self._wait().get("figures")
+        return found
+
+    def finish(self, commit: bool) -> None:
+        """Wait for the child, then move its step files into place (``commit``, once the
+        report itself was written) or remove them.
+
+        Raises:
+            OutputError: a step file could not be written.
+        """
+        reply = self._wait()
+        staged: list[tuple[str, str]] = reply.get("staged", [])
+        if not commit:
+            for tmp, _ in staged:
+                _unlink(tmp)
+            return
+        if reply.get("error"):
+            raise OutputError(str(reply["error"]))
+        for i, (tmp, name) in enumerate(staged):
+            try:
+                os.replace(tmp, self._folder / name)
+            except OSError as exc:
+                for rest, _ in staged[i:]:
+                    _unlink(rest)
+                raise OutputError(f"cannot write {self._folder / name}: {exc.strerror or exc}") from None
+
+
+class _InProcessJob(StepFilesJob):
+    """The same, done here (no fork): the texts now, the files on commit."""
+
+    def __init__(self, analysis: Analysis, folder: Path) -> None:
+        self._folder = folder
+        self._texts = step_file_texts(analysis)
+
+    def figures(self) -> list[EmbeddedFigure] | None:
+        return None
+
+    def finish(self, commit: bool) -> None:
+        from launchprof.report.html import atomic_write
+
+        if commit:
+            for name, text in self._texts.items():
+                atomic_write(self._folder / name, text)
+
+
+def start_step_files(analysis: Analysis, folder: Path) -> StepFilesJob:
+    """Make the step files of ``analysis`` in a forked child process, so that they are
+    computed while this process goes on with the diagnosis (about 0.2 s of a 150k-kernel
+    trace's 1.3 s, on a second CPU); the child also makes the report page's device
+    figures (:func:`~launchprof.report.figures.embedded_device_figures`, which do not
+    depend on the diagnosis either). The child writes the step files as temporary files
+    in ``folder`` (which must exist); :meth:`StepFilesJob.finish` moves them into place
+    once the report itself was written, so that a failed report leaves the old ones.
+    Where ``os.fork`` is missing, or off Linux, everything is done in this process.
 
     Only for a command-line run (forking a process with threads of its own, such as a
-    notebook kernel, is not safe); the child only writes files and exits with
-    ``os._exit``.
-
-    Raises (from the returned function):
-        OutputError: a step file could not be written.
+    notebook kernel, is not safe); the child only writes files and its reply, and exits
+    with ``os._exit``.
     """
     if sys.platform != "linux" or not hasattr(os, "fork"):
-        return _in_process(analysis, folder)
+        return _InProcessJob(analysis, folder)
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
     except OSError:
         os.close(read_end)
         os.close(write_end)
-        return _in_process(analysis, folder)
-    if pid == 0:  # the child: stage the files, say where, exit at once
-        code, staged = 0, []
+        return _InProcessJob(analysis, folder)
+    if pid == 0:  # the child: stage the files, make the figures, reply, exit at once
+        code = 0
         try:
             os.close(read_end)
-            for name, text in step_file_texts(analysis).items():
-                staged.append((_stage(folder, name, text), name))
-            reply = "".join(f"{tmp}\t{name}\n" for tmp, name in staged)
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+            reply: dict[str, Any] = {"staged": []}
+            try:
+                for name, text in step_file_texts(analysis).items():
+                    reply["staged"].append((_stage(folder, name, text), name))
+            except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+                for tmp, _ in reply["staged"]:
+                    _unlink(tmp)
+                reply = {"staged": [], "error": str(exc) if isinstance(exc, OutputError) else repr(exc)}
+            try:
+                from launchprof.report.figures import embedded_device_figures
+
+                reply["figures"] = embedded_device_figures(analysis)
+            except BaseException:  # noqa: BLE001 - the parent makes them itself (and meets the error)
+                reply["figures"] = None
+            with os.fdopen(write_end, "wb") as fh:
+                fh.write(pickle.dumps(reply))
+        except BaseException:  # noqa: BLE001
             code = 1
-            for tmp, _ in staged:
-                _unlink(tmp)
-            reply = str(exc) if isinstance(exc, OutputError) else f"writing the step files failed: {exc!r}"
         finally:
-            try:
-                os.write(write_end, reply.encode("utf-8", errors="replace"))
-            finally:
-                os._exit(code)
+            os._exit(code)
     os.close(write_end)
-
-    def finish(commit: bool) -> None:
-        with os.fdopen(read_end, "rb") as fh:
-            reply = fh.read().decode("utf-8", errors="replace")
-        _, status = os.waitpid(pid, 0)
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise OutputError(reply or f"writing the step files into {folder} failed")
-        staged = [line.split("\t", 1) for line in reply.splitlines() if "\t" in line]
-        if not commit:
-            for tmp, _ in staged:
-                _unlink(tmp)
-            return
-        for i, (tmp, name) in enumerate(staged):
-            try:
-                os.replace(tmp, folder / name)
-            except OSError as exc:
-                for rest, _ in staged[i:]:
-                    _unlink(rest)
-                raise OutputError(f"cannot write {folder / name}: {exc.strerror or exc}") from None
-
-    return finish
-
-
-def _in_process(analysis: Analysis, folder: Path) -> Callable[[bool], None]:
-    texts = step_file_texts(analysis)
-
-    def finish(commit: bool) -> None:
-        from launchprof.report.html import atomic_write
-
-        if commit:
-            for name, text in texts.items():
-                atomic_write(folder / name, text)
-
-    return finish
+    return StepFilesJob(pid, read_end, folder)
 
 
 def _stage(folder: Path, name: str, text: str) -> str:

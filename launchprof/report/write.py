@@ -9,9 +9,8 @@ from launchprof.analysis import Analysis
 from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.html import (
+    EmbeddedFigure,
     atomic_write_all,
-    embed,
-    fmt_ms,
     prepare_folder,
     render,
     write_plotlyjs,
@@ -23,34 +22,16 @@ from launchprof.report.summary import build_summary
 REPORT_FILES = ("summary.json", "report.html")
 
 
-def render_report(analysis: Analysis, summary: Summary, diagnosis_html: str = "") -> str:
-    """The report page of ``analysis`` (its figures) and ``summary`` (its numbers)."""
-    embedded = []
-    for device in analysis.devices:
-        window = figures.timeline_window(device)
-        fig, downsampled = figures.timeline(analysis, device, window)
-        caption = (
-            f"GPU {device.device_id}: timeline of a representative window "
-            f"({fmt_ms(window[1] - window[0])} starting {fmt_ms(window[0] - device.figures.start_ns)} "
-            f"after the first GPU activity, at the median GPU activity). Red CPU bars are launch calls, grey ones "
-            "other CUDA API calls; the idle lane marks each GPU idle gap, red when the GPU waited for the CPU "
-            "(host-wait), grey otherwise. Drag to zoom, double-click to reset, hover a bar for its name."
-        )
-        if downsampled:
-            caption += (
-                f" Downsampled: only the earliest {figures.MAX_TIMELINE_BARS // 2:,} GPU activities, "
-                f"{figures.MAX_TIMELINE_BARS // 4:,} API calls and {figures.MAX_TIMELINE_BARS // 4:,} idle gaps "
-                "of the window are drawn."
-            )
-        embedded.append(embed(fig, caption))
-        embedded.append(embed(figures.bubble_histogram(device), f"GPU {device.device_id}: bubble lengths."))
-        embedded.append(
-            embed(
-                figures.utilization_over_time(device, window),
-                f"GPU {device.device_id}: busy share of {figures.UTILIZATION_BINS} equal time bins over the span; "
-                "the shaded band is the timeline's window.",
-            )
-        )
+def render_report(
+    analysis: Analysis,
+    summary: Summary,
+    diagnosis_html: str = "",
+    device_figures: list[EmbeddedFigure] | None = None,
+) -> str:
+    """The report page of ``analysis`` (its figures: ``device_figures`` when already made
+    by :func:`~launchprof.report.figures.embedded_device_figures`) and ``summary`` (its
+    numbers)."""
+    embedded = device_figures if device_figures is not None else figures.embedded_device_figures(analysis)
     return render(
         "report.html.j2",
         title=Path(summary.trace.path).name,
@@ -76,10 +57,12 @@ def write_report(
     trace_path: str | None = None,
     baseline: list[Any] | None = None,
     step_files: bool = True,
+    device_figures: list[EmbeddedFigure] | None = None,
 ) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
     the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
-    reads (unless ``step_files`` is False: the caller writes them).
+    reads (unless ``step_files`` is False: the caller writes them). ``device_figures``:
+    the page's device figures when already made (see :func:`render_report`).
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
@@ -93,7 +76,9 @@ def write_report(
         nvtx_period = nvtx_period_p50(analysis.trace.nvtx)
         summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period)
         extra_html = render("baseline.html.j2", b=summary.baseline)
-    page = render_report(analysis, summary, diagnosis_html=render_diagnosis(analysis) + extra_html)
+    page = render_report(
+        analysis, summary, diagnosis_html=render_diagnosis(analysis) + extra_html, device_figures=device_figures
+    )
     prepare_folder(folder, force, REPORT_FILES)
     write_plotlyjs(folder)
     # Both files or neither: a failed write never leaves a new summary beside an old page.
