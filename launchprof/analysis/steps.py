@@ -526,9 +526,16 @@ def _step_table(
 
 def _sum_by_step(step: np.ndarray, values: np.ndarray, n_steps: int) -> np.ndarray:
     """int64 sum of ``values`` per step 0..n_steps-1 (steps outside that range dropped)."""
-    out = np.zeros(n_steps, dtype=np.int64)
     inside = (step >= 0) & (step < n_steps)
-    np.add.at(out, step[inside], np.asarray(values)[inside].astype(np.int64))
+    values = np.asarray(values)[inside]
+    step = step[inside]
+    if values.dtype == bool:  # a count: exact
+        return np.bincount(step[values], minlength=n_steps)[:n_steps].astype(np.int64)
+    values = values.astype(np.int64)
+    if int(np.abs(values).sum()) < 2**53:  # float64 sums are exact below 2**53
+        return np.rint(np.bincount(step, weights=values, minlength=n_steps)[:n_steps]).astype(np.int64)
+    out = np.zeros(n_steps, dtype=np.int64)
+    np.add.at(out, step, values)
     return out
 
 
