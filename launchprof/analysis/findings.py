@@ -181,10 +181,17 @@ def _signatures(kernels: pd.DataFrame, what: str = "both") -> tuple[pd.Series, p
     bounds = np.flatnonzero(steps[1:] != steps[:-1]) + 1
     index = pd.Index(steps[np.r_[0, bounds]] if steps.size else [], name="step")
     edges = (np.r_[0, bounds, steps.size] * 8).tolist()
-    pairs = list(zip(edges[:-1], edges[1:], strict=True)) if steps.size else []
+
+    lengths = np.diff(np.r_[0, bounds, steps.size])
+    same_length = bool(steps.size) and bool((lengths == lengths[0]).all())
 
     def per_step(codes: np.ndarray) -> pd.Series:
-        buf = codes.astype(np.int64).tobytes()
+        codes = np.ascontiguousarray(codes, dtype=np.int64)
+        if same_length:  # one fixed-size bytes value per row of a (steps, length) array
+            rows = codes.reshape(-1, int(lengths[0])).view(np.dtype((np.void, 8 * int(lengths[0])))).ravel()
+            return pd.Series(rows.tolist(), index=index, dtype=object)
+        buf = codes.tobytes()
+        pairs = zip(edges[:-1], edges[1:], strict=True) if steps.size else iter(())
         return pd.Series([buf[a:b] for a, b in pairs], index=index, dtype=object)
 
     empty = pd.Series([], dtype=object)

@@ -263,7 +263,8 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     mact = act.loc[is_memop, keys].assign(step=step_of[is_memop])
     memops = analysis.trace.memops.merge(mact.drop_duplicates(keys), on=keys, how="inner")
     api = analysis.trace.api
-    mine = api.loc[api["pid"] == pid]
+    of_pid = (api["pid"] == pid).to_numpy()
+    mine = api if of_pid.all() else api.loc[of_pid]  # one process: no copy
     call_step = _step_of_time(mine["start"].to_numpy(dtype=np.int64), table)
     keep = np.isin(call_step, steady_steps) & (call_step >= 0)
     calls = mine.loc[keep].assign(step=call_step[keep])
