@@ -300,8 +300,11 @@ class _Prefetch:
             if planned is None:
                 continue
             key = (table, tuple(planned[0]), tuple(planned[1]))
-            self.done[key] = threading.Event()
-            threading.Thread(target=self._read, args=(key,), name=f"launchprof-read-{table}", daemon=True).start()
+            self.done[key] = done = threading.Event()
+            try:
+                threading.Thread(target=self._read, args=(key,), name=f"launchprof-read-{table}", daemon=True).start()
+            except RuntimeError:  # no thread to be had: the loader reads this table itself
+                done.set()
 
     def _read(self, key: tuple[Any, ...]) -> None:
         table, columns, narrowed = key
