@@ -1,0 +1,143 @@
+"""The parts that make ``analyze`` fast, checked against what they replace: plain-dict
+figures against plotly's own figure JSON, read-ahead against a plain load, the forked
+step files against the in-process ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from tracebuilder import TraceBuilder
+
+import launchprof
+from launchprof.report import plainfig
+from launchprof.report.html import embed
+from launchprof.report.sides import start_step_files, step_file_texts
+from launchprof.trace import load_trace
+from launchprof.trace.columns import forget_prefetch, prefetch
+
+
+def _plotly(fig: go.Figure) -> str:
+    return embed(fig, "").json
+
+
+def _plain(fig: plainfig.Figure) -> str:
+    return embed(fig, "").json
+
+
+def test_typed_arrays_lists_and_template_as_plotly_writes_them() -> None:
+    x_small = np.array([0, 1, 2, 100], dtype=np.int64)  # int8
+    x_mid = np.array([0, 1000, -5], dtype=np.int64)  # int16
+    x_big = np.array([0, 70_000], dtype=np.int64)  # int32
+    x_huge = np.array([0, 2**40], dtype=np.int64)  # too big for int32: a list
+    y = np.array([0.5, np.nan, 2.25, 3.0])
+    base = np.array([1.5, 2.5, 3.5, 4.5])
+    names = ["a<b", "c", "d", "e"]
+    ref = go.Figure()
+    ref.add_trace(go.Bar(x=x_small, y=y, base=base, customdata=names, name="one", marker=dict(color="#123456")))
+    ref.add_trace(go.Bar(x=x_mid, y=[1, 2, 3], orientation="h", marker_line_width=0))
+    ref.add_trace(go.Scatter(x=x_big, y=x_huge, mode="lines", line=dict(shape="hv")))
+    ref.add_trace(go.Scatter(x=pd.Series(["p", "q"]), y=pd.Series([1.0, 2.0])))
+    ref.update_layout(title=dict(text="t", x=0), template="plotly_white", barmode="overlay", height=300)
+    ref.update_xaxes(title="x axis", range=[0, 2.5])
+    ref.update_yaxes(automargin=True)
+
+    fig = plainfig.Figure()
+    fig.add_trace(plainfig.bar(x=x_small, y=y, base=base, customdata=names, name="one", marker=dict(color="#123456")))
+    fig.add_trace(plainfig.bar(x=x_mid, y=[1, 2, 3], orientation="h", marker=dict(line=dict(width=0))))
+    fig.add_trace(plainfig.scatter(x=x_big, y=x_huge, mode="lines", line=dict(shape="hv")))
+    fig.add_trace(plainfig.scatter(x=pd.Series(["p", "q"]), y=pd.Series([1.0, 2.0])))
+    fig.update_layout(title=dict(text="t", x=0), template="plotly_white", barmode="overlay", height=300)
+    fig.update_layout(xaxis=dict(title=dict(text="x axis"), range=[0, 2.5]), yaxis=dict(automargin=True))
+    assert _plain(fig) == _plotly(ref)
+    assert fig.data[0].name == "one" and list(fig.data[0].base) == [1.5, 2.5, 3.5, 4.5]
+    doc = json.loads(_plain(fig))
+    assert doc["data"][0]["x"]["dtype"] == "i1" and doc["data"][1]["x"]["dtype"] == "i2"
+    assert doc["data"][2]["x"]["dtype"] == "i4" and doc["data"][2]["y"] == [0, 2**40]
+
+
+def test_vrect_as_plotly_adds_it(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(20):
+        b.launch(10_000 * i, 10_000 * i + 500, 10_000 * i + 1000, 10_000 * i + 4000)
+    a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
+    from launchprof.report import figures
+
+    dev = a.devices[0]
+    window = (dev.figures.start_ns + 20_000, dev.figures.start_ns + 60_000)
+    mine = json.loads(_plain(figures.utilization_over_time(dev, window)))["layout"]
+    ref = go.Figure()
+    x0, x1 = (window[0] - dev.figures.start_ns) / 1e6, (window[1] - dev.figures.start_ns) / 1e6
+    ref.add_vrect(
+        x0=x0,
+        x1=x1,
+        fillcolor="#ff7f0e",
+        opacity=0.25,
+        line_width=0,
+        annotation_text="timeline window",
+        annotation_position="top left",
+    )
+    theirs = json.loads(_plotly(ref))["layout"]
+    assert mine["shapes"] == theirs["shapes"] and mine["annotations"] == theirs["annotations"]
+
+
+def _frames(trace: launchprof.trace.Trace) -> dict[str, pd.DataFrame]:
+    return {"kernels": trace.kernels, "memops": trace.memops, "api": trace.api, "graph_execs": trace.graph_execs}
+
+
+def test_read_ahead_gives_the_frames_of_a_plain_load(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(50):
+        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700, stream=7 + i % 2)
+    path = b.write(tmp_path / "t.sqlite")
+    plain = load_trace(path)  # load_trace starts (and ends) its own read-ahead
+    prefetch(path)
+    ahead = load_trace(path)
+    for name, frame in _frames(plain).items():
+        pd.testing.assert_frame_equal(_frames(ahead)[name], frame)
+    assert len(plain.kernels) == 50
+
+
+def test_read_ahead_of_a_file_changed_since_is_not_used(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(10):
+        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700)
+    path = b.write(tmp_path / "t.sqlite")
+    prefetch(path)
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start >= 5000")
+    con.commit()
+    con.close()
+    later = path.stat().st_mtime_ns + 1_000_000_000  # written a second later (coarse clocks)
+    os.utime(path, ns=(later, later))
+    try:
+        trace = load_trace(path)
+    finally:
+        forget_prefetch(path)
+    # 10 kernels at 300, 1300, ... 9300 ns: 5 start before 5000 ns.
+    assert len(trace.kernels) == 5
+
+
+def test_step_files_from_the_child_are_the_in_process_ones(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    for i in range(30):
+        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700, name=f"k{i % 3}")
+    a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
+    expected = step_file_texts(a)
+    assert expected  # steps were found (the kernel sequence repeats)
+    out = tmp_path / "out"
+    out.mkdir()
+    job = start_step_files(a, out)
+    job.figures()
+    assert not any((out / name).exists() for name in expected)  # staged, not yet in place
+    job.finish(True)
+    assert {p.name: p.read_text() for p in out.iterdir()} == expected
+    dropped = tmp_path / "dropped"
+    dropped.mkdir()
+    start_step_files(a, dropped).finish(False)
+    assert list(dropped.iterdir()) == []
