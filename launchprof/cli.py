@@ -273,8 +273,11 @@ def main() -> None:
         app(prog_name="launchprof")
     except SystemExit as exc:
         if _QUICK_EXIT and (exc.code is None or isinstance(exc.code, int)):
-            sys.stdout.flush()
-            sys.stderr.flush()
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):  # a closed pipe (``| head``): nothing more to say
+                    pass
             os._exit(exc.code or 0)
         raise
 
