@@ -79,8 +79,8 @@ def main() -> None:
                 )
             times["nsys+import+export"].append(time.perf_counter() - t0)
             times["launchprof"].append(timed([launchprof, "profile", "-o", str(base / f"lp{i}"), *target]))
-            for folder in base.iterdir():
-                shutil.rmtree(folder)
+            for entry in base.iterdir():  # run folders, and the index launchprof keeps beside them
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     med = {k: statistics.median(v) for k, v in times.items()}
     print(
         f"nsys {info.version} ({info.path}); workload: steps_loop.py --steps {args.steps} --work {args.work}; "

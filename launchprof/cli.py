@@ -170,6 +170,7 @@ def profile(
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
+    _QUICK_EXIT.append(True)  # trace, report and baseline runs are done: nothing left to tear down
     if result.exit_code != 0:
         err.print(
             f"launchprof: the workload exited with code {result.exit_code}; "
@@ -258,15 +259,15 @@ def calibrate(
 
 
 # Set by a command whose process holds nothing left to clean up when it ends (analyze of
-# one trace): main() then leaves without tearing down its objects one by one.
+# one trace, profile): main() then leaves without tearing down its objects one by one.
 _QUICK_EXIT: list[bool] = []
 
 
 def main() -> None:
     """Entry point of the ``launchprof`` script.
 
-    After ``analyze`` of one trace (its files written and closed, its child reaped), the
-    process flushes its output and ends with ``os._exit``: freeing a large analysis object
+    After ``analyze`` of one trace or ``profile`` (files written and closed, children
+    reaped), the process flushes its output and ends with ``os._exit``: freeing a large analysis object
     by object at interpreter exit took ~0.1 s for a 150k-kernel trace.
     """
     try:
