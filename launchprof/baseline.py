@@ -135,10 +135,10 @@ def corrected_prediction(
 
 ASSUMPTION = (
     "Overhead correction: nsys is assumed to slow only the host side (CUDA API calls and the code between them) "
-    "and to leave GPU work alone. The per-launch step is scaled by unprofiled / profiled period; the graph step is "
-    "the one predicted without the profiler: max(GPU side - GPU busy time, node dispatch gaps and the gap between "
-    "graph launches as measured without nsys -, CPU side - one unprofiled cudaGraphLaunch call plus the host time "
-    "a graph keeps)."
+    "and to leave GPU work alone. The per-launch step is scaled by unprofiled / profiled period. The graph step is "
+    "the one predicted without the profiler: the larger of its GPU side (GPU busy time, node dispatch gaps and the "
+    "gap between graph launches as measured without nsys) and its CPU side (one unprofiled cudaGraphLaunch call "
+    "plus the host time a graph keeps)."
 )
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gc
+import math
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -12,7 +16,7 @@ import typer
 from rich.console import Console
 
 from launchprof import __version__
-from launchprof.errors import LaunchprofError
+from launchprof.errors import LaunchprofError, OptionError
 
 app = typer.Typer(
     name="launchprof",
@@ -29,6 +33,23 @@ def fail(exc: LaunchprofError) -> typer.Exit:
     """Print ``launchprof: error: ...`` on one line and return the Exit to raise."""
     err.print(f"launchprof: error: {exc}", markup=False, soft_wrap=True)
     return typer.Exit(exc.exit_code)
+
+
+MAX_BUBBLE_THRESHOLD_US = 1e9  # 1000 s: longer than any gap a threshold could sort
+
+
+def threshold_ns(us: float) -> int:
+    """``--bubble-threshold`` in ns.
+
+    Raises:
+        typer.Exit: (after one error line) a value that is not a finite number of us in
+            [0, :data:`MAX_BUBBLE_THRESHOLD_US`].
+    """
+    if not (math.isfinite(us) and 0 <= us <= MAX_BUBBLE_THRESHOLD_US):
+        raise fail(
+            OptionError(f"--bubble-threshold must be a number of us from 0 to {MAX_BUBBLE_THRESHOLD_US:g}, not {us:g}")
+        )
+    return int(round(us * 1000))
 
 
 def default_output(stem: str) -> Path:
@@ -60,7 +81,7 @@ def analyze(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
     bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
+        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
     ] = 1.0,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
     step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
@@ -96,7 +117,7 @@ def analyze(
                 many,
                 output or default_output("combined"),
                 force,
-                int(round(bubble_threshold * 1000)),
+                threshold_ns(bubble_threshold),
                 nsys,
                 out,
                 step=step,
@@ -105,11 +126,13 @@ def analyze(
             )
             return
         _QUICK_EXIT.append(True)
+        # SIGTERM unwinds like Ctrl-C (the child's staged step files are removed), exit 143
+        signal.signal(signal.SIGTERM, _terminated)
         run_analyze(
             Path(trace[0]),
             output or default_output(Path(trace[0]).name.split(".")[0]),
             force,
-            int(round(bubble_threshold * 1000)),
+            threshold_ns(bubble_threshold),
             nsys,
             out,
             step=step,
@@ -139,7 +162,7 @@ def profile(
     ] = None,
     step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
     bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
+        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
     ] = 1.0,
     open_report: Annotated[bool, typer.Option("--open", help="open the report in the browser")] = False,
     baseline_runs: Annotated[
@@ -163,7 +186,7 @@ def profile(
             output,
             nsys,
             nsys_arg or (),
-            int(round(bubble_threshold * 1000)),
+            threshold_ns(bubble_threshold),
             step,
             open_report,
             baseline_runs=baseline_runs,
@@ -212,7 +235,7 @@ def compare(
         float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
     ] = 5.0,
     bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us", min=0)
+        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
     ] = 1.0,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
 ) -> None:
@@ -229,7 +252,7 @@ def compare(
             step,
             fail_on,
             min_effect / 100,
-            int(round(bubble_threshold * 1000)),
+            threshold_ns(bubble_threshold),
             nsys,
             out,
         )
@@ -258,6 +281,10 @@ def calibrate(
         raise fail(exc) from None
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 # Set by a command whose process holds nothing left to clean up when it ends (analyze of
 # one trace, profile): main() then leaves without tearing down its objects one by one.
 _QUICK_EXIT: list[bool] = []
@@ -267,20 +294,35 @@ def main() -> None:
     """Entry point of the ``launchprof`` script.
 
     After ``analyze`` of one trace or ``profile`` (files written and closed, children
-    reaped), the process flushes its output and ends with ``os._exit``: freeing a large analysis object
-    by object at interpreter exit took ~0.1 s for a 150k-kernel trace.
+    reaped), the process flushes its output and ends with ``os._exit``: freeing a large
+    analysis object by object at interpreter exit took ~0.1 s for a 150k-kernel trace.
+    When the terminal output itself cannot be written (stdout on a full disk, a closed
+    pipe), one line on stderr says so and the exit status is 1.
     """
     try:
         app(prog_name="launchprof")
     except SystemExit as exc:
         if _QUICK_EXIT and (exc.code is None or isinstance(exc.code, int)):
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):  # a closed pipe (``| head``): nothing more to say
-                    pass
+            _flush()
             os._exit(exc.code or 0)
         raise
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EBADF, errno.EIO):
+            raise
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"launchprof: error: cannot write the output: {exc.strerror}\n")
+            sys.stderr.flush()
+        os._exit(1)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # closed at start (``>&-``)
+            continue
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (``| head``), a full disk: nothing more to say
+            pass
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ def verdict_line(summary: Any) -> str | None:
     if not diag:
         return None
     line = f"verdict: {diag.get('verdict')}"
+    ranks = getattr(summary, "ranks", None) or {}
+    if steps and int(ranks.get("count") or 0) > 1:
+        line += f" on GPU {steps.get('device_id')} pid {steps.get('pid')} of {ranks['count']} ranks"
     if steps and steps.get("period_p50_ns"):
         line += f" (step period p50 {steps['period_p50_ns'] / 1e3:,.1f} us over {steps.get('steady')} steady steps)"
     if rec and rec.get("predicted_speedup") and rec.get("predicted_step_ns"):
@@ -30,12 +33,16 @@ def verdict_line(summary: Any) -> str | None:
             f"; CUDA Graph predicted {rec['predicted_step_ns'] / 1e3:,.1f} us a step, {rec['predicted_speedup']:.2f}x"
         )
         if rec.get("break_even_iterations") is not None:
-            line += f", break-even {rec['break_even_iterations']} iterations"
+            n = rec["break_even_iterations"]
+            line += f", break-even {n} iteration{'s' if n != 1 else ''}"
     if rec is not None:
         blockers = len(rec.get("blockers") or [])
         line += "; convert" if rec.get("convert") else "; no conversion recommended"
         if rec.get("convert") and blockers:
             line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''}"
+    bound = [r["rank"] for r in ranks.get("ranks") or [] if r.get("launch_bound")] if ranks else []
+    if int(ranks.get("count") or 0) > 1 and bound and diag.get("verdict") != "launch-bound":
+        line += f"; launch-bound rank{'s' if len(bound) > 1 else ''}: {', '.join(map(str, bound))} (see the ranks)"
     return line
 
 

@@ -207,4 +207,12 @@ def compare(
     if progress:
         progress("comparing steps")
     b_side, a_side = align(b_side, a_side, b_an, a_an)
-    return verify(b_side, a_side, min_effect)
+    try:
+        return verify(b_side, a_side, min_effect)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        folders = [s.path for s in (b_side, a_side) if s.origin == "report"]
+        if not folders:
+            raise
+        raise ReportFolderError(
+            f"{' and '.join(map(str, folders))}: figures in the report folder are damaged ({type(exc).__name__}: {exc})"
+        ) from None

@@ -33,3 +33,7 @@ class OutputError(LaunchprofError):
 
 class CalibrateFailed(LaunchprofError):
     """Calibration cannot run here (no GPU, no cuda-python) or a CUDA call failed."""
+
+
+class OptionError(LaunchprofError):
+    """An option's value is outside what it can mean."""

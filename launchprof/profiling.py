@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -34,6 +35,7 @@ from launchprof.nsys.profile import (
     finish_trace,
     nsys_command,
     run_nsys,
+    stranded_qdstrm,
     workload,
 )
 
@@ -140,18 +142,44 @@ def run_profile(
         )
     warm = threading.Thread(target=_warm_imports, daemon=True)
     warm.start()
+    interrupts: list[int] = []
+    started = time.time()
     code = run_nsys(
         cmd.argv,
         on_interrupt=lambda: console.print(
             "launchprof: interrupted: stopping the workload; nsys is writing the trace", markup=False, soft_wrap=True
         ),
+        on_repeat=lambda: console.print(
+            "launchprof: nsys is still writing the trace; waiting for it (kill -9 to abandon it)",
+            markup=False,
+            soft_wrap=True,
+        ),
+        interrupts=interrupts,
     )
+    if interrupts:
+        _rescue_qdstrm(folder / TRACE_STEM, started, console)
     try:
         return _after_recording(
             folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs
         )
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
+
+
+def _rescue_qdstrm(stem: Path, since: float, console: Console) -> None:
+    """nsys interrupted while writing leaves its recording as ``/tmp/nsys-report-*.qdstrm``
+    and nothing in the output folder: move it there (as ``STEM.qdstrm``) to be imported."""
+    if any(stem.with_suffix(s).exists() for s in (".nsys-rep", ".qdstrm")):
+        return
+    stranded = stranded_qdstrm(since)
+    if stranded is None:
+        return
+    try:
+        shutil.move(str(stranded), stem.with_suffix(".qdstrm"))
+    except OSError as exc:
+        console.print(f"launchprof: nsys left its recording at {stranded} ({exc.strerror})", markup=False)
+        return
+    console.print(f"launchprof: nsys left its recording at {stranded}; moved it into {stem.parent}", markup=False)
 
 
 def _after_recording(
@@ -170,8 +198,8 @@ def _after_recording(
         files = finish_trace(folder / TRACE_STEM, nsys_path, progress=lambda msg: status.update(f"{msg}..."))
     if files is None:
         error = NsysError(
-            f"nsys wrote no trace into {folder} (nsys exit code {code}); if nsys printed 'Connection reset by peer' "
-            "or 'sem_open' above, its agent failed to start (seen now and then with nsys 2022.4): run it again"
+            f"nsys wrote no trace into {folder} (nsys exit code {code}); nsys's own messages above say why "
+            "(from nsys 2022.4, 'Connection reset by peer' or 'sem_open' mean its agent failed to start: run it again)"
         )
         error.exit_code = code or error.exit_code
         raise error

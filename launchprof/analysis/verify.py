@@ -451,8 +451,9 @@ def check_bubbles(fb: SideFigures, fa: SideFigures) -> Check:
         return Check("bubbles", None, "Per-step bubble or utilization figures missing on one side.", evidence)
     passed = all(sign * (a - b) <= _SLACK for b, a, sign in pairs)  # type: ignore[operator]
     detail = (
-        f"Per steady step: bubbles {_fmt_us(fb.bubble_p50_ns)} -> {_fmt_us(fa.bubble_p50_ns)} "
-        f"({_fmt_pct(fb.bubble_ratio)} -> {_fmt_pct(fa.bubble_ratio)} of the period); GPU utilization "
+        f"Per steady step: bubbles inside the step {_fmt_us(fb.bubble_p50_ns)} -> {_fmt_us(fa.bubble_p50_ns)} "
+        f"({_fmt_pct(fb.bubble_ratio)} -> {_fmt_pct(fa.bubble_ratio)} of the period; the idle gap before a step's "
+        "first activity is not among them, the utilization counts it); GPU utilization "
         f"{_fmt_pct(fb.utilization)} -> {_fmt_pct(fa.utilization)}; CPU-bound ratio "
         f"{_fmt_pct(fb.cpu_bound_ratio)} -> {_fmt_pct(fa.cpu_bound_ratio)}."
     )

@@ -78,7 +78,9 @@ def _modules() -> tuple[Any, Any, Any]:
     try:
         from cuda.bindings import driver, nvrtc, runtime
     except ImportError:
-        raise CalibrationError("cuda-python is not installed (pip install cuda-python): calibration needs it") from None
+        raise CalibrationError(
+            "cuda-python is not installed; calibration needs it: pip install 'launchprof[gpu]'"
+        ) from None
     return driver, nvrtc, runtime
 
 
@@ -106,7 +108,8 @@ class _Gpu:
         rt = self.rt
         err, count = rt.cudaGetDeviceCount()
         if err or count < 1:
-            raise CalibrationError(f"no CUDA GPU visible (cudaGetDeviceCount: {err!r}, {count})")
+            why = getattr(err, "name", None) or str(err) if err else f"{count} devices"
+            raise CalibrationError(f"no CUDA GPU visible (cudaGetDeviceCount: {why})")
         _check(rt.cudaSetDevice(0))
         _check(rt.cudaFree(0))
         self.prop = _check(rt.cudaGetDeviceProperties(0))

@@ -121,11 +121,19 @@ def _start_group(argv: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, preexec_fn=os.setpgrp)  # pragma: no cover - Python 3.10
 
 
-def run_nsys(argv: list[str], on_interrupt: Callable[[], None] | None = None) -> int:
+def run_nsys(
+    argv: list[str],
+    on_interrupt: Callable[[], None] | None = None,
+    on_repeat: Callable[[], None] | None = None,
+    interrupts: list[int] | None = None,
+) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
-    through live) and return its exit code (128 + N when nsys itself dies of signal N).
-    SIGINT/SIGTERM received meanwhile are forwarded to nsys's process group as SIGINT;
-    ``on_interrupt`` is called on the first one.
+    through live) and return its exit code (128 + N when nsys itself dies of signal N;
+    130 when it was interrupted and exited 0). The first SIGINT/SIGTERM received meanwhile
+    is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later
+    ones are not forwarded (a second SIGINT makes nsys abandon the trace it is writing)
+    and ``on_repeat`` is called. The signal numbers received are appended to
+    ``interrupts``.
 
     Raises:
         NsysError: nsys cannot be started.
@@ -134,12 +142,18 @@ def run_nsys(argv: list[str], on_interrupt: Callable[[], None] | None = None) ->
         proc = _start_group(argv)
     except OSError as exc:
         raise NsysError(f"cannot run {argv[0]}: {exc.strerror}") from None
-    interrupted: list[int] = []
+    interrupted: list[int] = interrupts if interrupts is not None else []
+    first = len(interrupted)
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        if not interrupted and on_interrupt:
-            on_interrupt()
+        repeat = len(interrupted) > first
         interrupted.append(signum)
+        if repeat:
+            if on_repeat:
+                on_repeat()
+            return
+        if on_interrupt:
+            on_interrupt()
         try:
             os.killpg(proc.pid, signal.SIGINT)
         except ProcessLookupError:
@@ -153,10 +167,24 @@ def run_nsys(argv: list[str], on_interrupt: Callable[[], None] | None = None) ->
         pass
     try:
         code = proc.wait()
+        if code == 0 and len(interrupted) > first:
+            return 130
         return 128 - code if code < 0 else code  # nsys itself killed by a signal: shell convention
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def stranded_qdstrm(since: float, folder: str | None = None) -> Path | None:
+    """The one ``nsys-report-*.qdstrm`` that nsys left in the temporary folder (``$TMPDIR``
+    or /tmp) since ``since`` (a ``time.time()``), which it does when interrupted while
+    writing the trace; None when there is none or more than one (another run's)."""
+    base = Path(folder or os.environ.get("TMPDIR") or "/tmp")
+    try:
+        found = [p for p in base.glob("nsys-report-*.qdstrm") if p.is_file() and p.stat().st_mtime >= since]
+    except OSError:
+        return None
+    return found[0] if len(found) == 1 else None
 
 
 @dataclass(frozen=True)

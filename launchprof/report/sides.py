@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -206,6 +207,10 @@ def start_step_files(analysis: Analysis, folder: Path) -> StepFilesJob:
     if pid == 0:  # the child: stage the files, make the figures, reply, exit at once
         code = 0
         try:
+            # Ctrl-C and SIGTERM are the parent's to handle: it reaps this child and removes
+            # what it staged (StepFilesJob.finish(False)).
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             os.close(read_end)
             reply: dict[str, Any] = {"staged": []}
             try:
@@ -247,9 +252,11 @@ def _stage(folder: Path, name: str, text: str) -> str:
         os.umask(umask)
         os.chmod(tmp_name, 0o666 & ~umask)
         return tmp_name
-    except OSError as exc:
+    except BaseException as exc:
         if tmp_name is not None:
             _unlink(tmp_name)
+        if not isinstance(exc, OSError):
+            raise
         raise OutputError(f"cannot write {folder / name}: {exc.strerror or exc}") from None
 
 
@@ -289,9 +296,17 @@ def side_from_folder(folder: Path) -> SideData:
     """Read a report folder (``summary.json`` and, when present, the step files).
 
     Raises:
-        ReportFolderError: no ``summary.json``, or it is not a launchprof summary (the
-            message leaves out the folder: the caller names it).
+        ReportFolderError: no ``summary.json``, it is not a launchprof summary, or its
+            figures or step files are damaged (wrong types, unreadable numbers); the
+            message leaves out the folder: the caller names it.
     """
+    try:
+        return _side_from_folder(folder)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        raise ReportFolderError(f"its summary.json or step files are damaged ({type(exc).__name__}: {exc})") from None
+
+
+def _side_from_folder(folder: Path) -> SideData:
     summary_path = folder / "summary.json"
     if not summary_path.is_file():
         raise ReportFolderError("a folder without summary.json; give a trace or a launchprof report folder")

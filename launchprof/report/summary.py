@@ -73,6 +73,9 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
             extra[key] = step_stats(value)
         elif value is not None:
             extra[key] = value.to_dict() if hasattr(value, "to_dict") else value
+    scope = rank_scope(extra.get("steps"), extra.get("ranks"))
+    if scope and isinstance(extra.get("diagnosis"), dict):
+        extra["diagnosis"] = {**extra["diagnosis"], "reasons": [*extra["diagnosis"].get("reasons", []), scope]}
     return Summary(
         trace=TraceInfo(
             path=trace_path if trace_path is not None else str(trace.path),
@@ -86,3 +89,40 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
         notes=analysis.notes,
         **extra,
     )
+
+
+def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> str | None:
+    """With several ranks: which one the verdict judged (the steps' device and process)
+    and, when others differ, which ranks are launch-bound or stragglers; None otherwise.
+
+    Args:
+        steps: the summary's ``steps`` section (``device_id``, ``pid``).
+        ranks: the summary's ``ranks`` section (``count``, ``ranks[]`` with ``rank``,
+            ``device_id``, ``pid``, ``launch_bound``, ``straggler_steps``;
+            ``aligned_steps``).
+    """
+    if not steps or not ranks or int(ranks.get("count") or 0) < 2:
+        return None
+    rows = ranks.get("ranks") or []
+    judged = next(
+        (r for r in rows if r.get("device_id") == steps.get("device_id") and r.get("pid") == steps.get("pid")), None
+    )
+    if judged is None:
+        return None
+    text = (
+        f"This verdict judges rank {judged['rank']} (GPU {judged['device_id']}, pid {judged['pid']}) of "
+        f"{ranks['count']} ranks."
+    )
+    others = [r for r in rows if r is not judged]
+    bound = [str(r["rank"]) for r in others if r.get("launch_bound") and not judged.get("launch_bound")]
+    if bound:
+        text += (
+            f" Rank{'s' if len(bound) > 1 else ''} {', '.join(bound)} {'are' if len(bound) > 1 else 'is'} launch-bound"
+        )
+        slow = [r for r in others if str(r["rank"]) in bound and r.get("straggler_steps")]
+        if slow:
+            worst = max(slow, key=lambda r: r["straggler_steps"])
+            of = ranks.get("aligned_steps")
+            text += f" (rank {worst['rank']} is the straggler in {worst['straggler_steps']} of {of} steps)"
+        text += ": see the Ranks section."
+    return text

@@ -1,0 +1,46 @@
+"""Which rank a multi-rank verdict judged, said in the diagnosis and the terminal line."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from launchprof.commands import verdict_line
+from launchprof.report.summary import rank_scope
+
+STEPS = {"device_id": 0, "pid": 719, "period_p50_ns": 4_141_700.0, "steady": 56}
+RANKS = {
+    "count": 2,
+    "aligned_steps": 56,
+    "ranks": [
+        {"rank": 0, "device_id": 0, "pid": 719, "launch_bound": False, "straggler_steps": 0},
+        {"rank": 1, "device_id": 1, "pid": 720, "launch_bound": True, "straggler_steps": 56},
+    ],
+}
+
+
+def test_the_judged_rank_and_the_launch_bound_straggler_are_named() -> None:
+    text = rank_scope(STEPS, RANKS)
+    assert text is not None
+    assert text.startswith("This verdict judges rank 0 (GPU 0, pid 719) of 2 ranks.")
+    assert "Rank 1 is launch-bound (rank 1 is the straggler in 56 of 56 steps)" in text
+
+
+def test_nothing_to_say_for_one_rank_or_a_launch_bound_verdict() -> None:
+    assert rank_scope(STEPS, {**RANKS, "count": 1}) is None
+    assert rank_scope(STEPS, None) is None
+    both = {**RANKS, "ranks": [{**r, "launch_bound": True} for r in RANKS["ranks"]]}
+    assert rank_scope(STEPS, both) == "This verdict judges rank 0 (GPU 0, pid 719) of 2 ranks."
+
+
+def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
+    summary = SimpleNamespace(
+        diagnosis={"verdict": "gpu-bound"},
+        recommendation={"convert": False, "predicted_speedup": 1.05, "predicted_step_ns": 3_928_000.0,
+                         "break_even_iterations": 1},
+        steps=STEPS,
+        ranks=RANKS,
+    )  # fmt: skip
+    line = verdict_line(summary)
+    assert line is not None
+    assert line.startswith("verdict: gpu-bound on GPU 0 pid 719 of 2 ranks")
+    assert "break-even 1 iteration;" in line and line.endswith("launch-bound rank: 1 (see the ranks)")
