@@ -155,6 +155,20 @@ def test_ctrl_c_stops_workload_and_keeps_trace(tmp_path: Path) -> None:
     assert summary["nvtx_ranges_lost"] is False
 
 
+def test_a_second_ctrl_c_does_not_lose_the_trace(tmp_path: Path) -> None:
+    # A second SIGINT forwarded to nsys while it writes makes nsys abandon the trace:
+    # launchprof forwards only the first one and says it waits.
+    proc = _start_forever(tmp_path)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "still writing the trace" in out
+    assert_report(tmp_path / "out")
+
+
 def test_broken_importer_is_named_and_qdstrm_kept(tmp_path: Path) -> None:
     """A QdstrmImporter copied away from its libraries fails to load (a real loader error)."""
     from launchprof.nsys.locate import find_importer, find_nsys

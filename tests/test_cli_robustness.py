@@ -1,0 +1,78 @@
+"""Bad option values, damaged report folders, an unwritable terminal, a stranded
+recording: one line and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from launchprof.nsys.profile import stranded_qdstrm
+
+LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
+
+
+def run(*args: str, cwd: Path, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [LAUNCHPROF, *args], cwd=cwd, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=300, check=False
+    )
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "1e30"])
+def test_bubble_threshold_out_of_range_is_one_line(real_trace, tmp_path: Path, value: str) -> None:  # type: ignore[no-untyped-def]
+    done = run("analyze", str(real_trace("mlp_eager")), "-o", "r", f"--bubble-threshold={value}", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"launchprof: error: --bubble-threshold must be a number of us from 0 to 1e+09, not {float(value):g}"
+    ]
+    assert not (tmp_path / "r").exists()  # refused before anything was written
+
+
+def test_damaged_report_folder_in_compare_is_one_line(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert run("analyze", str(real_trace("mlp_eager")), "-o", "good", cwd=tmp_path).returncode == 0
+    for name, damage in (("steps_text", "steps"), ("numbers_text", "launches")):
+        shutil.copytree(tmp_path / "good", tmp_path / name)
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        if damage == "steps":
+            summary["steps"] = "oops"
+        else:
+            summary["launches"] = {k: "x" for k in summary["launches"]}
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+        done = run("compare", name, str(real_trace("mlp_graph")), "-o", f"c_{name}", cwd=tmp_path)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1, done.stderr
+        assert lines[0].startswith(f"launchprof: error: BEFORE {name}: its summary.json or step files are damaged")
+
+
+def test_closed_and_full_stdout(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    trace = str(real_trace("mlp_eager"))
+    closed = subprocess.run(
+        f"{LAUNCHPROF} analyze {trace} -o closed >&-", shell=True, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert closed.returncode == 0 and "Traceback" not in closed.stderr, closed.stderr
+    assert (tmp_path / "closed" / "summary.json").is_file()
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        done = run("analyze", trace, "-o", "full", cwd=tmp_path, stdout=full)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == ["launchprof: error: cannot write the output: No space left on device"]
+
+
+def test_stranded_recording_is_the_one_left_since_the_start(tmp_path: Path) -> None:
+    start = time.time()
+    old = tmp_path / "nsys-report-0001.qdstrm"
+    old.write_text("x")
+    os.utime(old, (start - 60, start - 60))  # another run's, from before
+    assert stranded_qdstrm(start, str(tmp_path)) is None
+    new = tmp_path / "nsys-report-0002.qdstrm"
+    new.write_text("x")
+    assert stranded_qdstrm(start, str(tmp_path)) == new
+    (tmp_path / "nsys-report-0003.qdstrm").write_text("x")  # two new ones: whose is which? neither
+    assert stranded_qdstrm(start, str(tmp_path)) is None
