@@ -229,7 +229,9 @@ def _after_recording(
         console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
         analysed = False
     if analysed and open_report:
-        webbrowser.open((folder / "report.html").resolve().as_uri())
+        uri = (folder / "report.html").resolve().as_uri()
+        if not webbrowser.open(uri):
+            console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
     return ProfileResult(folder, code, analysed)
 
 

@@ -427,7 +427,7 @@ def _recommend(
         reason = (
             "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
             "fix the reinstantiation blocker; a graph built once"
-            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.1f}x)." if pred else ".")
+            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.2f}x)." if pred else ".")
         )
     elif already:
         convert, reason = False, "The steady state already runs as CUDA graphs (a graph launch a step)."
@@ -448,7 +448,7 @@ def _recommend(
         convert = True
         reason = (
             f"Launch-bound: a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
-            f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.1f}x), paying back its instantiation after "
+            f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x), paying back its instantiation after "
             f"{pred.break_even_iterations} iteration{'s' if pred.break_even_iterations != 1 else ''}"
             + (f"; fix {len(blockers)} blocker(s) first." if blockers else ".")
         )
