@@ -27,6 +27,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -151,18 +152,33 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
             client.close()
         return
     n = workers or os.cpu_count() or 1
-    with (
-        LocalCluster(
+    with _workers_ignore_ctrl_c():
+        cluster = LocalCluster(
             n_workers=n,
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
             dashboard_address=None,
             silence_logs=logging.ERROR,
-        ) as cluster,
-        Client(cluster) as client,
-    ):
+        )
+    with cluster, Client(cluster) as client:
         yield client
+
+
+@contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start processes with SIGINT ignored (the disposition is inherited): a Ctrl-C at the
+    terminal reaches the whole process group, and only this process should handle it
+    (closing the cluster stops the workers) - not every worker printing its traceback."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class SchedulerError(LaunchprofError):
