@@ -52,6 +52,17 @@ def threshold_ns(us: float) -> int:
     return int(round(us * 1000))
 
 
+def step_name(step: str | None) -> str | None:
+    """``--step`` as given; None when not given.
+
+    Raises:
+        typer.Exit: (after one error line) an empty or blank name.
+    """
+    if step is not None and not step.strip():
+        raise fail(OptionError("--step needs the text of an NVTX range (for example --step step)"))
+    return step
+
+
 def default_output(stem: str) -> Path:
     """``reports/<stem>`` under the current folder."""
     return Path("reports") / stem
@@ -120,7 +131,7 @@ def analyze(
                 threshold_ns(bubble_threshold),
                 nsys,
                 out,
-                step=step,
+                step=step_name(step),
                 scheduler=scheduler,
                 workers=workers,
             )
@@ -135,7 +146,7 @@ def analyze(
             threshold_ns(bubble_threshold),
             nsys,
             out,
-            step=step,
+            step=step_name(step),
             require_gpu=True,
         )
     except LaunchprofError as exc:
@@ -187,7 +198,7 @@ def profile(
             nsys,
             nsys_arg or (),
             threshold_ns(bubble_threshold),
-            step,
+            step_name(step),
             open_report,
             baseline_runs=baseline_runs,
         )
@@ -249,7 +260,7 @@ def compare(
             after,
             output or default_output(default_name(before, after)),
             force,
-            step,
+            step_name(step),
             fail_on,
             min_effect / 100,
             threshold_ns(bubble_threshold),

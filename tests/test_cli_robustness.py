@@ -76,3 +76,13 @@ def test_stranded_recording_is_the_one_left_since_the_start(tmp_path: Path) -> N
     assert stranded_qdstrm(start, str(tmp_path)) == new
     (tmp_path / "nsys-report-0003.qdstrm").write_text("x")  # two new ones: whose is which? neither
     assert stranded_qdstrm(start, str(tmp_path)) is None
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+def test_empty_step_name_is_one_line(real_trace, tmp_path: Path, command: str) -> None:  # type: ignore[no-untyped-def]
+    traces = [str(real_trace("mlp_eager"))] + ([str(real_trace("mlp_graph"))] if command == "compare" else [])
+    done = run(command, *traces, "-o", "r", "--step", " ", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "launchprof: error: --step needs the text of an NVTX range (for example --step step)"
+    ]
