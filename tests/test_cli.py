@@ -63,6 +63,20 @@ def test_analyze_writes_the_three_files(tmp_path: Path) -> None:
     assert result.stderr == ""
 
 
+def test_plotlyjs_is_the_package_file_linked_or_copied(tmp_path: Path) -> None:
+    from launchprof.report.plainfig import plotly_package_file
+
+    source = plotly_package_file("package_data", "plotly.min.js")
+    trace = _trace(tmp_path)
+    for name in ("a", "b"):
+        assert runner.invoke(app, ["analyze", str(trace), "--output", str(tmp_path / name)]).exit_code == 0
+    a, b = tmp_path / "a" / "plotly.min.js", tmp_path / "b" / "plotly.min.js"
+    assert a.read_bytes() == b.read_bytes() == source.read_bytes()
+    if a.stat().st_dev == source.stat().st_dev and a.samefile(source):  # one copy on disk
+        assert b.samefile(a)
+    assert not list((tmp_path / "a").glob(".plotly*"))  # no link or temp file left beside it
+
+
 def test_default_output_is_reports_slash_stem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trace = _trace(tmp_path, "my.trace.sqlite")
     monkeypatch.chdir(tmp_path)

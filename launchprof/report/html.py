@@ -8,6 +8,7 @@ next to the page (``plotly.min.js``), so the report opens offline.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -165,7 +166,10 @@ def atomic_write_all(files: dict[Path, str]) -> None:
 
 def write_plotlyjs(folder: Path) -> None:
     """Write plotly.js (the installed plotly package's ``plotly.min.js``) next to the
-    pages in ``folder`` (skipped when a file of its size is already there).
+    pages in ``folder`` (skipped when a file of its size is already there): a hard link
+    to the package's file where the file system allows it (a real file in the folder, so
+    the folder stays self-contained, but one copy of its 4.8 MB on disk however many
+    reports there are), else a copy.
 
     Raises:
         OutputError: the folder is not writable or the disk is full.
@@ -174,6 +178,16 @@ def write_plotlyjs(folder: Path) -> None:
     source = plotly_package_file("package_data", "plotly.min.js")
     if target.exists() and target.stat().st_size == source.stat().st_size:
         return
+    link = folder / ".plotly.min.js.link"
+    try:
+        if link.exists():
+            link.unlink()
+        os.link(source, link)
+        os.replace(link, target)
+        return
+    except OSError:  # another file system, protected hard links: copy instead
+        with contextlib.suppress(OSError):
+            link.unlink()
     tmp_name = None
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
