@@ -4,26 +4,30 @@ gain, and did the conversion deliver?
 Public API: :func:`analyze` (a trace -> :class:`~launchprof.analysis.Analysis`),
 :func:`compare` (two runs -> :class:`~launchprof.analysis.verify.Comparison`) and
 :func:`step` (mark one iteration of a workload with an NVTX range). ``analyze``,
-``compare`` and ``Analysis`` are imported on first use, so ``import launchprof`` inside a
-profiled workload (for :func:`step`) does not load pandas or plotly.
+``compare``, ``Analysis`` and ``step`` are imported on first use, so ``import launchprof``
+inside a profiled workload (for :func:`step`) does not load pandas or plotly, and the
+command line does not load ``nvtx`` (and numpy) before it starts nsys.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from launchprof.marker import step
-
 if TYPE_CHECKING:
     from launchprof.analysis import Analysis
     from launchprof.api import analyze
     from launchprof.compare_runs import compare
+    from launchprof.marker import step
 
 __version__ = "0.1.0"
 __all__ = ["Analysis", "analyze", "compare", "step", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "step":  # imported on first use too: the CLI starts nsys without loading nvtx (and numpy)
+        from launchprof.marker import step
+
+        return step
     if name == "analyze":
         from launchprof.api import analyze
 

@@ -26,7 +26,6 @@ from typing import Any
 from rich.console import Console
 
 from launchprof.errors import LaunchprofError, NsysError, OutputError
-from launchprof.marker import STEP_TIMES_ENV
 from launchprof.nsys.locate import locate_nsys, nsys_info
 from launchprof.nsys.profile import (
     TRACE_STEM,
@@ -241,6 +240,7 @@ def _run_baselines(work: Workload, folder: Path, runs: int, console: Console) ->
     back (one array per run that exited 0; failed runs and unreadable step files are
     reported and left out, so the analysis of the recorded trace always runs)."""
     from launchprof.baseline import StepTimesError, read_step_times, run_files
+    from launchprof.marker import STEP_TIMES_ENV
 
     got = []
     for i, path in enumerate(run_files(folder, runs), start=1):
