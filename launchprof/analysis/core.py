@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,9 @@ from launchprof.analysis.timeline import (
     DEFAULT_BUBBLE_THRESHOLD_NS,
     TimelineFigures,
     api_end_keyed,
-    timeline_figures,
+    call_index,
+    figures_of_arrays,
+    submit_ends,
 )
 from launchprof.trace import Trace
 
@@ -96,20 +98,86 @@ def _process_names(trace: Trace) -> dict[int, str]:
     return {int(p): str(n) for p, n in zip(procs["pid"], procs["name"], strict=False) if n is not None}
 
 
-def _groups(frame: pd.DataFrame, keys: list[str]) -> Iterator[tuple[Any, pd.DataFrame | None]]:
-    """(key, rows) per distinct value of ``keys``, in key order; rows keep ``frame``'s order
-    and are produced one at a time (only one group's copy alive). ``rows`` is None when
-    the group is the whole of ``frame`` (no copy; its figures are the frame's)."""
-    indices = frame.groupby(keys, sort=True).indices
-    for key in sorted(indices):
-        rows = None if len(indices[key]) == len(frame) else frame.take(indices[key])
-        yield (key[0] if isinstance(key, tuple) and len(keys) == 1 else key), rows
+def _row_groups(columns: list[np.ndarray]) -> list[tuple[tuple[int, ...], np.ndarray | None]]:
+    """(key, rows) per distinct value of the key ``columns`` (equal-length int arrays), in
+    key order (as a sorted groupby); ``rows`` are ascending positions, None when the
+    group holds every row."""
+    n = len(columns[0])
+    values = [np.unique(c) if n and c.min() != c.max() else c[:1] for c in columns]
+    if all(v.size <= 1 for v in values):
+        return [(tuple(int(v[0]) for v in values), None)] if n else []
+    # One code per row, in key order: the key's position among all key combinations.
+    code = np.zeros(n, np.int64)
+    for c, v in zip(columns, values, strict=True):
+        code *= v.size
+        if v.size > 1:
+            code += np.searchsorted(v, c)
+    sizes = [v.size for v in values]
+    counts = np.bincount(code, minlength=int(np.prod(sizes)))
+    present = np.flatnonzero(counts)
+    order = np.argsort(code, kind="stable")  # rows of each group stay ascending
+    bounds = np.concatenate([[0], np.cumsum(counts[present])])
+    out: list[tuple[tuple[int, ...], np.ndarray | None]] = []
+    for g, lo, hi in zip(present.tolist(), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        key = []
+        for size in reversed(sizes):
+            g, i = divmod(g, size)
+            key.append(i)
+        key_values = tuple(int(v[i]) for v, i in zip(values, reversed(key), strict=True))
+        out.append((key_values, None if hi - lo == n else order[lo:hi]))
+    return out
 
 
-def _figures_of(
-    rows: pd.DataFrame | None, whole: TimelineFigures, api_end: pd.Series, threshold: int
-) -> TimelineFigures:
-    return whole if rows is None else timeline_figures(rows, api_end, threshold)
+class _SubmitEnds:
+    """:func:`~launchprof.analysis.timeline.submit_ends` of a device's activity rows,
+    looked up once per row for the device and its processes and streams."""
+
+    def __init__(self, api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray) -> None:
+        self.api_end, self.pid, self.correlation_id = api_end, pid, correlation_id
+        self.values = np.empty(len(pid), np.float64)
+        self.known = np.zeros(len(pid), bool)
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        missing = rows[~self.known[rows]]
+        if missing.size:
+            self.values[missing] = submit_ends(self.api_end, self.pid[missing], self.correlation_id[missing])
+            self.known[missing] = True
+        return self.values[rows]
+
+
+def _device_figures(
+    dev: pd.DataFrame, api_end: pd.Series, threshold: int, names: dict[int, str]
+) -> tuple[TimelineFigures, list[ProcessFigures], list[StreamFigures]]:
+    """The figures of one device's activity ``dev`` (sorted by (start, end), as
+    ``Trace.gpu_activity()`` is) and of each of its processes and streams."""
+    start, end = dev["start"].to_numpy(), dev["end"].to_numpy()
+    pid, corr = dev["pid"].to_numpy(), dev["correlation_id"].to_numpy()
+    kind = dev["kind"]
+    cats = [str(c) for c in kind.cat.categories]
+    codes = kind.cat.codes.to_numpy()
+    ends = _SubmitEnds(api_end, pid, corr)
+
+    def counts(rows: np.ndarray | None) -> tuple[int, int]:
+        per = np.bincount((codes if rows is None else codes[rows]) + 1, minlength=len(cats) + 1)[1:]
+        found = dict(zip(cats, per.tolist(), strict=True))
+        return found.get("kernel", 0), found.get("memcpy", 0) + found.get("memset", 0)
+
+    def figures(rows: np.ndarray | None) -> TimelineFigures:
+        k, m = counts(rows)
+        if rows is None:
+            return figures_of_arrays(start, end, k, m, ends, pid, corr, threshold, presorted=True)
+        return figures_of_arrays(start[rows], end[rows], k, m, ends, pid, corr, threshold, presorted=True, rows=rows)
+
+    whole = figures(None)
+    processes = [
+        ProcessFigures(key[0], names.get(key[0]), whole if rows is None else figures(rows))
+        for key, rows in _row_groups([pid])
+    ]
+    streams = [
+        StreamFigures(key[0], key[1], whole if rows is None else figures(rows))
+        for key, rows in _row_groups([pid, dev["stream_id"].to_numpy()])
+    ]
+    return whole, processes, streams
 
 
 def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS) -> Analysis:
@@ -129,7 +197,8 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     if bubble_threshold_ns < 0:
         raise ValueError("bubble threshold must be >= 0 ns")
     activity = trace.gpu_activity()
-    api_end = trace.cached("api_end_keyed", lambda: api_end_keyed(trace.api))
+    index = trace.cached("call_index", lambda: call_index(trace.api))
+    api_end = trace.cached("api_end_keyed", lambda: api_end_keyed(trace.api, index))
     names = _process_names(trace)
     gpu_names = {
         int(d): str(n)
@@ -145,15 +214,7 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
             dev = activity
         else:
             dev = activity.loc[activity["device_id"].to_numpy() == device_id].reset_index(drop=True)
-        figs = timeline_figures(dev, api_end, bubble_threshold_ns)
-        processes = [
-            ProcessFigures(int(pid), names.get(int(pid)), _figures_of(rows, figs, api_end, bubble_threshold_ns))
-            for pid, rows in _groups(dev, ["pid"])
-        ]
-        streams = [
-            StreamFigures(int(pid), int(sid), _figures_of(rows, figs, api_end, bubble_threshold_ns))
-            for (pid, sid), rows in _groups(dev, ["pid", "stream_id"])
-        ]
+        figs, processes, streams = _device_figures(dev, api_end, bubble_threshold_ns, names)
         devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs, processes, streams, dev))
     del activity
     api_pids = set(int(p) for p in np.unique(trace.api["pid"].to_numpy()))

@@ -17,7 +17,9 @@ Definitions (all ns, on one device, over the activity rows given):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -46,9 +48,48 @@ class BubbleStats:
     histogram: list[tuple[int, int | None, int]]
 
 
+class GapRows:
+    """The idle gaps of a :class:`TimelineFigures`, kept as arrays; :meth:`frame` makes
+    the ``gaps`` DataFrame when first asked (only the report's device figures use it).
+
+    ``rows``: the position in ``pid``/``correlation_id`` of the activity that ends each
+    gap (those two arrays may be the whole device's columns, shared by its groups)."""
+
+    __slots__ = ("starts", "ends", "host_wait", "rows", "pid", "correlation_id")
+
+    def __init__(
+        self,
+        starts: np.ndarray,
+        ends: np.ndarray,
+        host_wait: np.ndarray,
+        rows: np.ndarray,
+        pid: np.ndarray,
+        correlation_id: np.ndarray,
+    ) -> None:
+        self.starts, self.ends, self.host_wait = starts, ends, host_wait
+        self.rows, self.pid, self.correlation_id = rows, pid, correlation_id
+
+    def frame(self) -> pd.DataFrame:
+        """Columns ``start``, ``end``, ``gap_ns``, ``host_wait`` (bool), ``next_pid``,
+        ``next_correlation_id``; one row per gap."""
+        return pd.DataFrame(
+            {
+                "start": self.starts,
+                "end": self.ends,
+                "gap_ns": self.ends - self.starts,
+                "host_wait": self.host_wait,
+                "next_pid": self.pid[self.rows],
+                "next_correlation_id": self.correlation_id[self.rows],
+            }
+        )
+
+
 @dataclass(frozen=True)
 class TimelineFigures:
-    """Figures for one set of GPU activity (a device, a process on it, or a stream)."""
+    """Figures for one set of GPU activity (a device, a process on it, or a stream).
+
+    ``gaps`` (a property, made on first use) has one row per idle gap: see
+    :func:`timeline_figures`."""
 
     kernels: int
     memops: int
@@ -61,7 +102,13 @@ class TimelineFigures:
     bubbles: BubbleStats
     host_wait_ns: int
     cpu_bound_ratio: float
-    gaps: pd.DataFrame = field(repr=False, compare=False)
+    gap_rows: GapRows | pd.DataFrame = field(repr=False, compare=False)
+
+    @cached_property
+    def gaps(self) -> pd.DataFrame:
+        """The idle gaps (see :func:`timeline_figures`), made once."""
+        g = self.gap_rows
+        return g.frame() if isinstance(g, GapRows) else g
 
 
 def bubble_stats(gap_ns: np.ndarray, threshold_ns: int) -> BubbleStats:
@@ -75,12 +122,14 @@ def bubble_stats(gap_ns: np.ndarray, threshold_ns: int) -> BubbleStats:
     ]
     if bubbles.size == 0:
         return BubbleStats(threshold_ns, 0, 0, None, None, None, hist)
+    # Both percentiles from one partition (each is the same linear interpolation as alone).
+    p50, p90 = np.percentile(bubbles, [50, 90])
     return BubbleStats(
         threshold_ns=threshold_ns,
         count=int(bubbles.size),
         total_ns=int(bubbles.sum()),
-        p50_ns=float(np.percentile(bubbles, 50)),
-        p90_ns=float(np.percentile(bubbles, 90)),
+        p50_ns=float(p50),
+        p90_ns=float(p90),
         max_ns=int(bubbles.max()),
         histogram=hist,
     )
@@ -100,6 +149,8 @@ def call_index(api: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     mask = (api["correlation_id"] > 0).to_numpy()
     rows = np.flatnonzero(mask)
     keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
+    if keys.size < 2 or (keys[1:] > keys[:-1]).all():  # the usual case: one process, ids in call order
+        return keys, rows
     order = np.argsort(keys, kind="stable")
     keys, rows = keys[order], rows[order]
     last = np.ones(keys.size, bool)
@@ -140,17 +191,18 @@ def api_end_lookup(api: pd.DataFrame) -> pd.Series:
     return calls.set_index(["pid", "correlation_id"])["end"]
 
 
-def api_end_keyed(api: pd.DataFrame) -> pd.Series:
+def api_end_keyed(api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray] | None = None) -> pd.Series:
     """API call end (ns) by (pid, correlation id), for calls with a correlation id > 0.
 
     Args:
         api: the trace's ``api`` frame (columns ``pid``, ``correlation_id``, ``end``).
+        index: :func:`call_index` of ``api`` when already made (computed otherwise).
 
     Returns:
         Series of call ends indexed by :func:`corr_key` (int64, sorted ascending, unique;
         for a repeated pair the last call wins, as in :func:`api_end_lookup`).
     """
-    keys, rows = call_index(api)
+    keys, rows = index if index is not None else call_index(api)
     return pd.Series(api["end"].to_numpy()[rows], index=pd.Index(keys, dtype="int64"), name="end")
 
 
@@ -197,10 +249,60 @@ def timeline_figures(
         ``start``, ``end``, ``gap_ns``, ``host_wait`` (bool), ``next_pid``,
         ``next_correlation_id``.
     """
-    kinds = activity["kind"]
-    kernels = int((kinds == "kernel").sum())
-    memops = int(kinds.isin(["memcpy", "memset"]).sum())
-    u = union(activity["start"].to_numpy(), activity["end"].to_numpy())
+    kernels, memops = kind_counts(activity["kind"])
+    pid = activity["pid"].to_numpy()
+    corr = activity["correlation_id"].to_numpy()
+    keyed = _keyed(api_end)
+    return figures_of_arrays(
+        activity["start"].to_numpy(),
+        activity["end"].to_numpy(),
+        kernels,
+        memops,
+        lambda rows: submit_ends(keyed, pid[rows], corr[rows]),
+        pid,
+        corr,
+        bubble_threshold_ns,
+    )
+
+
+def kind_counts(kind: pd.Series) -> tuple[int, int]:
+    """(kernels, memory operations) among the ``kind`` values (``gpu_activity()["kind"]``)."""
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        cats = [str(c) for c in kind.cat.categories]
+        counts = np.bincount(kind.cat.codes.to_numpy() + 1, minlength=len(cats) + 1)[1:]
+        per = dict(zip(cats, counts.tolist(), strict=True))
+        return per.get("kernel", 0), per.get("memcpy", 0) + per.get("memset", 0)
+    return int((kind == "kernel").sum()), int(kind.isin(["memcpy", "memset"]).sum())
+
+
+def submit_ends(api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
+    """End (float ns) of the call that submitted each activity (``api_end`` as from
+    :func:`api_end_keyed`); NaN where none matches or the correlation id is <= 0."""
+    out = lookup_end(api_end, corr_key(pid, correlation_id))
+    out[np.asarray(correlation_id) <= 0] = np.nan
+    return out
+
+
+def figures_of_arrays(
+    start: np.ndarray,
+    end: np.ndarray,
+    kernels: int,
+    memops: int,
+    submit_end: Callable[[np.ndarray], np.ndarray],
+    pid: np.ndarray,
+    correlation_id: np.ndarray,
+    bubble_threshold_ns: int,
+    presorted: bool = False,
+    rows: np.ndarray | None = None,
+) -> TimelineFigures:
+    """:func:`timeline_figures` of activity given as arrays (ns): ``start``, ``end`` of its
+    rows, its kernel and memory-operation counts. ``rows``: where those rows lie in
+    ``pid`` and ``correlation_id`` (None: at the same positions), which may then be a
+    larger frame's columns (a device's, for one of its streams). ``submit_end(positions)``:
+    the :func:`submit_ends` of the rows at those positions of ``pid``/``correlation_id``.
+    ``presorted``: the rows are sorted by (start, end) (see
+    :func:`~launchprof.analysis.intervals.union`)."""
+    u = union(start, end, presorted=presorted)
     if u.starts.size == 0:
         empty = pd.DataFrame(
             {c: pd.Series(dtype="int64") for c in ("start", "end", "gap_ns")} | {"host_wait": pd.Series(dtype=bool)}
@@ -211,25 +313,15 @@ def timeline_figures(
     start_ns, end_ns = int(u.starts[0]), int(u.ends[-1])
     span = end_ns - start_ns
     busy = u.busy_ns
-    gap_ns = u.gap_ends - u.gap_starts
+    gap_starts, gap_ends = u.gap_starts, u.gap_ends
+    gap_ns = gap_ends - gap_starts
     # The activity that ends each gap opens the next busy interval.
-    next_rows = u.order[u.first_row[1:]]
-    next_pid = activity["pid"].to_numpy()[next_rows]
-    next_corr = activity["correlation_id"].to_numpy()[next_rows]
-    submit_end = lookup_end(_keyed(api_end), corr_key(next_pid, next_corr))
-    submit_end[next_corr <= 0] = np.nan
-    host_wait = np.nan_to_num(submit_end, nan=-np.inf) > u.gap_starts
-    gaps = pd.DataFrame(
-        {
-            "start": u.gap_starts,
-            "end": u.gap_ends,
-            "gap_ns": gap_ns,
-            "host_wait": host_wait,
-            "next_pid": next_pid,
-            "next_correlation_id": next_corr,
-        }
-    )
+    next_rows = u.first_row[1:] if presorted else u.order[u.first_row[1:]]
+    if rows is not None:
+        next_rows = rows[next_rows]
+    host_wait = np.nan_to_num(submit_end(next_rows), nan=-np.inf) > gap_starts
     host_wait_ns = int(gap_ns[host_wait].sum())
+    gap_rows = GapRows(gap_starts, gap_ends, host_wait, next_rows, pid, correlation_id)
     return TimelineFigures(
         kernels=kernels,
         memops=memops,
@@ -242,5 +334,5 @@ def timeline_figures(
         bubbles=bubble_stats(gap_ns, bubble_threshold_ns),
         host_wait_ns=host_wait_ns,
         cpu_bound_ratio=host_wait_ns / span if span else 0.0,
-        gaps=gaps,
+        gap_rows=gap_rows,
     )
