@@ -196,7 +196,11 @@ def _dedup(frame: pd.DataFrame, table: str, notes: list[str]) -> pd.DataFrame:
     start = frame["start"].to_numpy()
     if start.size < 2:
         return frame
-    order = np.argsort(start, kind="stable")
+    step = np.diff(start)
+    low = step.min()
+    if low > 0:  # strictly increasing (the usual case): no two rows share a start
+        return frame
+    order = np.arange(start.size) if low == 0 else np.argsort(start, kind="stable")
     s = start[order]
     eq = s[1:] == s[:-1]
     if not eq.any():
@@ -313,13 +317,27 @@ def _load_graph_execs(reader: Reader, schema: TraceSchema, notes: list[str]) -> 
 
 def _call_names(name_id: np.ndarray, strings: pd.Series) -> pd.Categorical:
     """Categorical of API function names (``_vNNNN`` removed) for StringIds ids."""
-    ids, inverse = np.unique(name_id, return_inverse=True)
+    # Distinct ids: StringIds ids are small, so a table marked by id finds them without a sort.
+    small = name_id.size > 0 and int(name_id.max()) - int(name_id.min()) < max(1 << 16, 4 * name_id.size)
+    if small:
+        lo = int(name_id.min())
+        offset = name_id - lo
+        seen = np.zeros(int(offset.max()) + 1, bool)
+        seen[offset] = True
+        ids = np.flatnonzero(seen) + lo
+    else:
+        ids = np.unique(name_id)
     names = [
         _VERSION_SUFFIX.sub("", str(strings.get(int(i)))) if int(i) in strings.index else f"<unknown #{int(i)}>"
         for i in ids
     ]
     categories, name_code = np.unique(np.asarray(names, dtype=object), return_inverse=True)
-    codes = name_code[inverse] if len(ids) else np.empty(0, np.int64)
+    if small:  # each row's code, from a table indexed by id
+        table = np.zeros(seen.size, np.int64)
+        table[ids - lo] = name_code
+        codes = table[offset]
+    else:
+        codes = name_code[np.searchsorted(ids, name_id)] if len(ids) else np.empty(0, np.int64)
     return pd.Categorical.from_codes(codes.astype(np.int32), categories=list(categories))
 
 
@@ -363,47 +381,67 @@ def _load_nvtx(
     types = ", ".join(str(t) for t in (*NVTX_RANGE_TYPES, NVTX_DOMAIN_CREATE))
     sql = f'SELECT {", ".join(exprs)} FROM "{table}" WHERE "eventType" IN ({types})'
     rows = con.execute(sql).fetchall()
-    frame = pd.DataFrame(rows, columns=wanted, dtype=object)
-    etype = pd.to_numeric(frame["eventType"], errors="coerce")
-    domains = frame.loc[etype == NVTX_DOMAIN_CREATE]
-    domain_names = {}
-    for d, t in zip(domains["domainId"], domains["text"], strict=True):
-        if type(d) is int and t is not None:
-            domain_names[d] = str(t)
-    ranges = frame.loc[etype.isin(NVTX_RANGE_TYPES)]
-    start = ranges["start"].map(lambda v: v if type(v) is int else None)
-    end = ranges["end"].map(lambda v: v if type(v) is int else None)
-    valid = start.notna() & end.notna()
-    valid &= end.where(valid, 0).astype("int64") >= start.where(valid, 0).astype("int64")
-    n_bad = int((~valid).sum())
+    # Plain Python over the fetched tuples (no per-row pandas calls). eventType compares
+    # as a number: 59.0 is a range as 59 is.
+    domain_names: dict[int, str] = {}
+    n_domains = 0
+    ranges = []
+    for row in rows:
+        etype = row[2]
+        if etype == NVTX_DOMAIN_CREATE:
+            n_domains += 1
+            d, t = row[6], row[3]
+            if type(d) is int and t is not None:
+                domain_names[d] = str(t)
+        elif etype in NVTX_RANGE_TYPES:
+            ranges.append(row)
+    valid = [r for r in ranges if type(r[0]) is int and type(r[1]) is int and r[1] >= r[0]]
+    n_bad = len(ranges) - len(valid)
     if n_bad:
         notes.append(f"{table}: {n_bad} NVTX range(s) without a valid start/end skipped")
-    ranges = ranges.loc[valid]
+    lookup = _string_lookup(strings)
 
     def text_of(text: object, text_id: object) -> str:
         if isinstance(text, str):
             return text
         if type(text_id) is int:
-            value = strings.get(text_id)
+            value = lookup(text_id)
             return f"<unknown #{text_id}>" if value is None else str(value)
         return "" if text is None else str(text)
 
-    tid = np.fromiter((v if type(v) is int else 0 for v in ranges["globalTid"]), np.int64, len(ranges))
+    n = len(valid)
+    tid = np.fromiter((r[5] if type(r[5]) is int else 0 for r in valid), np.int64, n)
     out = pd.DataFrame(
         {
-            "start": start.loc[valid].astype("int64").to_numpy(),
-            "end": end.loc[valid].astype("int64").to_numpy(),
+            "start": np.fromiter((r[0] for r in valid), np.int64, n),
+            "end": np.fromiter((r[1] for r in valid), np.int64, n),
             "tid": tid,
             "pid": ((tid >> 24) & 0xFFFFFF).astype(np.int64),
-            "text": [text_of(t, i) for t, i in zip(ranges["text"], ranges["textId"], strict=True)],
-            "domain": [domain_names.get(d, "") if type(d) is int else "" for d in ranges["domainId"]],
+            "text": [text_of(r[3], r[4]) for r in valid],
+            "domain": [domain_names.get(r[6], "") if type(r[6]) is int else "" for r in valid],
         }
     )
     dup = out.duplicated()
     if dup.any():
         notes.append(f"{table}: {int(dup.sum())} duplicate NVTX range(s) skipped")
         out = out.loc[~dup.to_numpy()]
-    return out.reset_index(drop=True), int(len(domains))
+    return out.reset_index(drop=True), n_domains
+
+
+def _string_lookup(strings: pd.Series) -> Callable[[int], Any]:
+    """``strings.get`` (the StringIds value of an id, None when absent), through a dict
+    made on first use when the ids are unique."""
+    found: list[Callable[[int], Any]] = []
+
+    def get(string_id: int) -> Any:
+        if not found:
+            unique = strings.index.is_unique
+            found.append(
+                dict(zip(strings.index.tolist(), strings.tolist(), strict=True)).get if unique else strings.get
+            )
+        return found[0](string_id)
+
+    return get
 
 
 def _load_strings(con: sqlite3.Connection, schema: TraceSchema, notes: list[str]) -> pd.Series:
