@@ -98,12 +98,19 @@ def _process_names(trace: Trace) -> dict[int, str]:
     return {int(p): str(n) for p, n in zip(procs["pid"], procs["name"], strict=False) if n is not None}
 
 
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, without its hashing when every value is the same."""
+    if values.size and values.min() == values.max():
+        return values[:1]
+    return np.unique(values)
+
+
 def _row_groups(columns: list[np.ndarray]) -> list[tuple[tuple[int, ...], np.ndarray | None]]:
     """(key, rows) per distinct value of the key ``columns`` (equal-length int arrays), in
     key order (as a sorted groupby); ``rows`` are ascending positions, None when the
     group holds every row."""
     n = len(columns[0])
-    values = [np.unique(c) if n and c.min() != c.max() else c[:1] for c in columns]
+    values = [_distinct(c) for c in columns]
     if all(v.size <= 1 for v in values):
         return [(tuple(int(v[0]) for v in values), None)] if n else []
     # One code per row, in key order: the key's position among all key combinations.
@@ -136,8 +143,14 @@ class _SubmitEnds:
         self.api_end, self.pid, self.correlation_id = api_end, pid, correlation_id
         self.values = np.empty(len(pid), np.float64)
         self.known = np.zeros(len(pid), bool)
+        self.looked_up = False
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
+        if not self.looked_up:  # the first group (the device itself): no row is known yet
+            self.looked_up = True
+            self.values[rows] = ends = submit_ends(self.api_end, self.pid[rows], self.correlation_id[rows])
+            self.known[rows] = True
+            return ends
         missing = rows[~self.known[rows]]
         if missing.size:
             self.values[missing] = submit_ends(self.api_end, self.pid[missing], self.correlation_id[missing])
@@ -205,8 +218,8 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
         for d, n in zip(trace.gpus["device_id"], trace.gpus["name"], strict=False)
         if pd.notna(d) and n is not None
     }
-    gpu_pids = set(int(p) for p in np.unique(activity["pid"].to_numpy()))
-    device_ids = np.unique(activity["device_id"].to_numpy())
+    gpu_pids = set(int(p) for p in _distinct(activity["pid"].to_numpy()))
+    device_ids = _distinct(activity["device_id"].to_numpy())
     devices = []
     for device_id in device_ids:
         # One device: the activity frame itself (no copy); several: one copy per device.
@@ -217,7 +230,7 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
         figs, processes, streams = _device_figures(dev, api_end, bubble_threshold_ns, names)
         devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs, processes, streams, dev))
     del activity
-    api_pids = set(int(p) for p in np.unique(trace.api["pid"].to_numpy()))
+    api_pids = set(int(p) for p in _distinct(trace.api["pid"].to_numpy()))
     notes = list(trace.notes)
     lost = trace.nvtx_domain_events > 0 and len(trace.nvtx) == 0
     if lost:

@@ -123,30 +123,54 @@ class Trace:
         sources: list[tuple[pd.DataFrame, np.ndarray]] = [
             (self.kernels, np.ones(len(self.kernels), np.int8)),
         ]
+        used = {1} if len(self.kernels) else set()  # the kinds present (codes into ``kinds``)
         if len(self.memops):
-            sources.append((self.memops, np.where(text(self.memops["kind"]) == "memset", 3, 2).astype(np.int8)))
+            memop_codes = np.where(text(self.memops["kind"]) == "memset", 3, 2).astype(np.int8)
+            sources.append((self.memops, memop_codes))
+            used.update(np.unique(memop_codes).tolist())
         if len(self.graph_execs):
             sources.append((self.graph_execs, np.zeros(len(self.graph_execs), np.int8)))
+            used.add(0)
+        # When each source is sorted and the sources do not overlap in start (memsets
+        # before the first kernel, say), their concatenation in start order is sorted:
+        # the same rows in the same order as the sort below gives, without it.
+        in_order = sorted(sources, key=lambda src: int(src[0]["start"].iat[0]) if len(src[0]) else -np.inf)
+        present = [f for f, _ in in_order if len(f)]
+        presorted = (
+            len(present) > 1
+            and all(
+                int(a["start"].iat[-1]) < int(b["start"].iat[0]) for a, b in zip(present[:-1], present[1:], strict=True)
+            )
+            and all(_sorted_by_start_end(f["start"].to_numpy(), f["end"].to_numpy()) for f in present)
+        )
+        if presorted:
+            sources = in_order
         data: dict[str, np.ndarray] = {}
         for c in cols:
             arrays = [f[c].to_numpy() for f, _ in sources]
             dtype = np.result_type(*arrays) if arrays else np.int64
             data[c] = np.concatenate(arrays).astype(dtype, copy=False) if len(arrays) > 1 else arrays[0]
         codes = np.concatenate([k for _, k in sources]) if len(sources) > 1 else sources[0][1]
-        start, end = data["start"], data["end"]
-        ds = np.diff(start)
-        if not ((ds > 0).all() or ((ds >= 0).all() and (np.diff(end)[ds == 0] >= 0).all())):
-            order = np.lexsort((end, start))
+        if not presorted and not _sorted_by_start_end(data["start"], data["end"]):
+            order = np.lexsort((data["end"], data["start"]))
             for c in cols:  # one column at a time: at most one extra column in memory
                 data[c] = data[c][order]
             codes = codes[order]
             del order
         out = pd.DataFrame(data, copy=False)
-        used = sorted(set(np.unique(codes).tolist()))
         remap = np.full(len(kinds), -1, np.int8)
-        remap[used] = np.arange(len(used), dtype=np.int8)
-        out["kind"] = pd.Categorical.from_codes(remap[codes], categories=[kinds[i] for i in used])
+        remap[sorted(used)] = np.arange(len(used), dtype=np.int8)
+        out["kind"] = pd.Categorical.from_codes(remap[codes], categories=[kinds[i] for i in sorted(used)])
         return out
+
+
+def _sorted_by_start_end(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether rows are sorted by (start, end)."""
+    ds = np.diff(start)
+    low = ds.min() if ds.size else 1
+    if low != 0:
+        return bool(low > 0)
+    return bool((np.diff(end)[ds == 0] >= 0).all())
 
 
 def text(values: pd.Series) -> pd.Series:
