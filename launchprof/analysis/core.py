@@ -105,34 +105,72 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return np.unique(values)
 
 
+def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct values, each row's position among them, rows per value) of an int
+    column. Values within a small range (stream ids, pids) are coded by offset, no sort."""
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo < 1 << 16:
+        offset = (values - lo).astype(np.intp, copy=False)
+        counts = np.bincount(offset, minlength=hi - lo + 1)
+        present = np.flatnonzero(counts)
+        if present.size == counts.size:  # every value in the range occurs
+            return present + lo, offset, counts
+        position = np.zeros(counts.size, np.intp)
+        position[present] = np.arange(present.size)
+        return present + lo, position[offset], counts[present]
+    distinct, code, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return distinct, code, counts
+
+
 def _row_groups(columns: list[np.ndarray]) -> list[tuple[tuple[int, ...], np.ndarray | None]]:
     """(key, rows) per distinct value of the key ``columns`` (equal-length int arrays), in
     key order (as a sorted groupby); ``rows`` are ascending positions, None when the
     group holds every row."""
     n = len(columns[0])
-    values = [_distinct(c) for c in columns]
-    if all(v.size <= 1 for v in values):
-        return [(tuple(int(v[0]) for v in values), None)] if n else []
-    # One code per row, in key order: the key's position among all key combinations.
-    code = np.zeros(n, np.int64)
-    for c, v in zip(columns, values, strict=True):
-        code *= v.size
-        if v.size > 1:
-            code += np.searchsorted(v, c)
-    sizes = [v.size for v in values]
-    counts = np.bincount(code, minlength=int(np.prod(sizes)))
-    present = np.flatnonzero(counts)
-    order = np.argsort(code, kind="stable")  # rows of each group stay ascending
-    bounds = np.concatenate([[0], np.cumsum(counts[present])])
-    out: list[tuple[tuple[int, ...], np.ndarray | None]] = []
-    for g, lo, hi in zip(present.tolist(), bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        key = []
-        for size in reversed(sizes):
-            g, i = divmod(g, size)
-            key.append(i)
-        key_values = tuple(int(v[i]) for v, i in zip(values, reversed(key), strict=True))
-        out.append((key_values, None if hi - lo == n else order[lo:hi]))
-    return out
+    if not n:
+        return []
+    varying = [c.min() != c.max() for c in columns]
+    if not any(varying):
+        return [(tuple(int(c[0]) for c in columns), None)]
+    # Each row's group number, in key order, from the columns that vary: a column's
+    # value position, or for several columns the position among the combinations.
+    coded = [_codes(c) if v else (c[:1], None, None) for c, v in zip(columns, varying, strict=True)]
+    values = [d for d, _, _ in coded]
+    sizes = [d.size for d in values]
+    varied = [(i, code, counts) for i, (_, code, counts) in enumerate(coded) if code is not None]
+    if len(varied) == 1:
+        i, code, counts = varied[0]
+        assert code is not None and counts is not None
+        keys = [tuple(int(v[j]) if k == i else int(v[0]) for k, v in enumerate(values)) for j in range(sizes[i])]
+    else:
+        code = np.zeros(n, np.int64)
+        for i, c, _ in varied:
+            code *= sizes[i]
+            code += c
+        combos = int(np.prod(sizes))
+        if combos <= max(1 << 20, n):
+            counts = np.bincount(code, minlength=combos)
+            present = np.flatnonzero(counts)
+            counts = counts[present]
+            if present.size < combos:  # number the combinations that occur, in order
+                position = np.zeros(combos, np.int64)
+                position[present] = np.arange(present.size)
+                code = position[code]
+        else:  # too many combinations for a table
+            present, code, counts = np.unique(code, return_inverse=True, return_counts=True)
+        keys = []
+        for g in present.tolist():  # one per group (stream)
+            index = []
+            for size in reversed(sizes):
+                g, j = divmod(g, size)
+                index.append(j)
+            keys.append(tuple(int(v[j]) for v, j in zip(values, reversed(index), strict=True)))
+    # A stable sort keeps each group's rows ascending; small codes sort by radix.
+    order = np.argsort(code.astype(np.uint16) if len(keys) <= 1 << 16 else code, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    return [
+        (key, None if hi - lo == n else order[lo:hi]) for key, lo, hi in zip(keys, bounds[:-1], bounds[1:], strict=True)
+    ]
 
 
 class _SubmitEnds:

@@ -113,7 +113,8 @@ class TimelineFigures:
 
 def bubble_stats(gap_ns: np.ndarray, threshold_ns: int) -> BubbleStats:
     """Bubble statistics of the gaps ``gap_ns`` (ns) at ``threshold_ns``."""
-    bubbles = gap_ns[gap_ns >= threshold_ns]
+    is_bubble = gap_ns >= threshold_ns
+    bubbles = gap_ns if is_bubble.all() else gap_ns[is_bubble]
     edges = [threshold_ns] + [e for e in _EDGES if e > threshold_ns]
     counts, _ = np.histogram(bubbles, bins=edges + [np.iinfo(np.int64).max])
     hist = [
