@@ -69,6 +69,13 @@ NUMERIC_TABLES: tuple[tuple[str, dict[str, str], tuple[str, ...]], ...] = (
     ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", GRAPH_TRACE_COLS, ACTIVITY_REQUIRED),
     ("CUPTI_ACTIVITY_KIND_DRIVER", API_COLS, API_REQUIRED),
 )
+# NVTX ranges and domain names: the columns read (a missing one reads NULL) and the
+# event types kept (nsys ENUM_NSYS_EVENT_TYPE: 59 NvtxPushPopRange, 60 NvtxStartEndRange,
+# 75 domain create).
+NVTX_TABLE = "NVTX_EVENTS"
+NVTX_COLS = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
+NVTX_RANGE_TYPES = (59, 60)
+NVTX_DOMAIN_CREATE = 75
 # Columns narrowed to int32 when every value fits (ids that CUPTI keeps in 32 bits).
 NARROW = {"device_id", "stream_id", "pid", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"}
 
@@ -107,6 +114,22 @@ def table_columns(con: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
     for name in names:
         tables[name] = tuple(r[1] for r in con.execute(f'PRAGMA table_info("{name}")'))
     return tables
+
+
+def decode_text(raw: bytes) -> str:
+    """SQLite text as str, invalid UTF-8 replaced by U+FFFD (the connections' text_factory)."""
+    return raw.decode("utf-8", errors="replace")
+
+
+def nvtx_select(tables: dict[str, tuple[str, ...]]) -> str | None:
+    """The query reading the NVTX ranges and domain-create events (columns
+    :data:`NVTX_COLS`); None when the table or its ``start``/``eventType`` is missing."""
+    have = tables.get(NVTX_TABLE)
+    if have is None or "start" not in have or "eventType" not in have:
+        return None
+    exprs = [f'"{c}"' if c in have else "NULL" for c in NVTX_COLS]
+    types = ", ".join(str(t) for t in (*NVTX_RANGE_TYPES, NVTX_DOMAIN_CREATE))
+    return f'SELECT {", ".join(exprs)} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({types})'
 
 
 def plan(
@@ -292,7 +315,7 @@ class _Prefetch:
         self.stamp = stamp
         self.lock = threading.Lock()
         self.done: dict[tuple[Any, ...], threading.Event] = {}
-        self.results: dict[tuple[Any, ...], dict[str, Column]] = {}
+        self.results: dict[tuple[Any, ...], Any] = {}
 
     def start(self, tables: dict[str, tuple[str, ...]]) -> None:
         for table, columns, required in NUMERIC_TABLES:
@@ -304,6 +327,16 @@ class _Prefetch:
             try:
                 threading.Thread(target=self._read, args=(key,), name=f"launchprof-read-{table}", daemon=True).start()
             except RuntimeError:  # no thread to be had: the loader reads this table itself
+                done.set()
+        sql = nvtx_select(tables)
+        if sql is not None:  # the NVTX rows too (Python tuples: the loader cleans them)
+            rows_key = ("rows", sql)
+            self.done[rows_key] = done = threading.Event()
+            try:
+                threading.Thread(
+                    target=self._read_rows, args=(rows_key,), name="launchprof-read-nvtx", daemon=True
+                ).start()
+            except RuntimeError:
                 done.set()
 
     def _read(self, key: tuple[Any, ...]) -> None:
@@ -319,6 +352,21 @@ class _Prefetch:
             pass
         finally:
             reader.close()
+            self.done[key].set()
+
+    def _read_rows(self, key: tuple[Any, ...]) -> None:
+        try:
+            con = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True)
+            try:
+                con.text_factory = decode_text
+                rows = con.execute(key[1]).fetchall()
+            finally:
+                con.close()
+            with self.lock:
+                self.results[key] = rows
+        except BaseException:  # noqa: BLE001 - any failure: the loader reads the rows itself
+            pass
+        finally:
             self.done[key].set()
 
 
@@ -370,6 +418,16 @@ def prefetch(path: str | os.PathLike[str]) -> None:
 def take_prefetched(path: Path, table: str, columns: Sequence[str], narrow: Sequence[bool]) -> dict[str, Column] | None:
     """The prefetched columns of ``table`` (waiting for its thread), or None when they were
     not prefetched with the same columns, the read failed, or the file changed since."""
+    return _take(path, (table, tuple(columns), tuple(narrow)))  # type: ignore[no-any-return]
+
+
+def take_prefetched_rows(path: Path, sql: str) -> list[tuple[Any, ...]] | None:
+    """The rows of ``sql`` read ahead (waiting for its thread), or None as for
+    :func:`take_prefetched`."""
+    return _take(path, ("rows", sql))  # type: ignore[no-any-return]
+
+
+def _take(path: Path, wanted: tuple[Any, ...]) -> Any:
     try:
         key = str(path.resolve())
     except OSError:
@@ -377,7 +435,6 @@ def take_prefetched(path: Path, table: str, columns: Sequence[str], narrow: Sequ
     job = _PENDING.get(key)
     if job is None:
         return None
-    wanted = (table, tuple(columns), tuple(narrow))
     event = job.done.get(wanted)
     if event is None:
         return None

@@ -43,21 +43,24 @@ from launchprof.trace.columns import (
     MEMCPY_COLS,
     MEMSET_COLS,
     NARROW,
+    NVTX_DOMAIN_CREATE,
+    NVTX_RANGE_TYPES,
+    NVTX_TABLE,
     Column,
     Reader,
     WrongType,
+    decode_text,
     forget_prefetch,
     narrow,
+    nvtx_select,
     prefetch,
     table_columns,
+    take_prefetched_rows,
 )
 from launchprof.trace.model import Trace, TraceSchema
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
-# nsys ENUM_NSYS_EVENT_TYPE: 59 NvtxPushPopRange, 60 NvtxStartEndRange, 75 domain create.
-NVTX_RANGE_TYPES = (59, 60)
-NVTX_DOMAIN_CREATE = 75
 
 # Columns that older nsys exports lack (2022.4 has no graphNodeId): absent without a note.
 _OPTIONAL_BY_VERSION = {"graphNodeId", "graphId"}
@@ -92,7 +95,7 @@ def _connect(path: Path) -> sqlite3.Connection:
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"{path} is a damaged SQLite file ({exc})") from None
-    con.text_factory = lambda b: b.decode("utf-8", errors="replace")
+    con.text_factory = decode_text
     return con
 
 
@@ -318,13 +321,14 @@ def _load_graph_execs(reader: Reader, schema: TraceSchema, notes: list[str]) -> 
 def _call_names(name_id: np.ndarray, strings: pd.Series) -> pd.Categorical:
     """Categorical of API function names (``_vNNNN`` removed) for StringIds ids."""
     # Distinct ids: StringIds ids are small, so a table marked by id finds them without a sort.
-    small = name_id.size > 0 and int(name_id.max()) - int(name_id.min()) < max(1 << 16, 4 * name_id.size)
+    lo, hi = (int(name_id.min()), int(name_id.max())) if name_id.size else (0, -1)
+    small = name_id.size > 0 and hi - lo < max(1 << 16, 4 * name_id.size)
     if small:
-        lo = int(name_id.min())
-        offset = name_id - lo
-        seen = np.zeros(int(offset.max()) + 1, bool)
+        base = min(lo, 0)  # a table from id 0 (ids are >= 0): rows index it without a shift
+        offset = name_id if base == 0 else name_id - base
+        seen = np.zeros(hi - base + 1, bool)
         seen[offset] = True
-        ids = np.flatnonzero(seen) + lo
+        ids = np.flatnonzero(seen) + base
     else:
         ids = np.unique(name_id)
     names = [
@@ -333,12 +337,13 @@ def _call_names(name_id: np.ndarray, strings: pd.Series) -> pd.Categorical:
     ]
     categories, name_code = np.unique(np.asarray(names, dtype=object), return_inverse=True)
     if small:  # each row's code, from a table indexed by id
-        table = np.zeros(seen.size, np.int64)
-        table[ids - lo] = name_code
+        table = np.zeros(seen.size, np.int32)
+        table[ids - base] = name_code
         codes = table[offset]
     else:
-        codes = name_code[np.searchsorted(ids, name_id)] if len(ids) else np.empty(0, np.int64)
-    return pd.Categorical.from_codes(codes.astype(np.int32), categories=list(categories))
+        codes = (name_code[np.searchsorted(ids, name_id)] if len(ids) else np.empty(0, np.int64)).astype(np.int32)
+    # The codes are in range by construction: no validation pass.
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(list(categories)), validate=False)
 
 
 def _load_api(reader: Reader, schema: TraceSchema, strings: pd.Series, notes: list[str]) -> pd.DataFrame:
@@ -366,21 +371,20 @@ def _load_api(reader: Reader, schema: TraceSchema, strings: pd.Series, notes: li
 
 
 def _load_nvtx(
-    con: sqlite3.Connection, schema: TraceSchema, strings: pd.Series, notes: list[str]
+    con: sqlite3.Connection, path: Path, schema: TraceSchema, strings: pd.Series, notes: list[str]
 ) -> tuple[pd.DataFrame, int]:
     cols = ["start", "end", "tid", "pid", "text", "domain"]
     empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
-    table = "NVTX_EVENTS"
+    table = NVTX_TABLE
     if not schema.has(table):
         return empty, 0
-    if not (schema.has(table, "start") and schema.has(table, "eventType")):
+    sql = nvtx_select(schema.tables)
+    if sql is None:
         notes.append(f"{table} lacks column(s) start or eventType: NVTX ranges skipped")
         return empty, 0
-    wanted = ["start", "end", "eventType", "text", "textId", "globalTid", "domainId"]
-    exprs = [f'"{c}"' if schema.has(table, c) else "NULL" for c in wanted]
-    types = ", ".join(str(t) for t in (*NVTX_RANGE_TYPES, NVTX_DOMAIN_CREATE))
-    sql = f'SELECT {", ".join(exprs)} FROM "{table}" WHERE "eventType" IN ({types})'
-    rows = con.execute(sql).fetchall()
+    rows = take_prefetched_rows(path, sql)  # read ahead by a background thread, or now
+    if rows is None:
+        rows = con.execute(sql).fetchall()
     # Plain Python over the fetched tuples (no per-row pandas calls). eventType compares
     # as a number: 59.0 is a range as 59 is.
     domain_names: dict[int, str] = {}
@@ -421,10 +425,13 @@ def _load_nvtx(
             "domain": [domain_names.get(r[6], "") if type(r[6]) is int else "" for r in valid],
         }
     )
-    dup = out.duplicated()
-    if dup.any():
-        notes.append(f"{table}: {int(dup.sum())} duplicate NVTX range(s) skipped")
-        out = out.loc[~dup.to_numpy()]
+    # Only ranges sharing their start can be duplicates: compare rows only when some do.
+    start = out["start"].to_numpy()
+    if n > 1 and not (start[1:] > start[:-1]).all() and np.unique(start).size < n:
+        dup = out.duplicated()
+        if dup.any():
+            notes.append(f"{table}: {int(dup.sum())} duplicate NVTX range(s) skipped")
+            out = out.loc[~dup.to_numpy()]
     return out.reset_index(drop=True), n_domains
 
 
@@ -555,7 +562,7 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
             say("CUDA API calls")
             api = _load_api(reader, schema, strings, notes)
             say("NVTX ranges")
-            nvtx, domain_events = _load_nvtx(con, schema, strings, notes)
+            nvtx, domain_events = _load_nvtx(con, path, schema, strings, notes)
             gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
             processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
             cuda_streams = _load_int_table(
