@@ -217,3 +217,30 @@ def test_row_groups_with_more_key_combinations_than_a_table_holds() -> None:
     got = _row_groups([pid, stream])
     assert [k for k, _ in got] == [tuple(int(v) for v in k) for k in expected]
     assert all(r.tolist() == e.tolist() for (_, r), e in zip(got, expected.values(), strict=True))
+
+
+def test_nvtx_rows_read_ahead_are_the_rows_read_now(tmp_path: Path) -> None:
+    from launchprof.trace import columns, loader
+
+    b = TraceBuilder()
+    b.launch(0, 10, 20, 30)
+    for i in range(20):
+        b.range(f"step {i}" if i % 3 else "", 100 * i, 100 * i + 90, domain="d" if i % 2 else None)
+    path = b.write(tmp_path / "t.sqlite")
+    con = loader._connect(path)
+    schema = loader._schema(con)
+    strings = loader._load_strings(con, schema, [])
+    now, now_domains = loader._load_nvtx(con, path, schema, strings, [])  # nothing read ahead: read here
+    columns.prefetch(path)
+    try:
+        job = columns._PENDING[str(path.resolve())]
+        sql = columns.nvtx_select(schema.tables)
+        job.done[("rows", sql)].wait()
+        assert ("rows", sql) in job.results
+        ahead, ahead_domains = loader._load_nvtx(con, path, schema, strings, [])
+        assert ("rows", sql) not in job.results  # the loader took them
+    finally:
+        columns.forget_prefetch(path)
+        con.close()
+    pd.testing.assert_frame_equal(ahead, now)
+    assert (ahead_domains, len(now)) == (now_domains, 20) and set(now["domain"]) == {"", "d"}
