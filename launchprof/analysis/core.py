@@ -247,6 +247,8 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     """
     if bubble_threshold_ns < 0:
         raise ValueError("bubble threshold must be >= 0 ns")
+    # The launch figures first: their temporary arrays are freed before the activity's.
+    launches = launch_figures(trace.api, trace.kernels, trace.graph_execs)
     activity = trace.gpu_activity()
     index = trace.cached("call_index", lambda: call_index(trace.api))
     api_end = trace.cached("api_end_keyed", lambda: api_end_keyed(trace.api, index))
@@ -292,7 +294,7 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
         trace=trace,
         bubble_threshold_ns=bubble_threshold_ns,
         devices=devices,
-        launches=launch_figures(trace.api, trace.kernels, trace.graph_execs),
+        launches=launches,
         processes_without_gpu=sorted(api_pids - gpu_pids),
         nvtx_ranges_lost=lost,
         notes=notes,

@@ -69,18 +69,26 @@ def union(start: npt.ArrayLike, end: npt.ArrayLike, *, presorted: bool = False) 
     # Activity frames arrive sorted by (start, end) (Trace.gpu_activity); skip the sort then.
     if presorted or _is_sorted(s, e):
         order = np.arange(s.size, dtype=np.int64)
-        s_sorted, running_end = s, np.maximum.accumulate(e)
+        s_sorted, e_sorted = s, e
     else:
         order = np.lexsort((e, s))
-        s_sorted, running_end = s[order], np.maximum.accumulate(e[order])
-    opens = np.empty(s.size, dtype=bool)
+        s_sorted, e_sorted = s[order], e[order]
+    starts, ends, first = sorted_union(s_sorted, e_sorted)
+    return Union(starts, ends, first, order)
+
+
+def sorted_union(start: IntArray, end: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """(starts, ends, first_row) of :func:`union` for non-empty int64 input already sorted
+    by (start, end) (its ``order`` is then the identity, not made here)."""
+    running_end = np.maximum.accumulate(end)
+    opens = np.empty(start.size, dtype=bool)
     opens[0] = True
-    np.greater(s_sorted[1:], running_end[:-1], out=opens[1:])
+    np.greater(start[1:], running_end[:-1], out=opens[1:])
     first = np.flatnonzero(opens)
     last = np.empty_like(first)
     last[:-1] = first[1:] - 1
-    last[-1] = s.size - 1
-    return Union(s_sorted[first], running_end[last], first.astype(np.int64, copy=False), order)
+    last[-1] = start.size - 1
+    return start[first], running_end[last], first.astype(np.int64, copy=False)
 
 
 def _is_sorted(s: IntArray, e: IntArray) -> bool:

@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.intervals import union
+from launchprof.analysis.intervals import sorted_union, union
 
 DEFAULT_BUBBLE_THRESHOLD_NS = 1_000
 # Histogram edges (ns): a 1-2-5 series from 1 us to 1 s, then everything longer.
@@ -141,7 +141,10 @@ def corr_key(pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
 
     pid is 24 bits (nsys globalTid layout) and CUPTI correlation ids are 32 bits, so the
     key is unique per pair."""
-    return (np.asarray(pid, dtype=np.int64) << 32) | (np.asarray(correlation_id, dtype=np.int64) & 0xFFFFFFFF)
+    key = np.array(pid, dtype=np.int64)  # a copy: shifted in place
+    key <<= 32
+    key |= np.asarray(correlation_id, dtype=np.int64) & 0xFFFFFFFF
+    return key
 
 
 def call_index(api: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -234,9 +237,9 @@ def lookup_end(api_end: pd.Series, keys: np.ndarray) -> np.ndarray:
         table = np.full(span, np.nan)
         table[index - lo] = api_end.to_numpy()
         offset = keys - lo
-        inside = (offset >= 0) & (offset < span)
-        if inside.all():
+        if not offset.size or (offset.min() >= 0 and offset.max() < span):
             return table[offset]
+        inside = (offset >= 0) & (offset < span)
         return np.where(inside, table[np.where(inside, offset, 0)], np.nan)
     pos = np.minimum(np.searchsorted(index, keys), index.size - 1)
     found = index[pos] == keys
@@ -315,21 +318,26 @@ def figures_of_arrays(
     the :func:`submit_ends` of the rows at those positions of ``pid``/``correlation_id``.
     ``presorted``: the rows are sorted by (start, end) (see
     :func:`~launchprof.analysis.intervals.union`)."""
-    u = union(start, end, presorted=presorted)
-    if u.starts.size == 0:
+    order: np.ndarray | None = None  # None: the identity (presorted rows)
+    if presorted and len(start):
+        starts, ends, first = sorted_union(np.asarray(start, np.int64), np.asarray(end, np.int64))
+    else:
+        u = union(start, end, presorted=presorted)
+        starts, ends, first, order = u.starts, u.ends, u.first_row, u.order
+    if starts.size == 0:
         empty = pd.DataFrame(
             {c: pd.Series(dtype="int64") for c in ("start", "end", "gap_ns")} | {"host_wait": pd.Series(dtype=bool)}
         )
         return TimelineFigures(
             kernels, memops, 0, 0, 0, 0, 0, 0.0, bubble_stats(np.empty(0, np.int64), bubble_threshold_ns), 0, 0.0, empty
         )
-    start_ns, end_ns = int(u.starts[0]), int(u.ends[-1])
+    start_ns, end_ns = int(starts[0]), int(ends[-1])
     span = end_ns - start_ns
-    busy = u.busy_ns
-    gap_starts, gap_ends = u.gap_starts, u.gap_ends
+    busy = int((ends - starts).sum())
+    gap_starts, gap_ends = ends[:-1], starts[1:]
     gap_ns = gap_ends - gap_starts
     # The activity that ends each gap opens the next busy interval.
-    next_rows = u.first_row[1:] if presorted else u.order[u.first_row[1:]]
+    next_rows = first[1:] if order is None else order[first[1:]]
     if rows is not None:
         next_rows = rows[next_rows]
     host_wait = submit_end(next_rows) > gap_starts  # NaN (no submitting call) compares False
