@@ -67,6 +67,7 @@ def main() -> None:
     launchprof = shlex.split(args.launchprof)
     times: dict[str, list[float]] = {"workload alone": [], "nsys": [], "nsys+import+export": [], "launchprof": []}
     phases: dict[str, list[float]] = {"before nsys": [], "nsys": [], "after nsys": []}
+    raw: list[dict[str, float]] = []  # every mark of each launchprof run, seconds after nsys ended
     manual = True
     with tempfile.TemporaryDirectory(prefix="launchprof-bench-") as tmp:
         base = Path(tmp)
@@ -99,6 +100,7 @@ def main() -> None:
             phases["before nsys"].append(m["nsys_start"] - began)
             phases["nsys"].append(m["nsys_end"] - m["nsys_start"])
             phases["after nsys"].append(m["exit"] - m["nsys_end"])
+            raw.append({k: round(v - m["nsys_end"], 4) for k, v in m.items()})
             for entry in base.iterdir():  # run folders, and the index launchprof keeps beside them
                 if entry != marks:
                     shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
@@ -112,8 +114,20 @@ def main() -> None:
         + ", ".join(f"{k} {statistics.median(v):.3f} s" for k, v in phases.items())
         + " (time.time() marks, medians)"
     )
+    after = [k for k in raw[0] if raw[0][k] > 0]
+    print(
+        "  after nsys, by mark (s after nsys ended, medians): "
+        + ", ".join(f"{k} {statistics.median(r.get(k, float('nan')) for r in raw):.3f}" for k in after)
+    )
     best = {k: min(v) for k, v in times.items()}
-    result = {"nsys": info.version, "workload": target, "repeats": args.repeats, "times_s": times, "phases_s": phases}
+    result = {
+        "nsys": info.version,
+        "workload": target,
+        "repeats": args.repeats,
+        "times_s": times,
+        "phases_s": phases,
+        "marks_after_nsys_end_s": raw,
+    }
     for ref in ("nsys", "nsys+import+export"):
         if ref not in times:
             continue
