@@ -11,6 +11,7 @@ does not add to the wall time.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shlex
 import shutil
@@ -221,10 +222,13 @@ def _after_recording(
         )
     mark("trace_ready")
     warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
+    gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
     mark("imports_done")
     baseline = _run_baselines(work, folder, baseline_runs, console) if (work and baseline_runs and code == 0) else None
     from launchprof.commands import run_analyze
+    from launchprof.trace.columns import prefetch
 
+    prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed = True
     try:
         run_analyze(
