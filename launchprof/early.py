@@ -61,6 +61,20 @@ EXPORTED_TABLES = (
 )
 
 
+BACKGROUND_NICE = 10
+
+
+def background_priority() -> None:
+    """Lower the scheduling priority of the calling thread only (Linux: ``setpriority`` of
+    its thread id) to nice :data:`BACKGROUND_NICE`: launchprof's work while the workload and
+    nsys run (imports, the early export and analysis) then takes only CPU time they leave
+    idle. Where that cannot be done, nothing changes."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    except (OSError, AttributeError):
+        pass
+
+
 @functools.lru_cache(maxsize=8)
 def export_help(nsys: str) -> str:
     """``nsys export --help``'s text ("" when it cannot be run)."""
@@ -83,7 +97,8 @@ def export_command(nsys: str, rep: Path, folder: Path) -> list[str]:
     cmd = [nsys, "export", "--type", "arrowdir", "--force-overwrite", "true", "--quiet", "true"]
     if "--tables" in export_help(nsys):
         cmd.append("--tables=" + ",".join(f"^{t}$" for t in EXPORTED_TABLES))
-    return [*cmd, "--output", str(folder), str(rep)]
+    nice = shutil.which("nice")  # the export yields the CPU to nsys's own (background_priority)
+    return [*([nice, "-n", str(BACKGROUND_NICE)] if nice else []), *cmd, "--output", str(folder), str(rep)]
 
 
 def wanted(nsys_argv: list[str]) -> bool:
@@ -149,6 +164,7 @@ class EarlyAnalysis:
 
     def _run(self) -> None:
         folder = self.stem.parent / ARROW_FOLDER
+        background_priority()
         try:
             if not exports_arrowdir(str(self.nsys)):
                 return
@@ -210,4 +226,4 @@ class EarlyAnalysis:
         return self.result
 
 
-__all__ = ["EarlyAnalysis", "EarlyResult", "exports_arrowdir", "wanted"]
+__all__ = ["EarlyAnalysis", "EarlyResult", "background_priority", "exports_arrowdir", "wanted"]

@@ -27,7 +27,7 @@ from typing import Any
 
 from rich.console import Console
 
-from launchprof.early import EarlyAnalysis, EarlyResult, wanted
+from launchprof.early import EarlyAnalysis, EarlyResult, background_priority, wanted
 from launchprof.errors import LaunchprofError, NsysError, OutputError
 from launchprof.nsys.locate import locate_nsys, nsys_info
 from launchprof.nsys.profile import (
@@ -87,6 +87,7 @@ def _claim_folder(folder: Path) -> None:
 
 
 def _warm_imports() -> None:
+    background_priority()  # the workload and nsys come first
     import launchprof.commands  # noqa: F401  (pandas and the report modules: imported while nsys runs)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,34 @@ def test_when_to_analyse_early(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not wanted([*argv[:3], "--export=sqlite", "--export=none", *argv[4:]])  # the last one counts
     monkeypatch.delenv("LAUNCHPROF_EARLY")
     assert wanted(argv) == ((os.cpu_count() or 1) >= 4)
+
+
+def test_background_priority_lowers_only_the_calling_thread() -> None:
+    import threading
+
+    from launchprof.early import BACKGROUND_NICE, background_priority
+
+    main_before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    seen: list[int] = []
+
+    def work() -> None:
+        background_priority()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert seen == [max(BACKGROUND_NICE, main_before)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == main_before
+
+
+def test_the_export_asks_only_for_the_loaded_tables_at_low_priority(tmp_path: Path) -> None:
+    from launchprof.early import BACKGROUND_NICE, export_command
+    from launchprof.trace.arrowdir import LOADED_TABLES
+
+    sqlite, arrowdir = unpack("graph30", tmp_path)
+    cmd = export_command(str(stand_in(tmp_path, sqlite, arrowdir)), tmp_path / "t.nsys-rep", tmp_path / "out")
+    assert cmd[:3] == [shutil.which("nice"), "-n", str(BACKGROUND_NICE)]
+    tables = next(a for a in cmd if a.startswith("--tables=")).split("=", 1)[1].split(",")
+    assert {t.strip("^$") for t in tables} == LOADED_TABLES
+    assert cmd[-2:] == [str(tmp_path / "out"), str(tmp_path / "t.nsys-rep")]
