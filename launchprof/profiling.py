@@ -23,9 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from launchprof.early import EarlyAnalysis, EarlyResult, background_priority, wanted
 from launchprof.errors import LaunchprofError, NsysError, OutputError
@@ -41,6 +39,9 @@ from launchprof.nsys.profile import (
     workload,
 )
 from launchprof.timings import mark
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class Interrupted(LaunchprofError):
