@@ -230,14 +230,16 @@ def test_nvtx_rows_read_ahead_are_the_rows_read_now(tmp_path: Path) -> None:
     con = loader._connect(path)
     schema = loader._schema(con)
     strings = loader._load_strings(con, schema, [])
-    now, now_domains = loader._load_nvtx(con, path, schema, strings, [])  # nothing read ahead: read here
+    now, now_domains = loader._load_nvtx(con, schema, strings, [])  # nothing read ahead: read here
     columns.prefetch(path)
     try:
         job = columns._PENDING[str(path.resolve())]
         sql = columns.nvtx_select(schema.tables)
         job.done[("rows", sql)].wait()
         assert ("rows", sql) in job.results
-        ahead, ahead_domains = loader._load_nvtx(con, path, schema, strings, [])
+        ahead, ahead_domains = loader._load_nvtx(
+            con, schema, strings, [], lambda sql: columns.take_prefetched_rows(path, sql)
+        )
         assert ("rows", sql) not in job.results  # the loader took them
     finally:
         columns.forget_prefetch(path)

@@ -371,8 +371,15 @@ def _load_api(reader: Reader, schema: TraceSchema, strings: pd.Series, notes: li
 
 
 def _load_nvtx(
-    con: sqlite3.Connection, path: Path, schema: TraceSchema, strings: pd.Series, notes: list[str]
+    con: sqlite3.Connection,
+    schema: TraceSchema,
+    strings: pd.Series,
+    notes: list[str],
+    read_ahead: Callable[[str], list[tuple[Any, ...]] | None] | None = None,
 ) -> tuple[pd.DataFrame, int]:
+    """NVTX ranges (and the number of domain-create events); ``read_ahead(sql)``: the rows
+    of the query when read ahead (:func:`~launchprof.trace.columns.take_prefetched_rows`),
+    or None."""
     cols = ["start", "end", "tid", "pid", "text", "domain"]
     empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
     table = NVTX_TABLE
@@ -382,7 +389,7 @@ def _load_nvtx(
     if sql is None:
         notes.append(f"{table} lacks column(s) start or eventType: NVTX ranges skipped")
         return empty, 0
-    rows = take_prefetched_rows(path, sql)  # read ahead by a background thread, or now
+    rows = read_ahead(sql) if read_ahead is not None else None  # read by a background thread, or now
     if rows is None:
         rows = con.execute(sql).fetchall()
     # Plain Python over the fetched tuples (no per-row pandas calls). eventType compares
@@ -547,34 +554,53 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     con = _connect(path)
     _tune_malloc()
     prefetch(path)  # the big tables, read by background threads (launchprof.trace.columns)
-    notes: list[str] = []
     reader = Reader(path, con, say)
     try:
-        try:
-            schema = _schema(con)
-            say("strings")
-            strings = _load_strings(con, schema, notes)
-            say("kernels")
-            kernels = _load_kernels(reader, schema, notes)
-            say("memory operations")
-            memops = _load_memops(reader, schema, notes)
-            graph_execs = _load_graph_execs(reader, schema, notes)
-            say("CUDA API calls")
-            api = _load_api(reader, schema, strings, notes)
-            say("NVTX ranges")
-            nvtx, domain_events = _load_nvtx(con, path, schema, strings, notes)
-            gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
-            processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
-            cuda_streams = _load_int_table(
-                con, schema, "TARGET_INFO_CUDA_STREAM", {"streamId": "stream_id", "processId": "pid", "flag": "flag"}
-            )
-        except sqlite3.DatabaseError as exc:
-            raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
+        return load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql))
     finally:
         reader.close()
         con.close()
         forget_prefetch(path)
         _tune_malloc_for_analysis()
+
+
+def load_tables(
+    path: Path,
+    con: sqlite3.Connection,
+    reader: Reader,
+    say: Callable[[str], None],
+    nvtx_read_ahead: Callable[[str], list[tuple[Any, ...]] | None] | None = None,
+) -> Trace:
+    """The :class:`Trace` of an export: the small tables through ``con`` (SQL), the big
+    numeric ones through ``reader`` (:class:`~launchprof.trace.columns.Reader`); ``path``
+    is recorded as the trace's path. Shared by :func:`load_trace` and
+    :func:`launchprof.trace.arrowdir.load_arrowdir`. ``nvtx_read_ahead(sql)``: the NVTX
+    query's rows when read ahead, else None (then ``con`` is asked).
+
+    Raises:
+        TraceError: a table cannot be read.
+    """
+    notes: list[str] = []
+    try:
+        schema = _schema(con)
+        say("strings")
+        strings = _load_strings(con, schema, notes)
+        say("kernels")
+        kernels = _load_kernels(reader, schema, notes)
+        say("memory operations")
+        memops = _load_memops(reader, schema, notes)
+        graph_execs = _load_graph_execs(reader, schema, notes)
+        say("CUDA API calls")
+        api = _load_api(reader, schema, strings, notes)
+        say("NVTX ranges")
+        nvtx, domain_events = _load_nvtx(con, schema, strings, notes, nvtx_read_ahead)
+        gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
+        processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
+        cuda_streams = _load_int_table(
+            con, schema, "TARGET_INFO_CUDA_STREAM", {"streamId": "stream_id", "processId": "pid", "flag": "flag"}
+        )
+    except sqlite3.DatabaseError as exc:
+        raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
     return Trace(
         path=path,
         schema=schema,
