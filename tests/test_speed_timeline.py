@@ -15,7 +15,7 @@ from tracebuilder import TraceBuilder
 
 from launchprof.analysis.core import _row_groups
 from launchprof.analysis.launches import _shorter_ratio_arrays
-from launchprof.analysis.timeline import corr_key, lookup_end
+from launchprof.analysis.timeline import corr_key, key_order, lookup_end
 from launchprof.trace import load_trace
 from launchprof.trace.loader import _call_names
 
@@ -246,3 +246,16 @@ def test_nvtx_rows_read_ahead_are_the_rows_read_now(tmp_path: Path) -> None:
         con.close()
     pd.testing.assert_frame_equal(ahead, now)
     assert (ahead_domains, len(now)) == (now_domains, 20) and set(now["domain"]) == {"", "d"}
+
+
+@no_deadline
+@given(
+    st.lists(st.tuples(st.sampled_from([0, 3, 4, 9, 2**23]), st.integers(-2, 40)), max_size=40),
+    st.booleans(),
+)
+def test_key_order_is_a_stable_argsort(pairs: list[tuple[int, int]], per_process_increasing: bool) -> None:
+    if per_process_increasing:  # each process's ids counting up, processes interleaved: the shortcut
+        seen: dict[int, int] = {}
+        pairs = [(p, seen.setdefault(p, 0) + i) for i, (p, _) in enumerate(pairs)]
+    keys = corr_key(np.array([p for p, _ in pairs], np.int64), np.array([c for _, c in pairs], np.int64))
+    assert key_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.timeline import corr_key
+from launchprof.analysis.timeline import corr_key, key_order
 
 KERNEL_LAUNCH_CALLS = frozenset(
     {
@@ -87,7 +87,7 @@ def _shorter_ratio_arrays(
     """:func:`_shorter_ratio` of launch calls and kernels given as columns."""
     call_key = corr_key(call_pid, call_corr)
     if call_key.size > 1 and not (call_key[1:] > call_key[:-1]).all():
-        order = np.argsort(call_key, kind="stable")
+        order = key_order(call_key)
         call_key = call_key[order]
         if (call_key[1:] == call_key[:-1]).any():
             # Repeated (pid, correlation id) among launch calls: join every pair, as a merge does.

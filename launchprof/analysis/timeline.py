@@ -147,6 +147,26 @@ def corr_key(pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
     return key
 
 
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of :func:`corr_key` keys, without the sort in
+    the usual cases: keys already increasing, or increasing within each of a few
+    processes (calls in time order, each process's correlation ids counting up) - then
+    the rows of each process in turn, checked to be increasing, are the sorted order."""
+    if keys.size < 2 or (keys[1:] > keys[:-1]).all():
+        return np.arange(keys.size)
+    pid = keys >> 32
+    lo, hi = int(pid.min()), int(pid.max())
+    if lo != hi:
+        # The processes present (a count per pid when their ids are close, no hashing).
+        distinct = np.flatnonzero(np.bincount(pid - lo)) + lo if hi - lo < 1 << 16 else np.unique(pid)
+        if distinct.size <= 16:
+            order = np.concatenate([np.flatnonzero(pid == p) for p in distinct.tolist()])
+            ordered = keys[order]
+            if (ordered[1:] > ordered[:-1]).all():  # unique and sorted: the only sorting order
+                return order
+    return np.argsort(keys, kind="stable")
+
+
 def call_index(api: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(sorted unique :func:`corr_key` keys, row position in ``api`` of the last call with
     each key) over the calls with a correlation id > 0."""
@@ -155,7 +175,7 @@ def call_index(api: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     keys = corr_key(api["pid"].to_numpy()[mask], api["correlation_id"].to_numpy()[mask])
     if keys.size < 2 or (keys[1:] > keys[:-1]).all():  # the usual case: one process, ids in call order
         return keys, rows
-    order = np.argsort(keys, kind="stable")
+    order = key_order(keys)
     keys, rows = keys[order], rows[order]
     last = np.ones(keys.size, bool)
     last[:-1] = keys[1:] != keys[:-1]
