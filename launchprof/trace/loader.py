@@ -561,7 +561,6 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
         reader.close()
         con.close()
         forget_prefetch(path)
-        _tune_malloc_for_analysis()
 
 
 def load_tables(
@@ -601,6 +600,7 @@ def load_tables(
         )
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
+    _tune_malloc_for_analysis()  # loaded: the analysis comes next
     return Trace(
         path=path,
         schema=schema,
