@@ -259,3 +259,44 @@ def test_key_order_is_a_stable_argsort(pairs: list[tuple[int, int]], per_process
         pairs = [(p, seen.setdefault(p, 0) + i) for i, (p, _) in enumerate(pairs)]
     keys = corr_key(np.array([p for p, _ in pairs], np.int64), np.array([c for _, c in pairs], np.int64))
     assert key_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
+def _fields(f) -> tuple:  # type: ignore[no-untyped-def]
+    return (f.kernels, f.memops, f.start_ns, f.end_ns, f.busy_ns, f.idle_ns, f.utilization, f.bubbles,
+            f.host_wait_ns, f.cpu_bound_ratio)  # fmt: skip
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30), st.integers(0, 40), st.booleans()), max_size=14),
+    st.integers(0, 3),
+)
+def test_stream_and_process_figures_as_computed_alone(tmp_path_factory, rows, first_on_other) -> None:  # type: ignore[no-untyped-def]
+    # Streams and processes whose rows are a run of the device's (the first rows on
+    # another stream, say) or interleaved with other streams' rows, touching or not.
+    b = TraceBuilder()
+    t = 0
+    for i, (gap, length, call_len, other) in enumerate(rows):
+        t += gap
+        stream = 8 if (i < first_on_other or other) else 7
+        b.launch(t - call_len, t - call_len + 5, t, t + length, stream=stream, pid=100 if i % 5 else 200)
+    if not rows:
+        return
+    path = b.write(tmp_path_factory.mktemp("t") / "t.sqlite")
+    import launchprof
+    from launchprof.analysis.timeline import api_end_keyed, timeline_figures
+
+    a = launchprof.analyze(path)
+    (device,) = a.devices
+    api_end = api_end_keyed(a.trace.api)
+    act = device.activity
+    for s in device.streams:
+        alone = act.loc[((act["pid"] == s.pid) & (act["stream_id"] == s.stream_id)).to_numpy()]
+        expected = timeline_figures(alone.reset_index(drop=True), api_end, a.bubble_threshold_ns)
+        assert _fields(s.figures) == _fields(expected)
+        pd.testing.assert_frame_equal(s.figures.gaps, expected.gaps)
+    for p in device.processes:
+        alone = act.loc[(act["pid"] == p.pid).to_numpy()]
+        expected = timeline_figures(alone.reset_index(drop=True), api_end, a.bubble_threshold_ns)
+        assert _fields(p.figures) == _fields(expected)
+        pd.testing.assert_frame_equal(p.figures.gaps, expected.gaps)

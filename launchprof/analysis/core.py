@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.intervals import union
+from launchprof.analysis.intervals import sorted_union, union
 from launchprof.analysis.launches import LaunchFigures, launch_figures
 from launchprof.analysis.timeline import (
     DEFAULT_BUBBLE_THRESHOLD_NS,
@@ -22,6 +22,7 @@ from launchprof.analysis.timeline import (
     api_end_keyed,
     call_index,
     figures_of_arrays,
+    figures_of_intervals,
     submit_ends,
 )
 from launchprof.trace import Trace
@@ -213,13 +214,29 @@ def _device_figures(
         found = dict(zip(cats, per.tolist(), strict=True))
         return found.get("kernel", 0), found.get("memcpy", 0) + found.get("memset", 0)
 
-    def figures(rows: np.ndarray | None) -> TimelineFigures:
+    # The device's busy intervals: ``first`` holds the row opening each one.
+    starts, stops, first = sorted_union(np.asarray(start, np.int64), np.asarray(end, np.int64))
+    host_wait = ends(first[1:]) > stops[:-1]  # NaN (no submitting call) compares False
+    k, m = counts(None)
+    whole = figures_of_intervals(k, m, starts, stops, first[1:], host_wait, pid, corr, threshold)
+
+    def figures(rows: np.ndarray) -> TimelineFigures:
         k, m = counts(rows)
-        if rows is None:
-            return figures_of_arrays(start, end, k, m, ends, pid, corr, threshold, presorted=True)
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        if hi - lo == rows.size:  # a run of consecutive rows (e.g. all but the first memsets)
+            # When its first row opens a busy interval of the device, and the row after it
+            # opens another (or there is none), its intervals are the device's from the
+            # one to the other: the rows before it end before it starts, those after
+            # start after it ends. Its gaps and their host-wait flags are the device's.
+            i = int(np.searchsorted(first, lo))
+            j = int(np.searchsorted(first, hi)) if hi < len(start) else first.size
+            opens_next = hi == len(start) or (j < first.size and first[j] == hi)
+            if i < first.size and first[i] == lo and opens_next:
+                return figures_of_intervals(
+                    k, m, starts[i:j], stops[i:j], first[i + 1 : j], host_wait[i : j - 1], pid, corr, threshold
+                )
         return figures_of_arrays(start[rows], end[rows], k, m, ends, pid, corr, threshold, presorted=True, rows=rows)
 
-    whole = figures(None)
     processes = [
         ProcessFigures(key[0], names.get(key[0]), whole if rows is None else figures(rows))
         for key, rows in _row_groups([pid])

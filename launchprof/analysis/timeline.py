@@ -351,18 +351,38 @@ def figures_of_arrays(
         return TimelineFigures(
             kernels, memops, 0, 0, 0, 0, 0, 0.0, bubble_stats(np.empty(0, np.int64), bubble_threshold_ns), 0, 0.0, empty
         )
+    # The activity that ends each gap opens the next busy interval.
+    next_rows = first[1:] if order is None else order[first[1:]]
+    if rows is not None:
+        next_rows = rows[next_rows]
+    host_wait = submit_end(next_rows) > ends[:-1]  # NaN (no submitting call) compares False
+    return figures_of_intervals(
+        kernels, memops, starts, ends, next_rows, host_wait, pid, correlation_id, bubble_threshold_ns
+    )
+
+
+def figures_of_intervals(
+    kernels: int,
+    memops: int,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    openers: np.ndarray,
+    host_wait: np.ndarray,
+    pid: np.ndarray,
+    correlation_id: np.ndarray,
+    bubble_threshold_ns: int,
+) -> TimelineFigures:
+    """:class:`TimelineFigures` of a (non-empty) union of busy intervals ``starts``,
+    ``ends`` (ns, sorted): ``openers``, the position in ``pid``/``correlation_id`` of the
+    activity opening each interval after the first; ``host_wait``, whether each gap
+    (before each of those intervals) is a host-wait gap."""
     start_ns, end_ns = int(starts[0]), int(ends[-1])
     span = end_ns - start_ns
     busy = int((ends - starts).sum())
     gap_starts, gap_ends = ends[:-1], starts[1:]
     gap_ns = gap_ends - gap_starts
-    # The activity that ends each gap opens the next busy interval.
-    next_rows = first[1:] if order is None else order[first[1:]]
-    if rows is not None:
-        next_rows = rows[next_rows]
-    host_wait = submit_end(next_rows) > gap_starts  # NaN (no submitting call) compares False
     host_wait_ns = int(gap_ns[host_wait].sum())
-    gap_rows = GapRows(gap_starts, gap_ends, host_wait, next_rows, pid, correlation_id)
+    gap_rows = GapRows(gap_starts, gap_ends, host_wait, openers, pid, correlation_id)
     return TimelineFigures(
         kernels=kernels,
         memops=memops,
