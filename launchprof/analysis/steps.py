@@ -180,15 +180,31 @@ def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
         groups = [(tid, rows[bounds[i] : bounds[i + 1]]) for i, tid in enumerate(tids)]
     for tid, calls in groups:
         mine = by_start[r_tid[by_start] == tid]  # this thread's ranges, by start
-        t = _take(call_start, calls)
-        k = _last_at_or_before(r_start[mine], t)
-        idx = mine[np.maximum(k, 0)]
-        inside = (k >= 0) & (t < r_end[idx])
+        found = _containing(r_start[mine], r_end[mine], _take(call_start, calls))
+        on_range = np.where(found >= 0, mine[np.maximum(found, 0)], -1)
         if calls is None:
-            out = np.where(inside, idx, -1)
+            out = on_range
         else:
-            out[calls[inside]] = idx[inside]
+            out[calls] = on_range
     return out
+
+
+def _containing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """For each of ``t``: the index of the last of ``starts`` (ascending) at or before it,
+    where ``t`` is before that one's end; -1 otherwise (as ``merge_asof`` backward, then the
+    end test). Many ``t`` in ascending order (calls by start): range ``k`` holds the calls
+    from the first at or after its start, up to the first at or after the next range's
+    start or its own end, whichever is first; those runs, end to end, are labelled by a
+    running sum of +label at each run's start and -label at its end."""
+    if t.size > 4 * starts.size and (t[1:] >= t[:-1]).all():
+        lo = np.searchsorted(t, starts, side="left")
+        hi = np.minimum(np.r_[lo[1:], t.size], np.searchsorted(t, ends, side="left"))
+        hi = np.maximum(hi, lo)
+        label = np.arange(1, starts.size + 1, dtype=np.float64)  # exact: small integers
+        delta = np.bincount(lo, label, t.size + 1) - np.bincount(hi, label, t.size + 1)
+        return np.rint(np.cumsum(delta[: t.size])).astype(np.int64) - 1
+    k = np.searchsorted(starts, t, side="right") - 1
+    return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
 
 
 def _with_helper_threads(api: pd.DataFrame, ranges: pd.DataFrame, api_step: np.ndarray, pid: int) -> np.ndarray:
@@ -473,7 +489,8 @@ def _find_steps(
             same = projected if len(of_pid) == len(ranges) else _project(api, of_pid)
             ranges = of_pid
             api_step = _with_helper_threads(api, ranges, same, pid)
-            activity_step = _activity_from_api(link, act, api, api_step)
+            # Unchanged by either (one process, no helper threads): the steps found above.
+            activity_step = cover if api_step is projected else _activity_from_api(link, act, api, api_step)
             cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
             source = "nvtx"
             name = label
@@ -668,6 +685,23 @@ def _at_call(values: np.ndarray, call_row: np.ndarray) -> np.ndarray:
     return np.where(call_row >= 0, values[np.maximum(call_row, 0)].astype(np.float64), np.nan)
 
 
+def _ended_after(call_end: np.ndarray, call_row: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Whether the call at each row (-1: none) ended after ``t``: ``_at_call(call_end,
+    call_row) > t`` (False without a call), compared as integers where float64 holds
+    every value exactly."""
+    if call_end.size == 0:
+        return np.zeros(call_row.size, dtype=bool)
+    exact = (
+        t.size > 0
+        and np.issubdtype(call_end.dtype, np.integer)
+        and np.issubdtype(t.dtype, np.integer)
+        and max(-int(call_end.min()), int(call_end.max()), -int(t.min()), int(t.max())) < 2**53
+    )
+    if exact:
+        return (call_row >= 0) & (call_end[np.maximum(call_row, 0)] > t)
+    return np.nan_to_num(_at_call(call_end, call_row), nan=-np.inf) > t
+
+
 def _to_int(values: np.ndarray) -> np.ndarray:
     """int64 of ``values``: NaN reads 0, floats truncate (pandas' ``fillna(0).astype``)."""
     if values.dtype.kind == "f":
@@ -779,19 +813,17 @@ def _inner(
     seg_end = run_end if first is None else run_end[np.r_[first[1:] - 1, step.size - 1]]
     seg_bounds = _bounds(seg_step, n_steps)
     busy = _sums(seg_end - seg_start, seg_bounds)
-    # The gap after each segment to the next one of its step (none after a step's last
-    # segment); host-wait where the call that submitted the activity after the gap ended
-    # after the gap began (float ns, as timeline.lookup_end gives it).
+    # The gap after each segment to the next (those after a step's last segment lead out of
+    # the step and count for nothing); host-wait where the call that submitted the activity
+    # after the gap ended after the gap began (float ns, as timeline.lookup_end gives it).
     gap = np.zeros(seg_step.size, dtype=np.int64)
     gap[:-1] = seg_start[1:] - seg_end[:-1]
-    step_last = (seg_bounds[1:] - 1)[seg_bounds[1:] > seg_bounds[:-1]]
-    gap[step_last] = 0
+    step_last = (seg_bounds[1:] - 1)[seg_bounds[1:] > seg_bounds[:-1]]  # its gap leads out of the step
     is_bubble = gap >= threshold
     is_bubble[step_last] = False
-    after_gap = np.arange(1, step.size) if first is None else first[1:]  # rows (sorted) that end a gap
-    submit_end = _at_call(call_end, call_row[after_gap if order is None else order[after_gap]])
+    after_gap = slice(1, None) if first is None else first[1:]  # rows (sorted) that end a gap
     wait = np.zeros(seg_step.size, dtype=bool)
-    wait[:-1] = np.nan_to_num(submit_end, nan=-np.inf) > seg_end[:-1]
+    wait[:-1] = _ended_after(call_end, _take(_take(call_row, order), after_gap), seg_end[:-1])
     wait[step_last] = False
     return _Inner(
         gpu_start,
