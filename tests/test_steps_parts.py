@@ -16,6 +16,7 @@ from launchprof.analysis import analyze_trace
 from launchprof.analysis.steps import (
     _activity_from_api,
     _bounds,
+    _call_rows,
     _group_cummax,
     _inner,
     _last_at_or_before,
@@ -26,6 +27,7 @@ from launchprof.analysis.steps import (
     _sums,
     _take,
 )
+from launchprof.analysis.timeline import call_index, last_call_rows
 from launchprof.trace import load_trace
 
 SEEDS = range(40)
@@ -63,6 +65,22 @@ def test_sums_over_runs_are_bincount_sums(seed: int) -> None:
         np.add.at(ref, step[inside], values[inside].astype(np.int64))
         got = _sums(values, _bounds(step, n_steps))
         assert got.dtype == np.int64 and np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_call_rows_by_table_are_last_call_rows(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    pids = rng.choice([[7], [7, 9], list(range(12))][seed % 3], n)  # 12 processes: the binary search
+    top = [n + 5, 10**9][int(rng.random() < 0.2)]  # sometimes sparse ids: the binary search
+    api = pd.DataFrame({"pid": pids, "correlation_id": rng.integers(-1, top, n)})  # repeats, ids <= 0
+    index = call_index(api)
+    m = int(rng.integers(1, 300))
+    corr = rng.integers(-2, n + 8, m)
+    if seed % 5 == 0:
+        corr[0] = 2**32 + 3  # does not fit 32 bits: the binary search (which masks it)
+    for pid in (rng.choice(np.unique(pids), m), np.full(m, pids[0]), rng.choice([7, 8, 9], m)):
+        assert np.array_equal(_call_rows(api, pid, corr, index), last_call_rows(api, pid, corr, index))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -188,9 +206,7 @@ def test_activity_steps_with_repeated_correlation_ids_match_a_pandas_merge(tmp_p
     link = _link(analysis, act)
     assert not link.unique
     for api_step in (np.array([0, 1, 2, 3, -1]), np.array([5, -1, 7, 8, 9]), np.full(5, -1)):
-        keyed = pd.DataFrame(
-            {"pid": trace.api["pid"], "correlation_id": trace.api["correlation_id"], "step": api_step}
-        )
+        keyed = pd.DataFrame({"pid": trace.api["pid"], "correlation_id": trace.api["correlation_id"], "step": api_step})
         keyed = keyed.loc[keyed["step"] >= 0].drop_duplicates(["pid", "correlation_id"], keep="last")
         ref = act[["pid", "correlation_id"]].merge(keyed, on=["pid", "correlation_id"], how="left")
         expected = ref["step"].fillna(-1).to_numpy(dtype=np.int64)

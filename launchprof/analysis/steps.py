@@ -180,8 +180,7 @@ def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
         groups = [(tid, rows[bounds[i] : bounds[i + 1]]) for i, tid in enumerate(tids)]
     for tid, calls in groups:
         mine = by_start[r_tid[by_start] == tid]  # this thread's ranges, by start
-        found = _containing(r_start[mine], r_end[mine], _take(call_start, calls))
-        on_range = np.where(found >= 0, mine[np.maximum(found, 0)], -1)
+        on_range = _containing(r_start[mine], r_end[mine], _take(call_start, calls), mine)
         if calls is None:
             out = on_range
         else:
@@ -189,22 +188,24 @@ def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _containing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """For each of ``t``: the index of the last of ``starts`` (ascending) at or before it,
+def _containing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """For each of ``t``: the label of the last of ``starts`` (ascending) at or before it,
     where ``t`` is before that one's end; -1 otherwise (as ``merge_asof`` backward, then the
-    end test). Many ``t`` in ascending order (calls by start): range ``k`` holds the calls
-    from the first at or after its start, up to the first at or after the next range's
-    start or its own end, whichever is first; those runs, end to end, are labelled by a
-    running sum of +label at each run's start and -label at its end."""
+    end test). ``labels`` are >= 0. Many ``t`` in ascending order (calls by start): range
+    ``k`` holds the calls from the first at or after its start, up to the first at or after
+    the next range's start or its own end, whichever is first; those runs lie in order and
+    apart, so a running sum of +(label + 1) at each run's start and -(label + 1) at its end
+    labels them (one binary search per range, not per call)."""
     if t.size > 4 * starts.size and (t[1:] >= t[:-1]).all():
         lo = np.searchsorted(t, starts, side="left")
-        hi = np.minimum(np.r_[lo[1:], t.size], np.searchsorted(t, ends, side="left"))
-        hi = np.maximum(hi, lo)
-        label = np.arange(1, starts.size + 1, dtype=np.float64)  # exact: small integers
-        delta = np.bincount(lo, label, t.size + 1) - np.bincount(hi, label, t.size + 1)
-        return np.rint(np.cumsum(delta[: t.size])).astype(np.int64) - 1
+        hi = np.maximum(lo, np.minimum(np.r_[lo[1:], t.size], np.searchsorted(t, ends, side="left")))
+        delta = np.zeros(t.size + 1, dtype=np.int64)
+        np.add.at(delta, lo, labels + 1)
+        np.subtract.at(delta, hi, labels + 1)
+        return np.cumsum(delta[: t.size]) - 1
     k = np.searchsorted(starts, t, side="right") - 1
-    return np.where((k >= 0) & (t < ends[np.maximum(k, 0)]), k, -1)
+    inside = (k >= 0) & (t < ends[np.maximum(k, 0)])
+    return np.where(inside, labels[np.maximum(k, 0)], -1)
 
 
 def _with_helper_threads(api: pd.DataFrame, ranges: pd.DataFrame, api_step: np.ndarray, pid: int) -> np.ndarray:
@@ -253,13 +254,56 @@ def _link(analysis: Analysis, activity: pd.DataFrame) -> _Link:
     api = analysis.trace.api
     keys, rows = analysis.trace.cached("call_index", lambda: call_index(api))
     corr = activity["correlation_id"].to_numpy()
-    call_row = last_call_rows(api, activity["pid"].to_numpy(), corr, (keys, rows))
+    call_row = _call_rows(api, activity["pid"].to_numpy(), corr, (keys, rows))
     api_corr = api["correlation_id"].to_numpy()
     fits = all(c.size == 0 or int(c.max()) < 2**32 for c in (corr, api_corr)) and all(
         p.size == 0 or (int(p.min()) >= -(2**31) and int(p.max()) < 2**31)
         for p in (activity["pid"].to_numpy(), api["pid"].to_numpy())
     )
     return _Link(call_row, fits and keys.size == int((api_corr > 0).sum()))
+
+
+def _call_rows(
+    api: pd.DataFrame, pid: np.ndarray, corr: np.ndarray, index: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """:func:`~launchprof.analysis.timeline.last_call_rows` (same result), by direct
+    addressing where it can: per process (a handful), a table from correlation id to call
+    row, when the ids are dense (they count up from 1 in a process) and every pid and
+    correlation id fits the 32 bits of a :func:`~launchprof.analysis.timeline.corr_key`."""
+    keys, rows = index
+    fits = (
+        keys.size > 0
+        and corr.size > 0
+        and int(corr.max()) < 2**32
+        and int(pid.min()) >= -(2**31)
+        and int(pid.max()) < 2**31
+    )
+    if not fits:
+        return last_call_rows(api, pid, corr, index)
+    if keys[0] >> 32 == keys[-1] >> 32:  # one process (keys are sorted by pid first)
+        heads, key_pid = np.zeros(1, dtype=np.int64), keys[:1] >> 32
+    else:
+        key_pid = keys >> 32
+        heads = np.flatnonzero(np.r_[True, key_pid[1:] != key_pid[:-1]])
+    ends = np.r_[heads[1:], keys.size]
+    if heads.size > 8:
+        return last_call_rows(api, pid, corr, index)
+    out = np.full(corr.size, -1, dtype=np.int64)
+    for p, a, b in zip(key_pid[heads], heads, ends, strict=True):
+        key_corr = keys[a:b] - (int(p) << 32)  # the correlation ids, ascending (all > 0)
+        top = int(key_corr[-1])
+        if top > 4 * (b - a) + 2**16:  # sparse ids: a table would be mostly empty
+            return last_call_rows(api, pid, corr, index)
+        table = np.full(top + 1, -1, dtype=np.int64)  # entry 0 stays -1: no call has id 0
+        table[key_corr] = rows[a:b]
+        if int(corr.min()) > 0 and int(corr.max()) <= top:
+            found = table[corr]
+        else:
+            found = table[np.where((corr > 0) & (corr <= top), corr, 0)]
+        if heads.size == 1 and int(pid.min()) == int(pid.max()) == int(p):
+            return found
+        out = np.where(pid == p, found, out)
+    return out
 
 
 def _activity_from_api(link: _Link, activity: pd.DataFrame, api: pd.DataFrame, api_step: np.ndarray) -> np.ndarray:
@@ -698,6 +742,8 @@ def _ended_after(call_end: np.ndarray, call_row: np.ndarray, t: np.ndarray) -> n
         and max(-int(call_end.min()), int(call_end.max()), -int(t.min()), int(t.max())) < 2**53
     )
     if exact:
+        if call_row.size == 0 or int(call_row.min()) >= 0:  # every row has its call
+            return call_end[call_row] > t
         return (call_row >= 0) & (call_end[np.maximum(call_row, 0)] > t)
     return np.nan_to_num(_at_call(call_end, call_row), nan=-np.inf) > t
 
@@ -817,7 +863,7 @@ def _inner(
     # the step and count for nothing); host-wait where the call that submitted the activity
     # after the gap ended after the gap began (float ns, as timeline.lookup_end gives it).
     gap = np.zeros(seg_step.size, dtype=np.int64)
-    gap[:-1] = seg_start[1:] - seg_end[:-1]
+    np.subtract(seg_start[1:], seg_end[:-1], out=gap[:-1])
     step_last = (seg_bounds[1:] - 1)[seg_bounds[1:] > seg_bounds[:-1]]  # its gap leads out of the step
     is_bubble = gap >= threshold
     is_bubble[step_last] = False
@@ -841,11 +887,11 @@ def _inner(
 
 def _sorted_by(step: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
     """Whether the rows are sorted by (step, start, end)."""
-    if (step[1:] > step[:-1]).all():
-        return True
     if not (step[1:] >= step[:-1]).all():
         return False
     s0, s1 = start[:-1], start[1:]
+    if (s1 > s0).all():  # steps in order, starts strictly rising: sorted
+        return True
     return bool(((step[1:] > step[:-1]) | (s1 > s0) | ((s1 == s0) & (end[1:] >= end[:-1]))).all())
 
 
