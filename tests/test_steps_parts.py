@@ -17,6 +17,7 @@ from launchprof.analysis.steps import (
     _activity_from_api,
     _bounds,
     _call_rows,
+    _first_seen_codes,
     _group_cummax,
     _inner,
     _last_at_or_before,
@@ -81,6 +82,18 @@ def test_call_rows_by_table_are_last_call_rows(seed: int) -> None:
         corr[0] = 2**32 + 3  # does not fit 32 bits: the binary search (which masks it)
     for pid in (rng.choice(np.unique(pids), m), np.full(m, pids[0]), rng.choice([7, 8, 9], m)):
         assert np.array_equal(_call_rows(api, pid, corr, index), last_call_rows(api, pid, corr, index))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_first_seen_codes_are_pandas_ngroup(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    top = [3, 1000, 2**40][seed % 3]  # the last: too wide to pack, pandas numbers them
+    columns = [rng.integers(-top, top, n) for _ in range(int(rng.integers(1, 8)))]
+    columns = [c if rng.random() < 0.5 else np.full(n, c[0]) for c in columns]  # some constant
+    frame = pd.DataFrame({str(i): c for i, c in enumerate(columns)})
+    ref = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
+    assert np.array_equal(_first_seen_codes(columns), ref)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -366,8 +366,10 @@ def _period(tokens: np.ndarray) -> int | None:
     return None
 
 
-def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np.ndarray | None) -> np.ndarray:
-    """Step index for each kernel of a periodic sequence (kern sorted by start)."""
+def _sequence_steps(
+    start: np.ndarray, end: np.ndarray, tokens: np.ndarray, p: int, template: np.ndarray | None
+) -> np.ndarray:
+    """Step index for each kernel of a periodic sequence (kernels sorted by start)."""
     n = tokens.size
     if template is not None:
         windows = np.lib.stride_tricks.sliding_window_view(tokens, p) if n >= p else np.empty((0, p))
@@ -375,7 +377,7 @@ def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np
         i0 = int(hits[0]) if hits.size else 0
     else:
         # Phase: the rotation whose first kernel follows the longest median idle gap.
-        gap = np.r_[0, kern["start"].to_numpy()[1:] - kern["end"].to_numpy()[:-1]]
+        gap = np.r_[0, start[1:] - end[:-1]]
         lo = max(0, n // 2 - WINDOW // 2)
         scores = [
             np.median(gap[lo + r : lo + WINDOW : p]) if gap[lo + r : lo + WINDOW : p].size else 0 for r in range(p)
@@ -395,38 +397,64 @@ def _inferred(
     analysis: Analysis, device: DeviceAnalysis, pid: int, template: Sequence[str] | None
 ) -> tuple[np.ndarray, str, str] | None:
     act = device.activity
-    mask = (act["pid"] == pid) & (act["kind"] == "kernel")
-    rows = act.loc[mask]
-    kern = analysis.trace.kernels
-    kern = kern.loc[(kern["pid"] == pid) & (kern["device_id"] == device.device_id)]
-    kern = kern.sort_values(["start", "end"], kind="stable")
-    if len(kern) != len(rows) or kern.empty:
+    mask = (act["pid"].to_numpy() == pid) & _kind_in(act["kind"], ("kernel",))
+    kernels = analysis.trace.kernels
+    # The process's kernels on the device, sorted by (start, end) (stable).
+    rows = np.flatnonzero((kernels["pid"].to_numpy() == pid) & (kernels["device_id"].to_numpy() == device.device_id))
+    start, end = kernels["start"].to_numpy()[rows], kernels["end"].to_numpy()[rows]
+    if not _sorted_by(np.zeros(rows.size, dtype=np.int64), start, end):
+        order = np.lexsort((end, start))
+        rows, start, end = rows[order], start[order], end[order]
+    if rows.size != int(mask.sum()) or rows.size == 0:
         return None
     if template is not None:
-        names = kern["name_id"].map(analysis.trace.string).to_numpy(dtype=object)
+        # Kernel names: each name id looked up once.
+        ids, of_id = np.unique(kernels["name_id"].to_numpy()[rows], return_inverse=True)
+        names = np.array([analysis.trace.string(i) for i in ids], dtype=object)[of_id]
         codes, uniques = pd.factorize(names)
         lookup = {str(u): i for i, u in enumerate(uniques)}
         wanted = np.array([lookup.get(str(t), -2) for t in template], dtype=np.int64)
         p = len(template)
-        step_of_kernel = _sequence_steps(kern, codes.astype(np.int64), p, wanted)
+        step_of_kernel = _sequence_steps(start, end, codes.astype(np.int64), p, wanted)
         how = f"kernel sequence cut into steps of {p} kernels by the given template"
     else:
-        keys = kern[["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]]
-        # Codes in order of first appearance, as MultiIndex.factorize gives, but faster.
-        tokens = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
+        cols = ["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+        tokens = _first_seen_codes([kernels[c].to_numpy()[rows] for c in cols])
         found = _period(tokens)
         if found is None:
             return None
         p = found
-        step_of_kernel = _sequence_steps(kern, tokens, p, None)
+        step_of_kernel = _sequence_steps(start, end, tokens, p, None)
         how = (
             f"no NVTX step ranges and no graph launches: steps inferred from the repeating "
             f"kernel sequence (period {p} kernels)"
         )
     # Map back to activity rows (same order: both sorted by (start, end) and stable).
     out = np.full(len(act), -1, dtype=np.int64)
-    out[np.flatnonzero(mask.to_numpy())] = step_of_kernel
+    out[np.flatnonzero(mask)] = step_of_kernel
     return out, f"repeating sequence of {p} kernels", how
+
+
+def _first_seen_codes(columns: list[np.ndarray]) -> np.ndarray:
+    """One int64 code per row of ``columns`` (equal rows, equal codes), numbered in order of
+    first appearance, as pandas' ``groupby(sort=False).ngroup()`` numbers them. Integer
+    columns are packed into one int64 key where their ranges fit 62 bits."""
+    if all(np.issubdtype(c.dtype, np.integer) for c in columns) and columns[0].size:
+        key = np.zeros(columns[0].size, dtype=np.int64)
+        shift = 0
+        for c in columns:
+            lo, span = int(c.min()), int(c.max()) - int(c.min()) + 1
+            if shift > 62:
+                break
+            key |= (c.astype(np.int64) - lo) << shift
+            shift += max(span - 1, 1).bit_length()
+        if shift <= 62:
+            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            rank = np.empty(first.size, dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+            return rank[inverse.reshape(-1)]
+    frame = pd.DataFrame({str(i): c for i, c in enumerate(columns)})
+    return frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
 
 
 def _assign_by_time(starts: np.ndarray, bounds: np.ndarray) -> np.ndarray:
