@@ -10,6 +10,8 @@ does not add to the wall time.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shlex
 import shutil
@@ -21,10 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
+from launchprof.early import EarlyAnalysis, EarlyResult, background_priority, wanted
 from launchprof.errors import LaunchprofError, NsysError, OutputError
 from launchprof.nsys.locate import locate_nsys, nsys_info
 from launchprof.nsys.profile import (
@@ -37,6 +38,10 @@ from launchprof.nsys.profile import (
     stranded_qdstrm,
     workload,
 )
+from launchprof.timings import mark
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class Interrupted(LaunchprofError):
@@ -83,6 +88,7 @@ def _claim_folder(folder: Path) -> None:
 
 
 def _warm_imports() -> None:
+    background_priority()  # the workload and nsys come first
     import launchprof.commands  # noqa: F401  (pandas and the report modules: imported while nsys runs)
 
 
@@ -141,8 +147,14 @@ def run_profile(
         )
     warm = threading.Thread(target=_warm_imports, daemon=True)
     warm.start()
+    early = None
+    if wanted(cmd.argv):  # analyse while nsys writes its SQLite export (launchprof.early)
+        early = EarlyAnalysis(
+            folder / TRACE_STEM, nsys_path, bubble_threshold_ns, step, warm=warm, render=not baseline_runs
+        ).start()
     interrupts: list[int] = []
     started = time.time()
+    mark("nsys_start")
     code = run_nsys(
         cmd.argv,
         on_interrupt=lambda: console.print(
@@ -155,11 +167,14 @@ def run_profile(
         ),
         interrupts=interrupts,
     )
+    mark("nsys_end")
+    ready = early.finish() if early is not None else None
     if interrupts:
+        ready = None  # nsys may have written less than it recorded: analyse what it wrote
         _rescue_qdstrm(folder / TRACE_STEM, started, console)
     try:
         return _after_recording(
-            folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs
+            folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs, ready
         )
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
@@ -192,9 +207,17 @@ def _after_recording(
     warm: threading.Thread,
     work: Workload | None = None,
     baseline_runs: int = 0,
+    ready: EarlyResult | None = None,
 ) -> ProfileResult:
-    with console.status("checking the trace") as status:
-        files = finish_trace(folder / TRACE_STEM, nsys_path, progress=lambda msg: status.update(f"{msg}..."))
+    with contextlib.ExitStack() as stack:
+        shown: list[Any] = []  # the spinner starts only when there is an import or export to wait for
+
+        def progress(msg: str) -> None:
+            if not shown:
+                shown.append(stack.enter_context(console.status(f"{msg}...")))
+            shown[0].update(f"{msg}...")
+
+        files = finish_trace(folder / TRACE_STEM, nsys_path, progress=progress)
     if files is None:
         error = NsysError(
             f"nsys wrote no trace into {folder} (nsys exit code {code}); nsys's own messages above say why "
@@ -208,14 +231,27 @@ def _after_recording(
             markup=False,
             soft_wrap=True,
         )
+    mark("trace_ready")
     warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
+    gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
+    mark("imports_done")
     baseline = _run_baselines(work, folder, baseline_runs, console) if (work and baseline_runs and code == 0) else None
     from launchprof.commands import run_analyze
+    from launchprof.trace.columns import prefetch
 
+    prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed = True
     try:
         run_analyze(
-            files.sqlite, folder, False, bubble_threshold_ns, str(nsys_path), console, step=step, baseline=baseline
+            files.sqlite,
+            folder,
+            False,
+            bubble_threshold_ns,
+            str(nsys_path),
+            console,
+            step=step,
+            baseline=baseline,
+            early=ready if (ready is not None and not files.imported and not files.exported) else None,
         )
     except LaunchprofError as exc:
         if code == 0:
@@ -227,6 +263,7 @@ def _after_recording(
             raise
         console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
         analysed = False
+    mark("report_written")
     if analysed and open_report:
         uri = (folder / "report.html").resolve().as_uri()
         if not webbrowser.open(uri):
