@@ -31,12 +31,13 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import findings as F
+from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.findings import Finding
-from launchprof.analysis.launches import KERNEL_LAUNCH_CALLS
 from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
+from launchprof.analysis.timeline import corr_key
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
@@ -161,7 +162,7 @@ def _framework(analysis: Analysis, ctx: StepContext) -> str:
     elementwise, layer-norm, softmax, reduction kernels); else ``cuda``. A Python process
     alone is not enough (cuda-python programs are CUDA code)."""
     kernels = analysis.trace.kernels
-    ids = kernels.loc[kernels["pid"] == ctx.pid, "name_id"].unique()
+    ids = pd.unique(kernels["name_id"].to_numpy()[kernels["pid"].to_numpy() == ctx.pid])
     names = pd.Series(ids).map(analysis.trace.string).astype(str)
     return "pytorch" if names.str.contains(TORCH_KERNELS, regex=True).any() else "cuda"
 
@@ -258,10 +259,38 @@ def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
     k = ctx.kernels
     if k.empty:
         return pd.DataFrame({"kernel_ns": pd.Series(dtype="int64"), "launch_call_ns": pd.Series(dtype="int64")})
-    per_launch = k.loc[k["graph_node_id"].isna(), ["pid", "correlation_id", "start", "end"]]
     api = analysis.trace.api
-    calls = api.loc[api["call"].isin(KERNEL_LAUNCH_CALLS), ["pid", "correlation_id", "start", "end"]]
-    j = per_launch.merge(calls, on=["pid", "correlation_id"], suffixes=("", "_call"))
+    is_call = api_classes(analysis.trace)["launch"].to_numpy()  # call in KERNEL_LAUNCH_CALLS
+    per_launch = k["graph_node_id"].isna().to_numpy()
+    # Per-launch kernels joined to their launch call on (pid, correlation id): one int64
+    # key per pair and a binary search, when no two launch calls share a key (else a merge).
+    call_key = corr_key(api["pid"].to_numpy()[is_call], api["correlation_id"].to_numpy()[is_call])
+    order = None if (np.diff(call_key) > 0).all() else np.argsort(call_key, kind="stable")
+    sorted_key = call_key if order is None else call_key[order]
+    if (np.diff(sorted_key) == 0).any():
+        return _durations_merged(k.loc[per_launch], api.loc[is_call])
+    call_ns = (api["end"] - api["start"]).to_numpy()[is_call]
+    call_ns = call_ns if order is None else call_ns[order]
+    kernel_ns = (k["end"] - k["start"]).to_numpy()[per_launch]
+    wanted = corr_key(k["pid"].to_numpy()[per_launch], k["correlation_id"].to_numpy()[per_launch])
+    if sorted_key.size == 0:
+        found = np.zeros(wanted.size, dtype=bool)
+        pos = np.zeros(wanted.size, dtype=np.int64)
+    else:
+        pos = np.minimum(np.searchsorted(sorted_key, wanted), sorted_key.size - 1)
+        found = sorted_key[pos] == wanted
+    return pd.DataFrame(
+        {
+            "kernel_ns": kernel_ns[found].astype(np.int64),
+            "launch_call_ns": call_ns[pos[found]].astype(np.int64),
+        }
+    )
+
+
+def _durations_merged(per_launch: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_durations` by an inner merge (launch calls sharing a correlation key)."""
+    cols = ["pid", "correlation_id", "start", "end"]
+    j = per_launch[cols].merge(calls[cols], on=["pid", "correlation_id"], suffixes=("", "_call"))
     return pd.DataFrame(
         {
             "kernel_ns": (j["end"] - j["start"]).to_numpy(dtype=np.int64),

@@ -25,7 +25,9 @@ is host work.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -55,11 +57,16 @@ class StepContext:
         steady: the steady rows of ``table`` (all rows for the pseudo-step).
         kernels: kernels of steady steps: ``step``, ``start``, ``end``, ``stream_id``,
             ``name_id``, ``grid_x``..``block_z``, ``graph_node_id``, ``correlation_id``.
-        calls: CUDA API calls of ``pid`` inside steady steps (by CPU time): ``step``,
-            ``call``, ``start``, ``end``, ``tid``, ``correlation_id`` plus the class
-            columns of :func:`~launchprof.analysis.callkinds.classify`.
         memops: memops of steady steps: ``step``, ``kind``, ``copy_kind``, ``bytes``.
         pseudo: True when ``table`` is the whole-device pseudo-step.
+        api: the trace's ``api`` frame.
+        call_rows: positions in ``api`` of the calls of ``pid`` inside steady steps (by
+            CPU time), ascending; ``call_steps``: their steps.
+        calls: (property, built on first use) those calls: the columns of ``api`` plus
+            ``step`` and the class columns of
+            :func:`~launchprof.analysis.callkinds.classify`, ``call`` as text; index:
+            their ``api`` labels. :meth:`calls_where` gives a class's rows without
+            building the whole frame.
     """
 
     steps: Steps
@@ -68,9 +75,43 @@ class StepContext:
     table: pd.DataFrame
     steady: pd.DataFrame
     kernels: pd.DataFrame = field(repr=False)
-    calls: pd.DataFrame = field(repr=False)
     memops: pd.DataFrame = field(repr=False)
     pseudo: bool = False
+    api: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    call_rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
+    call_steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
+    # classify() of api["call"] (api_classes of the trace); None: no calls frame at all.
+    call_classes: pd.DataFrame | None = field(default=None, repr=False)
+    # Values derived from the frames for the findings, computed once (see cached).
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per ``key`` for this context (shared by the
+        findings: read it, do not modify it)."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        """The calls of ``pid`` inside steady steps (see the class docstring); built once."""
+        return self.cached("calls", lambda: self.calls_where(None))  # type: ignore[no-any-return]
+
+    def calls_where(self, kind: str | None) -> pd.DataFrame:
+        """``calls.loc[calls[kind]]`` (the rows of one class column, e.g. ``"sync"``), or
+        all of ``calls`` for None; only the chosen rows are taken from ``api``."""
+        if self.call_classes is None:
+            return pd.DataFrame()
+        rows, steps = self.call_rows, self.call_steps
+        if kind is not None:
+            flagged = self.call_classes[kind].to_numpy()[rows]
+            rows, steps = rows[flagged], steps[flagged]
+        calls = _take(self.api, rows, index=self.api.index[rows])
+        calls["step"] = steps
+        for name, flags in self.call_classes.items():
+            calls[name] = flags.to_numpy()[rows]
+        calls["call"] = text(calls["call"])
+        return calls
 
 
 def _device(analysis: Analysis, steps: Steps) -> DeviceAnalysis | None:
@@ -119,26 +160,79 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
     )
 
 
+def _segment_cummax(values: np.ndarray, new_segment: np.ndarray) -> np.ndarray:
+    """Running maximum of int ``values`` restarting where ``new_segment`` is True (the
+    first entry starts a segment). Each segment is lifted above the ones before it by a
+    multiple of the value range, so one ``np.maximum.accumulate`` serves all of them;
+    a loop over the segments when that would overflow int64."""
+    if values.size == 0:
+        return values.astype(np.int64)
+    seg = np.cumsum(new_segment) - 1
+    low = int(values.min())
+    width = int(values.max()) - low + 1
+    if int(seg[-1]) + 1 <= (2**62) // width:
+        lift = seg.astype(np.int64) * width
+        return np.maximum.accumulate(values - low + lift) - lift + low
+    out = np.empty(values.size, dtype=np.int64)
+    bounds = np.append(np.flatnonzero(new_segment), values.size)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # many threads, huge range: rare
+        out[a:b] = np.maximum.accumulate(values[a:b])
+    return out
+
+
 def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
     """Per api row: the latest end (float ns) of the calls before it on its thread (NaN for
     a thread's first call). Calls are ordered by (tid, start), ties in row order; calls
     sharing (tid, start) all get the value of the first of them."""
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
-    order = np.lexsort((start, tid))
-    t, st = tid[order], start[order]
+    if tid.size == 0:
+        return np.empty(0, dtype=np.float64)
+    # The loader sorts calls by start: then the (tid, start) order is a stable sort by tid
+    # (and no sort at all for one thread).
+    if (np.diff(start) >= 0).all():
+        order = None if (tid == tid[0]).all() else np.argsort(tid, kind="stable")
+    else:
+        order = np.lexsort((start, tid))
+    t = tid if order is None else tid[order]
+    st = start if order is None else start[order]
     new_tid = np.ones(t.size, bool)
     new_tid[1:] = t[1:] != t[:-1]
-    running = pd.Series(api["end"].to_numpy()[order]).groupby(t).cummax().to_numpy(dtype=np.float64)
+    ends = api["end"].to_numpy()
+    running = _segment_cummax(ends if order is None else ends[order], new_tid).astype(np.float64)
     prev = np.empty(t.size, dtype=np.float64)
     prev[0:1] = np.nan
     prev[1:] = running[:-1]
     prev[new_tid] = np.nan
     first_of_pair = new_tid.copy()
     first_of_pair[1:] |= st[1:] != st[:-1]
-    first_pos = np.maximum.accumulate(np.where(first_of_pair, np.arange(t.size), 0))
+    if first_of_pair.all():
+        value = prev
+    else:
+        value = prev[np.maximum.accumulate(np.where(first_of_pair, np.arange(t.size), 0))]
+    if order is None:
+        return value
     out = np.empty(t.size, dtype=np.float64)
-    out[order] = prev[first_pos]
+    out[order] = value
+    return out
+
+
+def _blocked_at(
+    sync_pid: np.ndarray, sync_start: np.ndarray, sync_end: np.ndarray, pid: np.ndarray, at: np.ndarray
+) -> np.ndarray:
+    """For each (``pid``, ``at``): whether the last synchronizing call of that process
+    starting at or before ``at`` (of calls sharing a start, the last in row order) ended
+    at or after ``at - SYNC_TOLERANCE_NS``. As ``pd.merge_asof(direction="backward",
+    by="pid")`` over the calls sorted stably by start, compared in int64."""
+    out = np.zeros(at.size, dtype=bool)
+    for p in np.unique(sync_pid):  # a handful of processes
+        mine = sync_pid == p
+        order = np.argsort(sync_start[mine], kind="stable")
+        starts, ends = sync_start[mine][order], sync_end[mine][order]
+        rows = np.flatnonzero(pid == p)
+        i = np.searchsorted(starts, at[rows], side="right") - 1
+        found = i >= 0
+        out[rows[found]] = ends[i[found]] >= at[rows[found]] - SYNC_TOLERANCE_NS
     return out
 
 
@@ -147,46 +241,52 @@ def _gap_causes(
 ) -> pd.DataFrame:
     """Host-wait idle per step split by cause (module docstring)."""
     columns = ["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]
-    sums = np.zeros((n_steps, len(columns)), dtype=np.int64)
     keep = step_of >= 0
-    act = act.loc[keep]
-    step_of = step_of[keep]
-    u = union(act["start"].to_numpy(), act["end"].to_numpy())
+    every = bool(keep.all())
+
+    def column(name: str) -> np.ndarray:
+        values = act[name].to_numpy()
+        return values if every else values[keep]
+
+    step_of = step_of if every else step_of[keep]
+    u = union(column("start"), column("end"))
     api = analysis.trace.api
-    if u.starts.size >= 2 and len(api):
-        nxt = u.order[u.first_row[1:]]
-        gap_start, gap_end = u.gap_starts, u.gap_ends
-        gap_pid = act["pid"].to_numpy()[nxt]
-        index = analysis.trace.cached("call_index", lambda: call_index(api))
-        call = last_call_rows(api, gap_pid, act["correlation_id"].to_numpy()[nxt], index)
-        call_start = api["start"].to_numpy()[np.maximum(call, 0)]
-        call_end = api["end"].to_numpy()[np.maximum(call, 0)]
-        host_wait = (call >= 0) & (call_end > gap_start)
-        # Gaps are in time order (a union's gaps are), as the merge_asof below needs.
-        gap_start, gap_end, gap_pid = gap_start[host_wait], gap_end[host_wait], gap_pid[host_wait]
-        call, call_start = call[host_wait], call_start[host_wait]
-        gap_step = step_of[nxt][host_wait]
-        # Sync: a synchronizing call of the process blocked across the gap's start.
-        cls = api_classes(analysis.trace)
-        sync = api.loc[cls["sync"].to_numpy(), ["pid", "start", "end"]].sort_values("start", kind="stable")
-        if len(sync) and gap_start.size:
-            m = pd.merge_asof(
-                pd.DataFrame({"start": gap_start, "pid": gap_pid}),
-                sync.rename(columns={"start": "s_start", "end": "s_end"}),
-                left_on="start",
-                right_on="s_start",
-                by="pid",
-                direction="backward",
-            )
-            is_sync = (m["s_end"] >= m["start"] - SYNC_TOLERANCE_NS).fillna(False).to_numpy(dtype=bool)
-        else:
-            is_sync = np.zeros(gap_start.size, dtype=bool)
-        # Host work: CPU time outside CUDA calls on the submitting thread before the call.
-        idle_before = np.nan_to_num(call_start - _prev_end_on_thread(api)[call], nan=0.0)
-        is_host = ~is_sync & (idle_before > host_gap_ns)
-        cause = np.where(is_sync, 0, np.where(is_host, 1, 2))
-        np.add.at(sums, (gap_step, cause), gap_end - gap_start)
-    return pd.DataFrame(sums, index=pd.RangeIndex(n_steps), columns=columns)
+    if u.starts.size < 2 or not len(api):
+        empty = np.zeros((n_steps, len(columns)), dtype=np.int64)
+        return pd.DataFrame(empty, index=pd.RangeIndex(n_steps), columns=columns)
+    nxt = u.order[u.first_row[1:]]
+    gap_start, gap_end = u.gap_starts, u.gap_ends
+    gap_pid = column("pid")[nxt]
+    index = analysis.trace.cached("call_index", lambda: call_index(api))
+    call = last_call_rows(api, gap_pid, column("correlation_id")[nxt], index)
+    api_start, api_end = api["start"].to_numpy(), api["end"].to_numpy()
+    safe = np.maximum(call, 0)
+    host_wait = (call >= 0) & (api_end[safe] > gap_start)
+    # Gaps are in time order (a union's gaps are).
+    gap_start, gap_end, gap_pid = gap_start[host_wait], gap_end[host_wait], gap_pid[host_wait]
+    call = call[host_wait]
+    gap_step = step_of[nxt][host_wait]
+    # Sync: a synchronizing call of the process blocked across the gap's start.
+    is_sync_call = api_classes(analysis.trace)["sync"].to_numpy()
+    if is_sync_call.any() and gap_start.size:
+        is_sync = _blocked_at(
+            api["pid"].to_numpy()[is_sync_call], api_start[is_sync_call], api_end[is_sync_call], gap_pid, gap_start
+        )
+    else:
+        is_sync = np.zeros(gap_start.size, dtype=bool)
+    # Host work: CPU time outside CUDA calls on the submitting thread before the call.
+    idle_before = np.nan_to_num(api_start[call] - _prev_end_on_thread(api)[call], nan=0.0)
+    is_host = ~is_sync & (idle_before > host_gap_ns)
+    cause = np.where(is_sync, 0, np.where(is_host, 1, 2))
+    # Sum per (step, cause). Float sums of int ns are exact below 2**53 ns (104 days):
+    # the gaps are disjoint, so no sum exceeds the trace's span.
+    flat, length = gap_step * len(columns) + cause, gap_end - gap_start
+    if int(length.sum()) < 2**53:
+        sums = np.bincount(flat, weights=length, minlength=n_steps * len(columns)).astype(np.int64)
+    else:
+        sums = np.zeros(n_steps * len(columns), dtype=np.int64)
+        np.add.at(sums, flat, length)
+    return pd.DataFrame(sums.reshape(n_steps, len(columns)), index=pd.RangeIndex(n_steps), columns=columns)
 
 
 def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
@@ -200,25 +300,79 @@ def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
     return np.where(inside, table["step"].to_numpy()[np.clip(idx, 0, None)], -1)
 
 
+def _kind_is(kind: pd.Series, names: tuple[str, ...]) -> np.ndarray:
+    """Whether each row of an activity ``kind`` column is one of ``names``; compared by
+    category code when the column is categorical (no text per row)."""
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        wanted = [i for i, c in enumerate(kind.cat.categories) if str(c) in names]
+        return np.isin(kind.cat.codes.to_numpy(), wanted)
+    return text(kind).isin(names).to_numpy()
+
+
+def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``np.isin(values, wanted) & (values >= 0)`` for step indices (small non-negative
+    ints; -1 for none), by a lookup table instead of a sort."""
+    values = np.asarray(values)
+    wanted = np.asarray(wanted)
+    wanted = wanted[wanted >= 0]
+    if values.size == 0 or wanted.size == 0:
+        return np.zeros(values.size, dtype=bool)
+    top = int(max(values.max(), wanted.max()))
+    if top > 4 * (values.size + wanted.size) + 1024:  # sparse indices: sort-based isin
+        return np.isin(values, wanted) & (values >= 0)
+    table = np.zeros(top + 2, dtype=bool)  # slot 0 stands for every negative value
+    table[wanted.astype(np.int64) + 1] = True
+    return table[np.maximum(values, -1).astype(np.int64) + 1]
+
+
+def _take(frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None) -> pd.DataFrame:
+    """``frame.iloc[rows]`` (every column, dtypes kept) with ``index`` (default a fresh
+    RangeIndex), taken column by column with numpy (cheaper than pandas' take on wide
+    frames of many rows); ascending consecutive ``rows`` are a slice (no copy)."""
+    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size and (np.diff(rows) == 1).all():
+        pick: Any = slice(int(rows[0]), int(rows[-1]) + 1)
+    else:
+        pick = rows
+    cols: dict[str, Any] = {}
+    for c in frame.columns:
+        col = frame[c]
+        if isinstance(col.dtype, np.dtype):
+            cols[c] = col.to_numpy()[pick]
+        else:  # extension arrays (nullable Int64 graph ids, categorical call names)
+            cols[c] = col.array[pick] if isinstance(pick, slice) else col.array.take(pick)
+    return pd.DataFrame(cols, index=index if index is not None else pd.RangeIndex(len(rows)), copy=False)
+
+
+def _sorted_by(primary: np.ndarray, secondary: np.ndarray) -> bool:
+    """Whether rows are already in (primary, secondary) order."""
+    d1 = np.diff(primary)
+    if (d1 > 0).all():
+        return True
+    return bool((d1 >= 0).all() and (np.diff(secondary)[d1 == 0] >= 0).all())
+
+
 def _steady_kernels(
     analysis: Analysis, device: DeviceAnalysis, is_kernel: np.ndarray, step_of: np.ndarray
-) -> pd.DataFrame | None:
-    """The rows of ``analysis.trace.kernels`` behind the activity rows flagged in
-    ``is_kernel``, in kernel-table order, with their ``step``. The kernel rows of a
-    device's activity are its kernels in stable (start, end) order
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows (positions in ``analysis.trace.kernels``, ascending) behind the activity
+    rows flagged in ``is_kernel``, and their steps. The kernel rows of a device's activity
+    are its kernels in stable (start, end) order
     (:meth:`~launchprof.trace.Trace.gpu_activity`), so they are found by position; None
     when the counts disagree."""
     kern = analysis.trace.kernels
     act = device.activity
-    mine = np.flatnonzero((kern["device_id"] == device.device_id).to_numpy())
-    all_kernels = (act["kind"] == "kernel").to_numpy()
+    mine = np.flatnonzero(kern["device_id"].to_numpy() == device.device_id)
+    all_kernels = _kind_is(act["kind"], ("kernel",))
     if mine.size != int(all_kernels.sum()):
         return None
-    by_time = mine[np.lexsort((kern["end"].to_numpy()[mine], kern["start"].to_numpy()[mine]))]
+    start, end = kern["start"].to_numpy()[mine], kern["end"].to_numpy()[mine]
+    by_time = mine if _sorted_by(start, end) else mine[np.lexsort((end, start))]  # the loader sorts by start
     wanted = is_kernel[all_kernels]
     rows, steps = by_time[wanted], step_of[all_kernels][wanted]
-    order = np.argsort(rows, kind="stable")
-    return kern.iloc[rows[order]].assign(step=steps[order])
+    if rows.size and not (np.diff(rows) > 0).all():
+        order = np.argsort(rows, kind="stable")
+        rows, steps = rows[order], steps[order]
+    return rows, steps
 
 
 def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_NS) -> StepContext:
@@ -232,7 +386,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     device = _device(analysis, steps)
     empty = pd.DataFrame()
     if device is None or device.activity.empty:
-        return StepContext(steps, None, steps.pid, empty, empty, empty, empty, empty)
+        return StepContext(steps, None, steps.pid, empty, empty, empty, empty)
     pid = steps.pid if steps.pid is not None else int(device.activity["pid"].value_counts().index[0])
     act = device.activity
     no_period = steps.table.empty or not steps.steady["period_ns"].notna().any()
@@ -249,25 +403,41 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     table["wait_ns"] = table[["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]].sum(axis=1)
     steady = table if pseudo else table.loc[table["step"].isin(steps.steady["step"])]
     steady_steps = steady["step"].to_numpy()
-    in_steady = np.isin(step_of, steady_steps) & (step_of >= 0)
-    # Kernels: the kernel rows of steady steps (activity rows matched on their keys).
+    in_steady = _member(step_of, steady_steps)
+    # Kernels: the kernel rows of steady steps, sorted stably by (step, start).
     keys = ["device_id", "pid", "correlation_id", "stream_id", "start", "end"]
-    kind = text(act["kind"]).to_numpy()
-    is_kernel = in_steady & (kind == "kernel")
-    is_memop = in_steady & np.isin(kind, ["memcpy", "memset"])
-    kernels = _steady_kernels(analysis, device, is_kernel, step_of)
-    if kernels is None:  # the activity does not line up with the kernel table: match on keys
+    is_kernel = in_steady & _kind_is(act["kind"], ("kernel",))
+    is_memop = in_steady & _kind_is(act["kind"], ("memcpy", "memset"))
+    found = _steady_kernels(analysis, device, is_kernel, step_of)
+    if found is not None:
+        rows, kernel_step = found
+        k_start = analysis.trace.kernels["start"].to_numpy()[rows]
+        if not _sorted_by(kernel_step, k_start):
+            order = np.lexsort((k_start, kernel_step))  # stable, as sort_values(kind="stable")
+            rows, kernel_step = rows[order], kernel_step[order]
+        kernels = _take(analysis.trace.kernels, rows)
+        kernels["step"] = kernel_step
+    else:  # the activity does not line up with the kernel table: match on keys
         kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
         kernels = analysis.trace.kernels.merge(kact.drop_duplicates(keys), on=keys, how="inner")
-    kernels = kernels.sort_values(["step", "start"], kind="stable").reset_index(drop=True)
+        kernels = kernels.sort_values(["step", "start"], kind="stable").reset_index(drop=True)
     mact = act.loc[is_memop, keys].assign(step=step_of[is_memop])
     memops = analysis.trace.memops.merge(mact.drop_duplicates(keys), on=keys, how="inner")
+    # Calls: the process's API calls that start inside a steady step (CPU time).
     api = analysis.trace.api
-    of_pid = (api["pid"] == pid).to_numpy()
-    mine = api if of_pid.all() else api.loc[of_pid]  # one process: no copy
-    call_step = _step_of_time(mine["start"].to_numpy(dtype=np.int64), table)
-    keep = np.isin(call_step, steady_steps) & (call_step >= 0)
-    calls = mine.loc[keep].assign(step=call_step[keep])
-    calls = pd.concat([calls, classes(calls["call"])], axis=1)
-    calls["call"] = text(calls["call"])
-    return StepContext(steps, device, pid, table, steady, kernels, calls, memops, pseudo)
+    call_step = _step_of_time(api["start"].to_numpy(dtype=np.int64), table)
+    rows = np.flatnonzero((api["pid"].to_numpy() == pid) & _member(call_step, steady_steps))
+    return StepContext(
+        steps,
+        device,
+        pid,
+        table,
+        steady,
+        kernels,
+        memops,
+        pseudo,
+        api,
+        rows,
+        call_step[rows],
+        api_classes(analysis.trace),
+    )
