@@ -37,7 +37,7 @@ from launchprof.analysis.findings import Finding
 from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
-from launchprof.analysis.timeline import corr_key
+from launchprof.analysis.timeline import call_index, last_call_rows
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
@@ -162,9 +162,20 @@ def _framework(analysis: Analysis, ctx: StepContext) -> str:
     elementwise, layer-norm, softmax, reduction kernels); else ``cuda``. A Python process
     alone is not enough (cuda-python programs are CUDA code)."""
     kernels = analysis.trace.kernels
-    ids = pd.unique(kernels["name_id"].to_numpy()[kernels["pid"].to_numpy() == ctx.pid])
+    name_id, pid = kernels["name_id"].to_numpy(), kernels["pid"].to_numpy()
+    ids = _distinct(name_id if (pid == ctx.pid).all() else name_id[pid == ctx.pid])
     names = pd.Series(ids).map(analysis.trace.string).astype(str)
     return "pytorch" if names.str.contains(TORCH_KERNELS, regex=True).any() else "cuda"
+
+
+def _distinct(ids: np.ndarray) -> np.ndarray:
+    """The distinct values of an int array (ascending), by a presence table when they are
+    small non-negative ids (StringIds ids are), else by a sort."""
+    if ids.size and ids.dtype.kind in "iu" and 0 <= int(ids.min()) and int(ids.max()) <= 4 * ids.size + 65536:
+        present = np.zeros(int(ids.max()) + 1, dtype=bool)
+        present[ids] = True
+        return np.flatnonzero(present)
+    return np.unique(ids)
 
 
 def _figures(ctx: StepContext) -> dict[str, Any]:
@@ -262,28 +273,24 @@ def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
     api = analysis.trace.api
     is_call = api_classes(analysis.trace)["launch"].to_numpy()  # call in KERNEL_LAUNCH_CALLS
     per_launch = k["graph_node_id"].isna().to_numpy()
-    # Per-launch kernels joined to their launch call on (pid, correlation id): one int64
-    # key per pair and a binary search, when no two launch calls share a key (else a merge).
-    call_key = corr_key(api["pid"].to_numpy()[is_call], api["correlation_id"].to_numpy()[is_call])
-    order = None if (np.diff(call_key) > 0).all() else np.argsort(call_key, kind="stable")
-    sorted_key = call_key if order is None else call_key[order]
-    if (np.diff(sorted_key) == 0).any():
+    every = bool(per_launch.all())
+    # Per-launch kernels joined to their launch call on (pid, correlation id), as an inner
+    # merge. When every call with a correlation id has a key of its own (call_index's keys
+    # are as many as those calls) and every launch call has one, a kernel's launch call is
+    # the call with its key, if that is a launch call: a binary search (call_index).
+    keys, rows = analysis.trace.cached("call_index", lambda: call_index(api))
+    has_key = api["correlation_id"].to_numpy() > 0
+    if keys.size != int(has_key.sum()) or (is_call & ~has_key).any():
         return _durations_merged(k.loc[per_launch], api.loc[is_call])
-    call_ns = (api["end"] - api["start"]).to_numpy()[is_call]
-    call_ns = call_ns if order is None else call_ns[order]
-    kernel_ns = (k["end"] - k["start"]).to_numpy()[per_launch]
-    wanted = corr_key(k["pid"].to_numpy()[per_launch], k["correlation_id"].to_numpy()[per_launch])
-    if sorted_key.size == 0:
-        found = np.zeros(wanted.size, dtype=bool)
-        pos = np.zeros(wanted.size, dtype=np.int64)
-    else:
-        pos = np.minimum(np.searchsorted(sorted_key, wanted), sorted_key.size - 1)
-        found = sorted_key[pos] == wanted
+    pid, corr = k["pid"].to_numpy(), k["correlation_id"].to_numpy()
+    call = last_call_rows(api, pid if every else pid[per_launch], corr if every else corr[per_launch], (keys, rows))
+    found = call >= 0
+    found[found] = is_call[call[found]]
+    call = call[found]
+    kernel_ns = (k["end"].to_numpy() - k["start"].to_numpy())[per_launch if not every else slice(None)][found]
+    call_ns = api["end"].to_numpy()[call] - api["start"].to_numpy()[call]
     return pd.DataFrame(
-        {
-            "kernel_ns": kernel_ns[found].astype(np.int64),
-            "launch_call_ns": call_ns[pos[found]].astype(np.int64),
-        }
+        {"kernel_ns": kernel_ns.astype(np.int64, copy=False), "launch_call_ns": call_ns.astype(np.int64, copy=False)}
     )
 
 

@@ -217,6 +217,22 @@ def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
     return out
 
 
+def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """``_prev_end_on_thread(api)[rows]``; when the calls are on one thread in start order
+    (the loader sorts by start), from the running maximum of the ends: the calls before
+    row r on its thread are the rows before the first call sharing r's start."""
+    tid = api["tid"].to_numpy()
+    start = api["start"].to_numpy()
+    if not (tid.size and (tid == tid[0]).all() and (np.diff(start) >= 0).all()):
+        return _prev_end_on_thread(api)[rows]
+    running = np.maximum.accumulate(api["end"].to_numpy())
+    first = np.searchsorted(start, start[rows], side="left")
+    out = np.full(rows.size, np.nan)
+    has = first > 0
+    out[has] = running[first[has] - 1]
+    return out
+
+
 def _blocked_at(
     sync_pid: np.ndarray, sync_start: np.ndarray, sync_end: np.ndarray, pid: np.ndarray, at: np.ndarray
 ) -> np.ndarray:
@@ -225,10 +241,17 @@ def _blocked_at(
     at or after ``at - SYNC_TOLERANCE_NS``. As ``pd.merge_asof(direction="backward",
     by="pid")`` over the calls sorted stably by start, compared in int64."""
     out = np.zeros(at.size, dtype=bool)
+    one = bool(pid.size) and (pid == pid[0]).all()
     for p in np.unique(sync_pid):  # a handful of processes
         mine = sync_pid == p
         order = np.argsort(sync_start[mine], kind="stable")
         starts, ends = sync_start[mine][order], sync_end[mine][order]
+        if one:  # every gap of this one process (or of another: nothing to do)
+            if p != pid[0]:
+                continue
+            i = np.searchsorted(starts, at, side="right") - 1
+            out = (i >= 0) & (ends[np.maximum(i, 0)] >= at - SYNC_TOLERANCE_NS)
+            continue
         rows = np.flatnonzero(pid == p)
         i = np.searchsorted(starts, at[rows], side="right") - 1
         found = i >= 0
@@ -275,7 +298,7 @@ def _gap_causes(
     else:
         is_sync = np.zeros(gap_start.size, dtype=bool)
     # Host work: CPU time outside CUDA calls on the submitting thread before the call.
-    idle_before = np.nan_to_num(api_start[call] - _prev_end_on_thread(api)[call], nan=0.0)
+    idle_before = np.nan_to_num(api_start[call] - _prev_end_at(api, call), nan=0.0)
     is_host = ~is_sync & (idle_before > host_gap_ns)
     cause = np.where(is_sync, 0, np.where(is_host, 1, 2))
     # Sum per (step, cause). Float sums of int ns are exact below 2**53 ns (104 days):
@@ -292,12 +315,14 @@ def _gap_causes(
 def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
     start = table["cpu_start"].to_numpy(dtype=np.int64)
     end = table["cpu_end"].to_numpy(dtype=np.int64)
-    order = np.argsort(start, kind="stable")
-    i = np.searchsorted(start[order], times, side="right") - 1
-    ok = i >= 0
-    idx = np.where(ok, order[np.clip(i, 0, None)], -1)
-    inside = ok & (times < end[np.clip(idx, 0, None)])
-    return np.where(inside, table["step"].to_numpy()[np.clip(idx, 0, None)], -1)
+    step = table["step"].to_numpy()
+    if not (np.diff(start) >= 0).all():  # steps in CPU start order (stable)
+        order = np.argsort(start, kind="stable")
+        start, end, step = start[order], end[order], step[order]
+    i = np.searchsorted(start, times, side="right") - 1
+    at = np.maximum(i, 0)
+    inside = (i >= 0) & (times < end[at])
+    return np.where(inside, step[at], -1)
 
 
 def _kind_is(kind: pd.Series, names: tuple[str, ...]) -> np.ndarray:
@@ -352,23 +377,26 @@ def _sorted_by(primary: np.ndarray, secondary: np.ndarray) -> bool:
 
 
 def _steady_kernels(
-    analysis: Analysis, device: DeviceAnalysis, is_kernel: np.ndarray, step_of: np.ndarray
+    analysis: Analysis, device: DeviceAnalysis, is_kernel: np.ndarray, step_of: np.ndarray, all_kernels: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The rows (positions in ``analysis.trace.kernels``, ascending) behind the activity
-    rows flagged in ``is_kernel``, and their steps. The kernel rows of a device's activity
-    are its kernels in stable (start, end) order
-    (:meth:`~launchprof.trace.Trace.gpu_activity`), so they are found by position; None
-    when the counts disagree."""
+    rows flagged in ``is_kernel``, and their steps (``all_kernels``: the activity's kernel
+    rows). The kernel rows of a device's activity are its kernels in stable (start, end)
+    order (:meth:`~launchprof.trace.Trace.gpu_activity`), so they are found by position;
+    None when the counts disagree."""
     kern = analysis.trace.kernels
-    act = device.activity
-    mine = np.flatnonzero(kern["device_id"].to_numpy() == device.device_id)
-    all_kernels = _kind_is(act["kind"], ("kernel",))
-    if mine.size != int(all_kernels.sum()):
+    device_ids = kern["device_id"].to_numpy()
+    every = bool(device_ids.size) and bool((device_ids == device.device_id).all())  # one device
+    mine = np.arange(device_ids.size) if every else np.flatnonzero(device_ids == device.device_id)
+    only_kernels = bool(all_kernels.all())
+    if mine.size != (all_kernels.size if only_kernels else int(all_kernels.sum())):
         return None
-    start, end = kern["start"].to_numpy()[mine], kern["end"].to_numpy()[mine]
+    start, end = kern["start"].to_numpy(), kern["end"].to_numpy()
+    if not every:
+        start, end = start[mine], end[mine]
     by_time = mine if _sorted_by(start, end) else mine[np.lexsort((end, start))]  # the loader sorts by start
-    wanted = is_kernel[all_kernels]
-    rows, steps = by_time[wanted], step_of[all_kernels][wanted]
+    wanted = is_kernel if only_kernels else is_kernel[all_kernels]
+    rows, steps = by_time[wanted], (step_of if only_kernels else step_of[all_kernels])[wanted]
     if rows.size and not (np.diff(rows) > 0).all():
         order = np.argsort(rows, kind="stable")
         rows, steps = rows[order], steps[order]
@@ -406,9 +434,10 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     in_steady = _member(step_of, steady_steps)
     # Kernels: the kernel rows of steady steps, sorted stably by (step, start).
     keys = ["device_id", "pid", "correlation_id", "stream_id", "start", "end"]
-    is_kernel = in_steady & _kind_is(act["kind"], ("kernel",))
+    all_kernels = _kind_is(act["kind"], ("kernel",))
+    is_kernel = in_steady & all_kernels
     is_memop = in_steady & _kind_is(act["kind"], ("memcpy", "memset"))
-    found = _steady_kernels(analysis, device, is_kernel, step_of)
+    found = _steady_kernels(analysis, device, is_kernel, step_of, all_kernels)
     if found is not None:
         rows, kernel_step = found
         k_start = analysis.trace.kernels["start"].to_numpy()[rows]
