@@ -37,7 +37,7 @@ from launchprof.analysis.findings import Finding
 from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
-from launchprof.analysis.timeline import call_index, last_call_rows
+from launchprof.analysis.timeline import call_index
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
@@ -277,13 +277,12 @@ def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
     # Per-launch kernels joined to their launch call on (pid, correlation id), as an inner
     # merge. When every call with a correlation id has a key of its own (call_index's keys
     # are as many as those calls) and every launch call has one, a kernel's launch call is
-    # the call with its key, if that is a launch call: a binary search (call_index).
+    # its submitting call (ctx.kernel_calls), if that is a launch call.
     keys, rows = analysis.trace.cached("call_index", lambda: call_index(api))
     has_key = api["correlation_id"].to_numpy() > 0
     if keys.size != int(has_key.sum()) or (is_call & ~has_key).any():
         return _durations_merged(k.loc[per_launch], api.loc[is_call])
-    pid, corr = k["pid"].to_numpy(), k["correlation_id"].to_numpy()
-    call = last_call_rows(api, pid if every else pid[per_launch], corr if every else corr[per_launch], (keys, rows))
+    call = ctx.kernel_calls if every else ctx.kernel_calls[per_launch]  # last_call_rows of the kernels
     found = call >= 0
     found[found] = is_call[call[found]]
     call = call[found]

@@ -495,9 +495,9 @@ def profiler_overhead(
         return None
     launches = float(steady["launch_calls"].median())
     period = float(steady["period_ns"].median())
-    rows = ctx.call_rows
-    if ctx.call_classes is not None:  # launch calls of the steady steps
-        rows = rows[ctx.call_classes["launch"].to_numpy()[rows]]
+    if ctx.call_classes is None:
+        return None
+    rows = np.flatnonzero(ctx.call_mask & ctx.call_classes["launch"].to_numpy())  # launch calls of steady steps
     if not math.isfinite(period) or period <= 0 or not rows.size:
         return None
     call_p50 = float(np.median(ctx.api["end"].to_numpy()[rows] - ctx.api["start"].to_numpy()[rows]))

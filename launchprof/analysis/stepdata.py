@@ -60,13 +60,17 @@ class StepContext:
         memops: memops of steady steps: ``step``, ``kind``, ``copy_kind``, ``bytes``.
         pseudo: True when ``table`` is the whole-device pseudo-step.
         api: the trace's ``api`` frame.
-        call_rows: positions in ``api`` of the calls of ``pid`` inside steady steps (by
-            CPU time), ascending; ``call_steps``: their steps.
-        calls: (property, built on first use) those calls: the columns of ``api`` plus
-            ``step`` and the class columns of
-            :func:`~launchprof.analysis.callkinds.classify`, ``call`` as text; index:
-            their ``api`` labels. :meth:`calls_where` gives a class's rows without
-            building the whole frame.
+        call_mask: per ``api`` row, whether it is a call of ``pid`` inside a steady step
+            (by CPU time: the step with the latest ``cpu_start`` at or before the call's
+            start, when the call starts before that step's ``cpu_end``).
+        call_classes: :func:`~launchprof.analysis.callkinds.classify` of ``api["call"]``
+            (None when there is no device).
+        kernel_calls: per ``kernels`` row, the ``api`` position of its submitting call
+            (the last call with its pid and correlation id > 0; -1: none).
+        calls: (property, built on first use) the calls of ``call_mask``: the columns of
+            ``api`` plus ``step`` and the class columns, ``call`` as text; index: their
+            ``api`` labels. :meth:`calls_where` gives one class's rows without building
+            the whole frame.
     """
 
     steps: Steps
@@ -78,10 +82,9 @@ class StepContext:
     memops: pd.DataFrame = field(repr=False)
     pseudo: bool = False
     api: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
-    call_rows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
-    call_steps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
-    # classify() of api["call"] (api_classes of the trace); None: no calls frame at all.
+    call_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool), repr=False)
     call_classes: pd.DataFrame | None = field(default=None, repr=False)
+    kernel_calls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     # Values derived from the frames for the findings, computed once (see cached).
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -102,12 +105,10 @@ class StepContext:
         all of ``calls`` for None; only the chosen rows are taken from ``api``."""
         if self.call_classes is None:
             return pd.DataFrame()
-        rows, steps = self.call_rows, self.call_steps
-        if kind is not None:
-            flagged = self.call_classes[kind].to_numpy()[rows]
-            rows, steps = rows[flagged], steps[flagged]
+        mask = self.call_mask if kind is None else self.call_mask & self.call_classes[kind].to_numpy()
+        rows = np.flatnonzero(mask)
         calls = _take(self.api, rows, index=self.api.index[rows])
-        calls["step"] = steps
+        calls["step"] = _step_of_time(self.api["start"].to_numpy(dtype=np.int64)[rows], self.table)
         for name, flags in self.call_classes.items():
             calls[name] = flags.to_numpy()[rows]
         calls["call"] = text(calls["call"])
@@ -226,7 +227,8 @@ def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     if not (tid.size and (tid == tid[0]).all() and (np.diff(start) >= 0).all()):
         return _prev_end_on_thread(api)[rows]
     running = np.maximum.accumulate(api["end"].to_numpy())
-    first = np.searchsorted(start, start[rows], side="left")
+    # The first call sharing each row's start: the row itself when no two calls share one.
+    first = rows if (np.diff(start) > 0).all() else np.searchsorted(start, start[rows], side="left")
     out = np.full(rows.size, np.nan)
     has = first > 0
     out[has] = running[first[has] - 1]
@@ -260,35 +262,29 @@ def _blocked_at(
 
 
 def _gap_causes(
-    analysis: Analysis, act: pd.DataFrame, step_of: np.ndarray, n_steps: int, host_gap_ns: int
+    analysis: Analysis, act: pd.DataFrame, step_of: np.ndarray, n_steps: int, host_gap_ns: int, act_call: np.ndarray
 ) -> pd.DataFrame:
-    """Host-wait idle per step split by cause (module docstring)."""
+    """Host-wait idle per step split by cause (module docstring); ``act_call``: the api
+    position of each activity row's submitting call (-1: none)."""
     columns = ["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]
     keep = step_of >= 0
-    every = bool(keep.all())
-
-    def column(name: str) -> np.ndarray:
-        values = act[name].to_numpy()
-        return values if every else values[keep]
-
-    step_of = step_of if every else step_of[keep]
-    u = union(column("start"), column("end"))
+    kept = None if keep.all() else np.flatnonzero(keep)
+    start, end = act["start"].to_numpy(), act["end"].to_numpy()
+    u = union(start, end) if kept is None else union(start[kept], end[kept])
     api = analysis.trace.api
     if u.starts.size < 2 or not len(api):
         empty = np.zeros((n_steps, len(columns)), dtype=np.int64)
         return pd.DataFrame(empty, index=pd.RangeIndex(n_steps), columns=columns)
-    nxt = u.order[u.first_row[1:]]
+    nxt = u.order[u.first_row[1:]]  # the activity row that ends each gap
+    if kept is not None:
+        nxt = kept[nxt]
     gap_start, gap_end = u.gap_starts, u.gap_ends
-    gap_pid = column("pid")[nxt]
-    index = analysis.trace.cached("call_index", lambda: call_index(api))
-    call = last_call_rows(api, gap_pid, column("correlation_id")[nxt], index)
+    call = act_call[nxt]
     api_start, api_end = api["start"].to_numpy(), api["end"].to_numpy()
-    safe = np.maximum(call, 0)
-    host_wait = (call >= 0) & (api_end[safe] > gap_start)
-    # Gaps are in time order (a union's gaps are).
-    gap_start, gap_end, gap_pid = gap_start[host_wait], gap_end[host_wait], gap_pid[host_wait]
-    call = call[host_wait]
-    gap_step = step_of[nxt][host_wait]
+    host_wait = (call >= 0) & (api_end[np.maximum(call, 0)] > gap_start)
+    if not host_wait.all():  # gaps stay in time order
+        gap_start, gap_end, call, nxt = gap_start[host_wait], gap_end[host_wait], call[host_wait], nxt[host_wait]
+    gap_pid = act["pid"].to_numpy()[nxt]
     # Sync: a synchronizing call of the process blocked across the gap's start.
     is_sync_call = api_classes(analysis.trace)["sync"].to_numpy()
     if is_sync_call.any() and gap_start.size:
@@ -297,13 +293,17 @@ def _gap_causes(
         )
     else:
         is_sync = np.zeros(gap_start.size, dtype=bool)
-    # Host work: CPU time outside CUDA calls on the submitting thread before the call.
-    idle_before = np.nan_to_num(api_start[call] - _prev_end_at(api, call), nan=0.0)
-    is_host = ~is_sync & (idle_before > host_gap_ns)
+    # Host work: CPU time outside CUDA calls on the submitting thread before the call
+    # (none known, NaN, counts as 0).
+    idle_before = api_start[call] - _prev_end_at(api, call)
+    is_host = idle_before > host_gap_ns
+    if host_gap_ns < 0:
+        is_host |= np.isnan(idle_before)
+    # cause: 0 sync, 1 host work, 2 launch path.
     cause = np.where(is_sync, 0, np.where(is_host, 1, 2))
     # Sum per (step, cause). Float sums of int ns are exact below 2**53 ns (104 days):
     # the gaps are disjoint, so no sum exceeds the trace's span.
-    flat, length = gap_step * len(columns) + cause, gap_end - gap_start
+    flat, length = step_of[nxt] * len(columns) + cause, gap_end - gap_start
     if int(length.sum()) < 2**53:
         sums = np.bincount(flat, weights=length, minlength=n_steps * len(columns)).astype(np.int64)
     else:
@@ -313,6 +313,9 @@ def _gap_causes(
 
 
 def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
+    """The step of each CPU time: the step with the latest ``cpu_start`` at or before it
+    (of steps sharing a start, the last), when the time is before that step's
+    ``cpu_end``; -1 otherwise."""
     start = table["cpu_start"].to_numpy(dtype=np.int64)
     end = table["cpu_end"].to_numpy(dtype=np.int64)
     step = table["step"].to_numpy()
@@ -325,13 +328,41 @@ def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
     return np.where(inside, step[at], -1)
 
 
+def _steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarray, pid: int) -> np.ndarray:
+    """Per ``api`` row: a call of ``pid`` whose :func:`_step_of_time` is a steady step.
+
+    When the steps lie in CPU start order without overlapping and the calls are in start
+    order (the loader sorts them), the step a call starts in is the only one whose
+    [cpu_start, cpu_end) holds it, and each step's calls are one slice of rows: two binary
+    searches per step and a running count, instead of one search per call."""
+    start = api["start"].to_numpy()
+    t_start = table["cpu_start"].to_numpy(dtype=np.int64)
+    t_end = table["cpu_end"].to_numpy(dtype=np.int64)
+    of_pid = api["pid"].to_numpy() == pid
+    ordered = (np.diff(t_start) >= 0).all() and (t_end[:-1] <= t_start[1:]).all() and (np.diff(start) >= 0).all()
+    if not ordered:
+        return of_pid & _member(_step_of_time(start.astype(np.int64, copy=False), table), steady_steps)
+    steady = _member(table["step"].to_numpy(), steady_steps)
+    lo = np.searchsorted(start, t_start[steady], side="left")
+    hi = np.maximum(np.searchsorted(start, t_end[steady], side="left"), lo)
+    count = np.zeros(start.size + 1, dtype=np.int64)
+    np.add.at(count, lo, 1)
+    np.add.at(count, hi, -1)
+    inside = np.cumsum(count[:-1]) > 0
+    return of_pid & inside
+
+
 def _kind_is(kind: pd.Series, names: tuple[str, ...]) -> np.ndarray:
     """Whether each row of an activity ``kind`` column is one of ``names``; compared by
     category code when the column is categorical (no text per row)."""
-    if isinstance(kind.dtype, pd.CategoricalDtype):
-        wanted = [i for i, c in enumerate(kind.cat.categories) if str(c) in names]
-        return np.isin(kind.cat.codes.to_numpy(), wanted)
-    return text(kind).isin(names).to_numpy()
+    if not isinstance(kind.dtype, pd.CategoricalDtype):
+        return text(kind).isin(names).to_numpy()
+    codes = kind.cat.codes.to_numpy()
+    out = np.zeros(codes.size, dtype=bool)
+    for i, c in enumerate(kind.cat.categories):  # a handful of kinds
+        if str(c) in names:
+            out |= codes == i
+    return out
 
 
 def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -342,12 +373,12 @@ def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     wanted = wanted[wanted >= 0]
     if values.size == 0 or wanted.size == 0:
         return np.zeros(values.size, dtype=bool)
-    top = int(max(values.max(), wanted.max()))
+    low, top = int(values.min()), int(max(values.max(), wanted.max()))
     if top > 4 * (values.size + wanted.size) + 1024:  # sparse indices: sort-based isin
         return np.isin(values, wanted) & (values >= 0)
     table = np.zeros(top + 2, dtype=bool)  # slot 0 stands for every negative value
     table[wanted.astype(np.int64) + 1] = True
-    return table[np.maximum(values, -1).astype(np.int64) + 1]
+    return table[(values if low >= -1 else np.maximum(values, -1)) + 1]
 
 
 def _take(frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None) -> pd.DataFrame:
@@ -378,12 +409,13 @@ def _sorted_by(primary: np.ndarray, secondary: np.ndarray) -> bool:
 
 def _steady_kernels(
     analysis: Analysis, device: DeviceAnalysis, is_kernel: np.ndarray, step_of: np.ndarray, all_kernels: np.ndarray
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """The rows (positions in ``analysis.trace.kernels``, ascending) behind the activity
-    rows flagged in ``is_kernel``, and their steps (``all_kernels``: the activity's kernel
-    rows). The kernel rows of a device's activity are its kernels in stable (start, end)
-    order (:meth:`~launchprof.trace.Trace.gpu_activity`), so they are found by position;
-    None when the counts disagree."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The kernels behind the activity rows flagged in ``is_kernel`` (``all_kernels``:
+    the activity's kernel rows), sorted stably by (step, start): their positions in
+    ``analysis.trace.kernels``, their steps and their activity rows. The kernel rows of a
+    device's activity are its kernels in stable (start, end) order
+    (:meth:`~launchprof.trace.Trace.gpu_activity`), so they are found by position; None
+    when the counts disagree."""
     kern = analysis.trace.kernels
     device_ids = kern["device_id"].to_numpy()
     every = bool(device_ids.size) and bool((device_ids == device.device_id).all())  # one device
@@ -394,13 +426,22 @@ def _steady_kernels(
     start, end = kern["start"].to_numpy(), kern["end"].to_numpy()
     if not every:
         start, end = start[mine], end[mine]
-    by_time = mine if _sorted_by(start, end) else mine[np.lexsort((end, start))]  # the loader sorts by start
+    in_order = _sorted_by(start, end)  # the loader sorts by start
+    by_time = mine if in_order else mine[np.lexsort((end, start))]
+    act_rows = np.arange(all_kernels.size) if only_kernels else np.flatnonzero(all_kernels)
     wanted = is_kernel if only_kernels else is_kernel[all_kernels]
-    rows, steps = by_time[wanted], (step_of if only_kernels else step_of[all_kernels])[wanted]
-    if rows.size and not (np.diff(rows) > 0).all():
+    rows, steps, act_rows = by_time[wanted], step_of[act_rows[wanted]], act_rows[wanted]
+    if not in_order:  # back to kernel-table order
         order = np.argsort(rows, kind="stable")
-        rows, steps = rows[order], steps[order]
-    return rows, steps
+        rows, steps, act_rows = rows[order], steps[order], act_rows[order]
+    # Then stably by (step, start). Kernel-table order is start order when the table is
+    # sorted by start: only the steps need checking then.
+    k_start = kern["start"].to_numpy()[rows]
+    d_step = np.diff(steps)
+    if not ((d_step >= 0).all() and (in_order or (np.diff(k_start)[d_step == 0] >= 0).all())):
+        order = np.lexsort((k_start, steps))  # stable, as sort_values(kind="stable")
+        rows, steps, act_rows = rows[order], steps[order], act_rows[order]
+    return rows, steps, act_rows
 
 
 def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_NS) -> StepContext:
@@ -417,16 +458,24 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
         return StepContext(steps, None, steps.pid, empty, empty, empty, empty)
     pid = steps.pid if steps.pid is not None else int(device.activity["pid"].value_counts().index[0])
     act = device.activity
+    api = analysis.trace.api
     no_period = steps.table.empty or not steps.steady["period_ns"].notna().any()
     if steps.source == "none" or no_period:  # nothing, or one step: judge the whole trace
         pseudo = True
-        table = _pseudo_table(device, pid, analysis.trace.api)
+        table = _pseudo_table(device, pid, api)
         step_of = np.where(act["pid"].to_numpy() == pid, 0, -1)
     else:
         pseudo = False
         table = steps.table
         step_of = steps.activity_step.to_numpy()
-    causes = _gap_causes(analysis, act, step_of, len(table), host_gap_ns)
+    # The submitting call of every activity row (gaps and kernel durations use them).
+    index = None
+    if len(api):
+        index = analysis.trace.cached("call_index", lambda: call_index(api))
+        act_call = last_call_rows(api, act["pid"].to_numpy(), act["correlation_id"].to_numpy(), index)
+    else:
+        act_call = np.full(len(act), -1, dtype=np.int64)
+    causes = _gap_causes(analysis, act, step_of, len(table), host_gap_ns, act_call)
     table = table.join(causes, on="step")
     table["wait_ns"] = table[["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]].sum(axis=1)
     steady = table if pseudo else table.loc[table["step"].isin(steps.steady["step"])]
@@ -439,34 +488,22 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     is_memop = in_steady & _kind_is(act["kind"], ("memcpy", "memset"))
     found = _steady_kernels(analysis, device, is_kernel, step_of, all_kernels)
     if found is not None:
-        rows, kernel_step = found
-        k_start = analysis.trace.kernels["start"].to_numpy()[rows]
-        if not _sorted_by(kernel_step, k_start):
-            order = np.lexsort((k_start, kernel_step))  # stable, as sort_values(kind="stable")
-            rows, kernel_step = rows[order], kernel_step[order]
+        rows, kernel_step, act_rows = found
         kernels = _take(analysis.trace.kernels, rows)
         kernels["step"] = kernel_step
+        kernel_calls = act_call[act_rows]
     else:  # the activity does not line up with the kernel table: match on keys
         kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
         kernels = analysis.trace.kernels.merge(kact.drop_duplicates(keys), on=keys, how="inner")
         kernels = kernels.sort_values(["step", "start"], kind="stable").reset_index(drop=True)
+        kernel_calls = (
+            last_call_rows(api, kernels["pid"].to_numpy(), kernels["correlation_id"].to_numpy(), index)
+            if index is not None
+            else np.full(len(kernels), -1, dtype=np.int64)
+        )
     mact = act.loc[is_memop, keys].assign(step=step_of[is_memop])
     memops = analysis.trace.memops.merge(mact.drop_duplicates(keys), on=keys, how="inner")
     # Calls: the process's API calls that start inside a steady step (CPU time).
-    api = analysis.trace.api
-    call_step = _step_of_time(api["start"].to_numpy(dtype=np.int64), table)
-    rows = np.flatnonzero((api["pid"].to_numpy() == pid) & _member(call_step, steady_steps))
-    return StepContext(
-        steps,
-        device,
-        pid,
-        table,
-        steady,
-        kernels,
-        memops,
-        pseudo,
-        api,
-        rows,
-        call_step[rows],
-        api_classes(analysis.trace),
-    )
+    calls = _steady_calls(api, table, steady_steps, pid)
+    cls = api_classes(analysis.trace)
+    return StepContext(steps, device, pid, table, steady, kernels, memops, pseudo, api, calls, cls, kernel_calls)
