@@ -193,9 +193,12 @@ def _multi_config_names(ctx: StepContext) -> int:
 
     def count() -> int:
         k = ctx.kernels
-        codes = _row_codes(k[list(CONFIG)])
-        if codes.size == 0:
+        if k.empty:
             return 0
+        grid_block = [k[c].to_numpy() for c in CONFIG if c != "name_id"]
+        if all(v.dtype.kind in "iu" and v.min() == v.max() for v in grid_block):
+            return 0  # one grid and block size for every kernel
+        codes = _row_codes(k[list(CONFIG)])
         # Codes number distinct rows by first appearance: a row is a configuration's first
         # when its code exceeds every code before it.
         first = np.ones(codes.size, dtype=bool)
@@ -206,9 +209,13 @@ def _multi_config_names(ctx: StepContext) -> int:
     return int(ctx.cached("multi_config_names", count))
 
 
-def _step_sizes(k: pd.DataFrame) -> np.ndarray:
-    """Kernels per step, in step order (``k.groupby("step").size()``); by run lengths when
-    ``k`` is sorted by step (:class:`StepContext` kernels are)."""
+def _step_sizes(ctx: StepContext) -> np.ndarray:
+    """Kernels per steady step, in step order (``ctx.kernels.groupby("step").size()``); by
+    run lengths (the kernels are sorted by step); computed once per context."""
+    return ctx.cached("step_sizes", lambda: _run_lengths(ctx.kernels))  # type: ignore[no-any-return]
+
+
+def _run_lengths(k: pd.DataFrame) -> np.ndarray:
     steps = k["step"].to_numpy()
     if steps.size == 0:
         return np.zeros(0, dtype=np.int64)
@@ -262,7 +269,7 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     if k.empty or ctx.steady["step"].nunique() < 2:
         return None
     varying = _multi_config_names(ctx)
-    if not varying or _count_varies(k):
+    if not varying or _count_varies(ctx):
         return None
     _, shapes = _signatures(k, "shapes")
     distinct = int(shapes.nunique())
@@ -311,13 +318,24 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     )
 
 
-def _count_varies(k: pd.DataFrame) -> bool:
+def _count_varies(ctx: StepContext) -> bool:
     """True when fewer than DOMINANT_SHARE of the steps have the most common kernel count."""
-    sizes = _step_sizes(k)
+    sizes = _step_sizes(ctx)
     if sizes.size == 0:
         return False
     most = np.unique(sizes, return_counts=True)[1].max()  # steps with the most common count
     return bool(most / sizes.size < DOMINANT_SHARE)
+
+
+def _one_sequence(ctx: StepContext) -> bool:
+    """True when every steady step runs the same kernels (names) in the same order: the
+    steps' name sequences, one row each, all equal the first (the kernels are sorted by
+    (step, start))."""
+    sizes = _step_sizes(ctx)
+    if sizes.size == 0 or not (sizes == sizes[0]).all():
+        return False
+    names = ctx.kernels["name_id"].to_numpy().reshape(sizes.size, int(sizes[0]))
+    return bool((names == names[0]).all())
 
 
 def varying_sequence(ctx: StepContext) -> Finding | None:
@@ -325,17 +343,19 @@ def varying_sequence(ctx: StepContext) -> Finding | None:
     the kernel count per step varies, or the kernel names differ while no kernel
     changes its launch configuration (else it is ``dynamic-shapes``)."""
     k = ctx.kernels
-    if k.empty or _step_sizes(k).size < 2:
+    if k.empty or _step_sizes(ctx).size < 2:
         return None
-    if _multi_config_names(ctx) and not _count_varies(k):
+    if _multi_config_names(ctx) and not _count_varies(ctx):
         return None  # shape changes explain it: dynamic-shapes
+    if _one_sequence(ctx):
+        return None
     names, _ = _signatures(k, "names")
     counts = names.value_counts()
     if len(counts) < 2:
         return None
     usual = counts.index[0]
     odd = names.index[names != usual]
-    lengths = _step_sizes(k)
+    lengths = _step_sizes(ctx)
     share = float(counts.iloc[0] / len(names))
     return Finding(
         "varying-sequence",

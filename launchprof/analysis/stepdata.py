@@ -55,8 +55,9 @@ class StepContext:
             ``launch_wait_ns`` (host-wait idle by cause, ns) and ``wait_ns`` (their sum);
             when no step was found, one pseudo-step covering the whole device.
         steady: the steady rows of ``table`` (all rows for the pseudo-step).
-        kernels: kernels of steady steps: ``step``, ``start``, ``end``, ``stream_id``,
-            ``name_id``, ``grid_x``..``block_z``, ``graph_node_id``, ``correlation_id``.
+        kernels: kernels of steady steps, sorted stably by (``step``, ``start``): ``step``,
+            ``start``, ``end``, ``stream_id``, ``name_id``, ``grid_x``..``block_z``,
+            ``graph_node_id``, ``correlation_id`` (and the other kernel-table columns).
         memops: memops of steady steps: ``step``, ``kind``, ``copy_kind``, ``bytes``.
         pseudo: True when ``table`` is the whole-device pseudo-step.
         api: the trace's ``api`` frame.
@@ -107,10 +108,9 @@ class StepContext:
             return pd.DataFrame()
         mask = self.call_mask if kind is None else self.call_mask & self.call_classes[kind].to_numpy()
         rows = np.flatnonzero(mask)
-        calls = _take(self.api, rows, index=self.api.index[rows])
-        calls["step"] = _step_of_time(self.api["start"].to_numpy(dtype=np.int64)[rows], self.table)
-        for name, flags in self.call_classes.items():
-            calls[name] = flags.to_numpy()[rows]
+        extra = {"step": _step_of_time(self.api["start"].to_numpy(dtype=np.int64)[rows], self.table)}
+        extra.update({name: flags.to_numpy()[rows] for name, flags in self.call_classes.items()})
+        calls = _take(self.api, rows, index=self.api.index[rows], extra=extra)
         calls["call"] = text(calls["call"])
         return calls
 
@@ -381,10 +381,13 @@ def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return table[(values if low >= -1 else np.maximum(values, -1)) + 1]
 
 
-def _take(frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None) -> pd.DataFrame:
+def _take(
+    frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None, extra: dict[str, Any] | None = None
+) -> pd.DataFrame:
     """``frame.iloc[rows]`` (every column, dtypes kept) with ``index`` (default a fresh
-    RangeIndex), taken column by column with numpy (cheaper than pandas' take on wide
-    frames of many rows); ascending consecutive ``rows`` are a slice (no copy)."""
+    RangeIndex) and the ``extra`` columns after them, taken column by column with numpy
+    (cheaper than pandas' take on wide frames of many rows); ascending consecutive
+    ``rows`` are a slice (no copy)."""
     if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size and (np.diff(rows) == 1).all():
         pick: Any = slice(int(rows[0]), int(rows[-1]) + 1)
     else:
@@ -396,6 +399,7 @@ def _take(frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None) 
             cols[c] = col.to_numpy()[pick]
         else:  # extension arrays (nullable Int64 graph ids, categorical call names)
             cols[c] = col.array[pick] if isinstance(pick, slice) else col.array.take(pick)
+    cols.update(extra or {})
     return pd.DataFrame(cols, index=index if index is not None else pd.RangeIndex(len(rows)), copy=False)
 
 
@@ -489,8 +493,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     found = _steady_kernels(analysis, device, is_kernel, step_of, all_kernels)
     if found is not None:
         rows, kernel_step, act_rows = found
-        kernels = _take(analysis.trace.kernels, rows)
-        kernels["step"] = kernel_step
+        kernels = _take(analysis.trace.kernels, rows, extra={"step": kernel_step})
         kernel_calls = act_call[act_rows]
     else:  # the activity does not line up with the kernel table: match on keys
         kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
