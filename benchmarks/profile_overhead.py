@@ -1,21 +1,33 @@
 """Wall time of ``launchprof profile`` vs the bare ``nsys profile`` command with the same
-flags on the same CPU-only workload (examples/cpu/steps_loop.py).
+flags on the same workload (issue 3: at most +5 %).
 
-Three ways, interleaved, ``--repeats`` times each; medians reported:
+Interleaved, ``--repeats`` times each; medians reported:
 
-* ``nsys``: ``nsys profile <launchprof's flags> -o X python steps_loop.py ...`` alone. Where
-  nsys cannot find its importer (Debian's 2022.4) it leaves only a ``.qdstrm``: less work
-  than the other two, which end with a ``.nsys-rep`` and a ``.sqlite``.
-* ``nsys+import+export``: the same, then ``QdstrmImporter`` and ``nsys export --type sqlite``
-  when nsys left only a ``.qdstrm`` (what a user must do by hand to get the same files).
-* ``launchprof``: ``launchprof profile -o X steps_loop.py ...`` (trace + summary + report).
+* ``workload alone``: the workload without nsys (for scale).
+* ``nsys``: ``nsys profile <launchprof's flags> --output X WORKLOAD`` (the flags of
+  :func:`launchprof.nsys.profile.nsys_command`, ``--export=sqlite`` included). Where nsys
+  cannot find its importer (Debian's 2022.4) it leaves only a ``.qdstrm``: less work than
+  launchprof, which ends with a ``.nsys-rep``, a ``.sqlite`` and the report.
+* ``nsys+import+export``: only where nsys left a ``.qdstrm``: the same, then
+  ``QdstrmImporter`` and ``nsys export --type sqlite`` (the same files by hand).
+* ``launchprof``: ``launchprof profile -o X WORKLOAD``, with ``LAUNCHPROF_TIMINGS`` set
+  (:mod:`launchprof.timings`) to split its time into before nsys (interpreter, imports,
+  argument parsing), nsys, and after nsys (import/export if needed, analysis, report).
 
-Usage: .venv/bin/python benchmarks/profile_overhead.py [--repeats 5] [--steps 400] [--work 20000]
+Usage::
+
+    python benchmarks/profile_overhead.py [--repeats 5] [--launchprof "python3 -m launchprof"]
+        [--json FILE] [-- WORKLOAD ARGS...]
+
+The default workload is ``examples/cpu/steps_loop.py --steps 400 --work 20000`` (no GPU).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -28,72 +40,102 @@ from launchprof.nsys.locate import find_importer, nsys_info
 from launchprof.nsys.profile import nsys_command, workload
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "cpu" / "steps_loop.py"
+DEFAULT = [str(ROOT / "examples" / "cpu" / "steps_loop.py"), "--steps", "400", "--work", "20000"]
 
 
-def timed(cmd: list[str]) -> float:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall seconds, time.time() at the start) of ``cmd``; exits on failure."""
+    began = time.time()
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
     if done.returncode != 0:
-        raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stdout}\n{done.stderr}")
-    return time.perf_counter() - t0
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return wall, began
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--work", type=int, default=20_000)
+    parser.add_argument("--launchprof", default=str(Path(sys.executable).parent / "launchprof"))
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("workload", nargs="*", help="the workload and its arguments (after --)")
     args = parser.parse_args()
     info = nsys_info()
-    launchprof = str(Path(sys.executable).parent / "launchprof")
-    target = [str(EXAMPLE), "--steps", str(args.steps), "--work", str(args.work)]
+    target = args.workload or DEFAULT
     work = workload(target)
-    times: dict[str, list[float]] = {"nsys": [], "nsys+import+export": [], "launchprof": [], "workload alone": []}
+    launchprof = shlex.split(args.launchprof)
+    times: dict[str, list[float]] = {"workload alone": [], "nsys": [], "nsys+import+export": [], "launchprof": []}
+    phases: dict[str, list[float]] = {"before nsys": [], "nsys": [], "after nsys": []}
+    raw: list[dict[str, float]] = []  # every mark of each launchprof run, seconds after nsys ended
+    manual = True
     with tempfile.TemporaryDirectory(prefix="launchprof-bench-") as tmp:
         base = Path(tmp)
+        marks = base / "timings.jsonl"
+        env = {**os.environ, "LAUNCHPROF_TIMINGS": str(marks)}
         for i in range(args.repeats):
-            times["workload alone"].append(timed(work.argv))
+            times["workload alone"].append(timed(work.argv)[0])
             stem = base / f"bare{i}" / "trace"
             stem.parent.mkdir()
-            times["nsys"].append(timed(nsys_command(info.path, stem, work).argv))
-            stem = base / f"manual{i}" / "trace"
-            stem.parent.mkdir()
-            t0 = time.perf_counter()
-            timed(nsys_command(info.path, stem, work).argv)
-            if not stem.with_suffix(".nsys-rep").exists():
-                importer = find_importer(info.path)
-                assert importer is not None
-                timed([str(importer), "-i", str(stem.with_suffix(".qdstrm"))])
-            if not stem.with_suffix(".sqlite").exists():
-                timed(
-                    [
-                        str(info.path),
-                        "export",
-                        "--type",
-                        "sqlite",
-                        "-o",
-                        str(stem.with_suffix(".sqlite")),
-                        str(stem.with_suffix(".nsys-rep")),
-                    ]
-                )
-            times["nsys+import+export"].append(time.perf_counter() - t0)
-            times["launchprof"].append(timed([launchprof, "profile", "-o", str(base / f"lp{i}"), *target]))
+            times["nsys"].append(timed(nsys_command(info.path, stem, work).argv)[0])
+            if stem.with_suffix(".nsys-rep").exists() and stem.with_suffix(".sqlite").exists():
+                manual = False
+            if manual:  # nsys left a .qdstrm: the same files by hand
+                stem = base / f"manual{i}" / "trace"
+                stem.parent.mkdir()
+                t0 = time.perf_counter()
+                timed(nsys_command(info.path, stem, work).argv)
+                if not stem.with_suffix(".nsys-rep").exists():
+                    importer = find_importer(info.path)
+                    assert importer is not None
+                    timed([str(importer), "-i", str(stem.with_suffix(".qdstrm"))])
+                if not stem.with_suffix(".sqlite").exists():
+                    rep, out = stem.with_suffix(".nsys-rep"), stem.with_suffix(".sqlite")
+                    timed([str(info.path), "export", "--type", "sqlite", "-o", str(out), str(rep)])
+                times["nsys+import+export"].append(time.perf_counter() - t0)
+            marks.unlink(missing_ok=True)
+            wall, began = timed([*launchprof, "profile", "-o", str(base / f"lp{i}"), *target], env=env)
+            times["launchprof"].append(wall)
+            m = json.loads(marks.read_text().splitlines()[-1])
+            phases["before nsys"].append(m["nsys_start"] - began)
+            phases["nsys"].append(m["nsys_end"] - m["nsys_start"])
+            phases["after nsys"].append(m["exit"] - m["nsys_end"])
+            raw.append({k: round(v - m["nsys_end"], 4) for k, v in m.items()})
             for entry in base.iterdir():  # run folders, and the index launchprof keeps beside them
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+                if entry != marks:
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    times = {k: v for k, v in times.items() if v}
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(
-        f"nsys {info.version} ({info.path}); workload: steps_loop.py --steps {args.steps} --work {args.work}; "
-        f"{args.repeats} repeats, medians"
-    )
+    print(f"nsys {info.version} ({info.path}); workload: {' '.join(target)}; {args.repeats} repeats, medians")
     for name, values in times.items():
         print(f"  {name:<20} {med[name]:7.3f} s   (min {min(values):.3f}, max {max(values):.3f})")
+    print(
+        "  launchprof's own phases: "
+        + ", ".join(f"{k} {statistics.median(v):.3f} s" for k, v in phases.items())
+        + " (time.time() marks, medians)"
+    )
+    after = [k for k in raw[0] if raw[0][k] > 0]
+    print(
+        "  after nsys, by mark (s after nsys ended, medians): "
+        + ", ".join(f"{k} {statistics.median(r.get(k, float('nan')) for r in raw):.3f}" for k in after)
+    )
     best = {k: min(v) for k, v in times.items()}
+    result = {
+        "nsys": info.version,
+        "workload": target,
+        "repeats": args.repeats,
+        "times_s": times,
+        "phases_s": phases,
+        "marks_after_nsys_end_s": raw,
+    }
     for ref in ("nsys", "nsys+import+export"):
-        print(
-            f"  launchprof vs {ref:<20} {med['launchprof'] / med[ref] - 1:+.1%} (medians), "
-            f"{best['launchprof'] / best[ref] - 1:+.1%} (best of each)"
-        )
+        if ref not in times:
+            continue
+        over, over_best = med["launchprof"] / med[ref] - 1, best["launchprof"] / best[ref] - 1
+        result[f"overhead_vs_{ref}"] = over
+        print(f"  launchprof vs {ref:<20} {over:+.1%} (medians), {over_best:+.1%} (best of each)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

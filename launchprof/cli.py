@@ -17,6 +17,7 @@ from rich.console import Console
 
 from launchprof import __version__
 from launchprof.errors import LaunchprofError, OptionError
+from launchprof.timings import dump, mark
 
 app = typer.Typer(
     name="launchprof",
@@ -190,6 +191,7 @@ def profile(
     """
     from launchprof.profiling import run_profile
 
+    mark("parsed")
     try:
         result = run_profile(
             target,
@@ -310,10 +312,12 @@ def main() -> None:
     When the terminal output itself cannot be written (stdout on a full disk, a closed
     pipe), one line on stderr says so and the exit status is 1.
     """
+    mark("main")
     try:
         app(prog_name="launchprof")
     except SystemExit as exc:
         if _QUICK_EXIT and (exc.code is None or isinstance(exc.code, int)):
+            dump()
             _flush()
             os._exit(exc.code or 0)
         raise

@@ -15,6 +15,7 @@ from launchprof.report.html import prepare_folder
 from launchprof.report.index import write_index
 from launchprof.report.sides import StepFilesJob, start_step_files
 from launchprof.report.write import REPORT_FILES, write_report
+from launchprof.timings import mark
 
 
 def verdict_line(summary: Any) -> str | None:
@@ -82,6 +83,7 @@ def run_analyze(
                 step=step,
                 steps_found=steps_found,
             )
+            mark("analysis_done")
             status.update("writing report")
             summary = write_report(
                 analysis,
@@ -97,9 +99,12 @@ def run_analyze(
                 with contextlib.suppress(Exception):
                     job.finish(False)
             raise
+        mark("report_done")
         for job in jobs:  # the report was written: the step files go in
             job.finish(True)
+        mark("step_files_done")
         write_index(output.resolve().parent)
+        mark("index_done")
     for d in summary.devices:
         console.print(
             f"GPU {d.device_id}: {d.kernels} kernels, utilization {d.utilization:.1%}, "

@@ -10,6 +10,8 @@ does not add to the wall time.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shlex
 import shutil
@@ -37,6 +39,7 @@ from launchprof.nsys.profile import (
     stranded_qdstrm,
     workload,
 )
+from launchprof.timings import mark
 
 
 class Interrupted(LaunchprofError):
@@ -143,6 +146,7 @@ def run_profile(
     warm.start()
     interrupts: list[int] = []
     started = time.time()
+    mark("nsys_start")
     code = run_nsys(
         cmd.argv,
         on_interrupt=lambda: console.print(
@@ -155,6 +159,7 @@ def run_profile(
         ),
         interrupts=interrupts,
     )
+    mark("nsys_end")
     if interrupts:
         _rescue_qdstrm(folder / TRACE_STEM, started, console)
     try:
@@ -193,8 +198,15 @@ def _after_recording(
     work: Workload | None = None,
     baseline_runs: int = 0,
 ) -> ProfileResult:
-    with console.status("checking the trace") as status:
-        files = finish_trace(folder / TRACE_STEM, nsys_path, progress=lambda msg: status.update(f"{msg}..."))
+    with contextlib.ExitStack() as stack:
+        shown: list[Any] = []  # the spinner starts only when there is an import or export to wait for
+
+        def progress(msg: str) -> None:
+            if not shown:
+                shown.append(stack.enter_context(console.status(f"{msg}...")))
+            shown[0].update(f"{msg}...")
+
+        files = finish_trace(folder / TRACE_STEM, nsys_path, progress=progress)
     if files is None:
         error = NsysError(
             f"nsys wrote no trace into {folder} (nsys exit code {code}); nsys's own messages above say why "
@@ -208,10 +220,15 @@ def _after_recording(
             markup=False,
             soft_wrap=True,
         )
+    mark("trace_ready")
     warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
+    gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
+    mark("imports_done")
     baseline = _run_baselines(work, folder, baseline_runs, console) if (work and baseline_runs and code == 0) else None
     from launchprof.commands import run_analyze
+    from launchprof.trace.columns import prefetch
 
+    prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed = True
     try:
         run_analyze(
@@ -227,6 +244,7 @@ def _after_recording(
             raise
         console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
         analysed = False
+    mark("report_written")
     if analysed and open_report:
         uri = (folder / "report.html").resolve().as_uri()
         if not webbrowser.open(uri):

@@ -66,3 +66,13 @@ def test_analyze_still_reachable_lazily() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_command_line_starts_light() -> None:
+    """`launchprof profile` starts nsys right after its own imports: no nvtx, numpy or pandas by then."""
+    code = (
+        "import sys, launchprof.cli, launchprof.profiling\n"
+        "print(sorted(m for m in ('nvtx', 'numpy', 'pandas') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", done.stderr

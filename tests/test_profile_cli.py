@@ -4,6 +4,7 @@ target/argument handling that needs no nsys."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from datetime import datetime, timezone
@@ -158,3 +159,44 @@ def test_executable_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     (folder,) = [p for p in (tmp_path / "reports").iterdir() if (p / "report.html").exists()]
     assert folder.name.startswith("false-")
     assert (folder / "report.html").is_file()
+
+
+def _counting_nsys(path: Path, runs: Path, options: list[str]) -> None:
+    """A shell script standing in for nsys: its help lists ``options``; each run appends a line to ``runs``."""
+    listed = "".join(f"\t{o}=\n" for o in options)
+    path.write_text(f"#!/bin/sh\necho run >> '{runs}'\ncat <<'EOF'\nusage: nsys profile [<args>]\n{listed}EOF\n")
+    path.chmod(0o755)
+
+
+def test_profile_options_are_cached_per_nsys_executable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    nsys, runs = tmp_path / "nsys", tmp_path / "runs"
+    _counting_nsys(nsys, runs, ["--trace", "--export"])
+    profile_options.cache_clear()
+    assert profile_options(str(nsys)) == {"--trace", "--export"}
+    profile_options.cache_clear()  # a new launchprof process: the help is read from the cache, nsys is not run
+    assert profile_options(str(nsys)) == {"--trace", "--export"}
+    assert runs.read_text().count("run") == 1
+    cache = json.loads((tmp_path / "cache" / "launchprof" / "nsys-profile-options.json").read_text())
+    assert list(cache.values()) == [["--export", "--trace"]]
+    # Another nsys at the same path (a reinstall: other size and time): asked again, the old entry replaced.
+    _counting_nsys(nsys, runs, ["--trace", "--export", "--cuda-graph-trace"])
+    os.utime(nsys, ns=(1, 1))
+    profile_options.cache_clear()
+    assert profile_options(str(nsys)) == {"--trace", "--export", "--cuda-graph-trace"}
+    assert runs.read_text().count("run") == 2
+    assert len(json.loads((tmp_path / "cache" / "launchprof" / "nsys-profile-options.json").read_text())) == 1
+    profile_options.cache_clear()
+
+
+def test_profile_options_work_without_a_writable_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    nsys, runs = tmp_path / "nsys", tmp_path / "runs"
+    _counting_nsys(nsys, runs, ["--trace"])
+    for _ in range(2):
+        profile_options.cache_clear()
+        assert profile_options(str(nsys)) == {"--trace"}
+    assert runs.read_text().count("run") == 2  # nothing cached, nothing broken
+    profile_options.cache_clear()

@@ -11,7 +11,9 @@ SIGKILL, 130 after Ctrl-C).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import json
 import os
 import re
 import shutil
@@ -78,15 +80,62 @@ def workload(target: Sequence[str]) -> Workload:
     return Workload([first, *rest], path.name)
 
 
+OPTIONS_CACHE = "nsys-profile-options.json"
+OPTIONS_CACHE_ENTRIES = 32  # nsys executables remembered (the most recently asked)
+
+
+def _options_key(nsys: str) -> str | None:
+    """Identity of an nsys executable for the options cache: the path given and its real
+    path, each with size and modification time (a reinstalled nsys gets a new key); None
+    when it cannot be read."""
+    try:
+        real = os.path.realpath(nsys)
+        given, target = os.stat(nsys), os.stat(real)
+    except OSError:
+        return None
+    return f"{nsys}|{given.st_size}|{given.st_mtime_ns}|{real}|{target.st_size}|{target.st_mtime_ns}"
+
+
+def _options_cache_file() -> Path:
+    from launchprof.calibrate.store import cache_dir
+
+    return cache_dir() / OPTIONS_CACHE
+
+
 @functools.lru_cache(maxsize=16)
 def profile_options(nsys: str) -> frozenset[str]:
     """The long options ``nsys profile --help`` lists (e.g. ``--cuda-graph-trace``); empty
-    when the help cannot be read (then no flag is dropped)."""
+    when the help cannot be read (then no flag is dropped).
+
+    The list is kept in ``$XDG_CACHE_HOME/launchprof/nsys-profile-options.json`` per nsys
+    executable (:func:`_options_key`), so ``launchprof profile`` starts nsys without first
+    running ``nsys profile --help`` (0.02-0.07 s); a cache that cannot be read or written
+    is ignored.
+    """
+    key = _options_key(nsys)
+    path = _options_cache_file()
+    cached: dict[str, list[str]] = {}
+    with contextlib.suppress(OSError, ValueError):
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            cached = loaded
+    if key is not None and isinstance(cached.get(key), list):
+        return frozenset(str(o) for o in cached[key])
     try:
         done = subprocess.run([nsys, "profile", "--help"], capture_output=True, text=True, errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
-    return frozenset(_OPTION.findall(done.stdout + done.stderr))
+    options = frozenset(_OPTION.findall(done.stdout + done.stderr))
+    if key is not None and options:
+        kept = [(k, v) for k, v in cached.items() if not k.startswith(f"{nsys}|")]  # drop stale entries
+        cached = dict(kept[-(OPTIONS_CACHE_ENTRIES - 1) :])
+        cached[key] = sorted(options)
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(cached, indent=0), encoding="utf-8")
+            os.replace(tmp, path)
+    return options
 
 
 @dataclass(frozen=True)

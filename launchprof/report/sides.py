@@ -117,26 +117,45 @@ class StepFilesJob:
         self._read_end = read_end
         self._folder = folder
         self._reply: dict[str, Any] | None = None
+        self._figures: dict[str, Any] | None = None
+        self._pipe: Any = None
+
+    def _message(self) -> dict[str, Any] | None:
+        """The child's next reply (a length-prefixed pickle), None at its end or when broken."""
+        if self._pipe is None:
+            self._pipe = os.fdopen(self._read_end, "rb")
+        head = self._pipe.read(8)
+        if len(head) != 8:
+            return None
+        data = self._pipe.read(int.from_bytes(head, "little"))
+        try:
+            reply = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - a broken reply: as a failed child
+            return None
+        return reply if isinstance(reply, dict) else None
 
     def _wait(self) -> dict[str, Any]:
+        """The step files' reply (after the figures'); reaps the child."""
         if self._reply is None:
-            with os.fdopen(self._read_end, "rb") as fh:
-                data = fh.read()
+            if self._figures is None:
+                self._figures = self._message() or {}
+            reply = self._message() or {}
+            if self._pipe is not None:
+                self._pipe.close()
             _, status = os.waitpid(self._pid, 0)
-            reply: dict[str, Any] = {}
-            if os.waitstatus_to_exitcode(status) == 0:
-                try:
-                    reply = pickle.loads(data)
-                except Exception:  # noqa: BLE001 - a broken reply: as a failed child
-                    reply = {}
+            if os.waitstatus_to_exitcode(status) != 0:
+                reply = {}
             if "staged" not in reply and "error" not in reply:
                 reply["error"] = f"writing the step files into {self._folder} failed"
             self._reply = reply
         return self._reply
 
     def figures(self) -> list[EmbeddedFigure] | None:
-        """The device figures the child made (waits for it); None when it could not."""
-        found: list[EmbeddedFigure] | None = self._wait().get("figures")
+        """The device figures the child made (waits for them only: the child sends them
+        before it makes the step files); None when it could not."""
+        if self._figures is None:
+            self._figures = self._message() or {}
+        found: list[EmbeddedFigure] | None = self._figures.get("figures")
         return found
 
     def finish(self, commit: bool) -> None:
@@ -212,28 +231,37 @@ def start_step_files(analysis: Analysis, folder: Path) -> StepFilesJob:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             os.close(read_end)
-            reply: dict[str, Any] = {"staged": []}
-            try:
-                for name, text in step_file_texts(analysis).items():
-                    reply["staged"].append((_stage(folder, name, text), name))
-            except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
-                for tmp, _ in reply["staged"]:
-                    _unlink(tmp)
-                reply = {"staged": [], "error": str(exc) if isinstance(exc, OutputError) else repr(exc)}
-            try:
-                from launchprof.report.figures import embedded_device_figures
-
-                reply["figures"] = embedded_device_figures(analysis)
-            except BaseException:  # noqa: BLE001 - the parent makes them itself (and meets the error)
-                reply["figures"] = None
             with os.fdopen(write_end, "wb") as fh:
-                fh.write(pickle.dumps(reply))
+                # First the figures, which the parent's report waits for; then the step files.
+                try:
+                    from launchprof.report.figures import embedded_device_figures
+
+                    figures: Any = embedded_device_figures(analysis)
+                except BaseException:  # noqa: BLE001 - the parent makes them itself (and meets the error)
+                    figures = None
+                _send(fh, {"figures": figures})
+                reply: dict[str, Any] = {"staged": []}
+                try:
+                    for name, text in step_file_texts(analysis).items():
+                        reply["staged"].append((_stage(folder, name, text), name))
+                except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+                    for tmp, _ in reply["staged"]:
+                        _unlink(tmp)
+                    reply = {"staged": [], "error": str(exc) if isinstance(exc, OutputError) else repr(exc)}
+                _send(fh, reply)
         except BaseException:  # noqa: BLE001
             code = 1
         finally:
             os._exit(code)
     os.close(write_end)
     return StepFilesJob(pid, read_end, folder)
+
+
+def _send(fh: Any, reply: dict[str, Any]) -> None:
+    """One reply to the parent: its pickle's length (8 bytes, little-endian), then the pickle."""
+    data = pickle.dumps(reply)
+    fh.write(len(data).to_bytes(8, "little") + data)
+    fh.flush()
 
 
 def _stage(folder: Path, name: str, text: str) -> str:
