@@ -224,41 +224,66 @@ def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     row r on its thread are the rows before the first call sharing r's start."""
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
-    if not (tid.size and (tid == tid[0]).all() and (np.diff(start) >= 0).all()):
+    step = np.diff(start)
+    if not (tid.size and (tid == tid[0]).all() and (step >= 0).all()):
         return _prev_end_on_thread(api)[rows]
     running = np.maximum.accumulate(api["end"].to_numpy())
     # The first call sharing each row's start: the row itself when no two calls share one.
-    first = rows if (np.diff(start) > 0).all() else np.searchsorted(start, start[rows], side="left")
-    out = np.full(rows.size, np.nan)
-    has = first > 0
-    out[has] = running[first[has] - 1]
+    first = rows if (step > 0).all() else np.searchsorted(start, start[rows], side="left")
+    before = first - 1
+    out = running[np.maximum(before, 0)].astype(np.float64)
+    out[before < 0] = np.nan  # a thread's first call
     return out
 
 
 def _blocked_at(
     sync_pid: np.ndarray, sync_start: np.ndarray, sync_end: np.ndarray, pid: np.ndarray, at: np.ndarray
 ) -> np.ndarray:
-    """For each (``pid``, ``at``): whether the last synchronizing call of that process
-    starting at or before ``at`` (of calls sharing a start, the last in row order) ended
-    at or after ``at - SYNC_TOLERANCE_NS``. As ``pd.merge_asof(direction="backward",
-    by="pid")`` over the calls sorted stably by start, compared in int64."""
+    """For each (``pid``, ``at``), ``at`` ascending: whether the last synchronizing call of
+    that process starting at or before ``at`` (of calls sharing a start, the last in row
+    order) ended at or after ``at - SYNC_TOLERANCE_NS``. As ``pd.merge_asof(direction=
+    "backward", by="pid")`` over the calls sorted stably by start, compared in int64.
+
+    Sync call k (in start order) is the last one for the times in [start_k, start_k+1);
+    it blocked those up to end_k + tolerance: one range of the sorted times per call,
+    found by binary search and marked (a loop for a few calls, a running count else)."""
     out = np.zeros(at.size, dtype=bool)
-    one = bool(pid.size) and (pid == pid[0]).all()
+    one = bool(pid.size) and bool((pid == pid[0]).all())
     for p in np.unique(sync_pid):  # a handful of processes
         mine = sync_pid == p
         order = np.argsort(sync_start[mine], kind="stable")
         starts, ends = sync_start[mine][order], sync_end[mine][order]
-        if one:  # every gap of this one process (or of another: nothing to do)
-            if p != pid[0]:
-                continue
-            i = np.searchsorted(starts, at, side="right") - 1
-            out = (i >= 0) & (ends[np.maximum(i, 0)] >= at - SYNC_TOLERANCE_NS)
+        if one and p != pid[0]:
             continue
-        rows = np.flatnonzero(pid == p)
-        i = np.searchsorted(starts, at[rows], side="right") - 1
-        found = i >= 0
-        out[rows[found]] = ends[i[found]] >= at[rows[found]] - SYNC_TOLERANCE_NS
+        rows = None if one else np.flatnonzero(pid == p)
+        times = at if rows is None else at[rows]
+        upto = np.minimum(np.append(starts[1:], np.iinfo(np.int64).max), ends + SYNC_TOLERANCE_NS + 1)
+        lo = np.searchsorted(times, starts, side="left")
+        hi = np.maximum(np.searchsorted(times, upto, side="left"), lo)
+        if lo.size <= 64:
+            blocked = np.zeros(times.size, dtype=bool)
+            for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+                blocked[a:b] = True
+        else:
+            count = np.zeros(times.size + 1, dtype=np.int64)
+            np.add.at(count, lo, 1)
+            np.add.at(count, hi, -1)
+            blocked = np.cumsum(count[:-1]) > 0
+        if rows is None:
+            out = blocked
+        else:
+            out[rows] = blocked
     return out
+
+
+def _selection(mask: np.ndarray) -> slice | np.ndarray:
+    """The positions where ``mask`` is True: a slice when they are consecutive (steps'
+    rows usually are; a slice takes views instead of copies), else an index array."""
+    n = int(np.count_nonzero(mask))
+    first = int(mask.argmax()) if n else 0
+    if mask[first : first + n].all():
+        return slice(first, first + n)
+    return np.flatnonzero(mask)
 
 
 def _gap_causes(
@@ -267,17 +292,14 @@ def _gap_causes(
     """Host-wait idle per step split by cause (module docstring); ``act_call``: the api
     position of each activity row's submitting call (-1: none)."""
     columns = ["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]
-    keep = step_of >= 0
-    kept = None if keep.all() else np.flatnonzero(keep)
-    start, end = act["start"].to_numpy(), act["end"].to_numpy()
-    u = union(start, end) if kept is None else union(start[kept], end[kept])
+    kept = _selection(step_of >= 0)
+    u = union(act["start"].to_numpy()[kept], act["end"].to_numpy()[kept])
     api = analysis.trace.api
     if u.starts.size < 2 or not len(api):
         empty = np.zeros((n_steps, len(columns)), dtype=np.int64)
         return pd.DataFrame(empty, index=pd.RangeIndex(n_steps), columns=columns)
     nxt = u.order[u.first_row[1:]]  # the activity row that ends each gap
-    if kept is not None:
-        nxt = kept[nxt]
+    nxt = nxt + kept.start if isinstance(kept, slice) else kept[nxt]
     gap_start, gap_end = u.gap_starts, u.gap_ends
     call = act_call[nxt]
     api_start, api_end = api["start"].to_numpy(), api["end"].to_numpy()
@@ -300,10 +322,13 @@ def _gap_causes(
     if host_gap_ns < 0:
         is_host |= np.isnan(idle_before)
     # cause: 0 sync, 1 host work, 2 launch path.
-    cause = np.where(is_sync, 0, np.where(is_host, 1, 2))
+    cause = np.full(nxt.size, 2, dtype=np.int8)
+    cause[is_host] = 1
+    cause[is_sync] = 0
     # Sum per (step, cause). Float sums of int ns are exact below 2**53 ns (104 days):
     # the gaps are disjoint, so no sum exceeds the trace's span.
-    flat, length = step_of[nxt] * len(columns) + cause, gap_end - gap_start
+    flat, length = step_of[nxt] * len(columns), gap_end - gap_start
+    flat += cause
     if int(length.sum()) < 2**53:
         sums = np.bincount(flat, weights=length, minlength=n_steps * len(columns)).astype(np.int64)
     else:
@@ -433,17 +458,18 @@ def _steady_kernels(
     in_order = _sorted_by(start, end)  # the loader sorts by start
     by_time = mine if in_order else mine[np.lexsort((end, start))]
     act_rows = np.arange(all_kernels.size) if only_kernels else np.flatnonzero(all_kernels)
-    wanted = is_kernel if only_kernels else is_kernel[all_kernels]
-    rows, steps, act_rows = by_time[wanted], step_of[act_rows[wanted]], act_rows[wanted]
+    wanted = _selection(is_kernel if only_kernels else is_kernel[all_kernels])
+    rows, act_rows = by_time[wanted], act_rows[wanted]
+    steps = step_of[act_rows]
     if not in_order:  # back to kernel-table order
         order = np.argsort(rows, kind="stable")
         rows, steps, act_rows = rows[order], steps[order], act_rows[order]
     # Then stably by (step, start). Kernel-table order is start order when the table is
     # sorted by start: only the steps need checking then.
-    k_start = kern["start"].to_numpy()[rows]
     d_step = np.diff(steps)
-    if not ((d_step >= 0).all() and (in_order or (np.diff(k_start)[d_step == 0] >= 0).all())):
-        order = np.lexsort((k_start, steps))  # stable, as sort_values(kind="stable")
+    k_start = kern["start"].to_numpy()
+    if not ((d_step >= 0).all() and (in_order or (np.diff(k_start[rows])[d_step == 0] >= 0).all())):
+        order = np.lexsort((k_start[rows], steps))  # stable, as sort_values(kind="stable")
         rows, steps, act_rows = rows[order], steps[order], act_rows[order]
     return rows, steps, act_rows
 
