@@ -16,6 +16,7 @@ from launchprof.analysis.callkinds import classify
 from launchprof.analysis.diagnose import _durations
 from launchprof.analysis.side import KERNEL_KEY, kernel_info
 from launchprof.analysis.stepdata import step_context
+from launchprof.analysis.timeline import call_index, last_call_rows
 from launchprof.trace.model import text
 
 HERE = Path(__file__).resolve().parent
@@ -117,6 +118,21 @@ def test_steady_calls_match_the_step_of_each_call(overlap: bool) -> None:
     expected = (api["pid"].to_numpy() == 1) & np.isin(step, steady)
     assert expected.any()
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("pids", [[5], [5, 9]])
+def test_submitting_calls_match_the_binary_search(pids: list[int]) -> None:
+    rng = np.random.default_rng(len(pids))
+    n = 4_000
+    corr = rng.permutation(np.arange(-3, n - 3))  # ids <= 0 have no call; a few repeat below
+    corr[:50] = corr[50:100]
+    api = pd.DataFrame({"pid": rng.choice(pids, n).astype(np.int32), "correlation_id": corr.astype(np.int64)})
+    index = call_index(api)
+    pid = rng.choice(pids, 6_000).astype(np.int32)
+    wanted = rng.integers(-5, n + 10, 6_000).astype(np.int64)  # some beyond every call
+    expected = last_call_rows(api, pid, wanted, index)
+    assert (expected >= 0).any() and (expected < 0).any()
+    np.testing.assert_array_equal(stepdata._submitting_calls(api, index, pid, wanted), expected)
 
 
 def test_member_is_isin_of_step_indices() -> None:

@@ -36,7 +36,7 @@ from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
-from launchprof.analysis.timeline import call_index, last_call_rows
+from launchprof.analysis.timeline import call_index, corr_key, last_call_rows
 from launchprof.trace.model import text
 
 HOST_GAP_NS = 100_000
@@ -276,6 +276,28 @@ def _blocked_at(
     return out
 
 
+def _submitting_calls(
+    api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray], pid: np.ndarray, corr: np.ndarray
+) -> np.ndarray:
+    """:func:`~launchprof.analysis.timeline.last_call_rows` with ``index``: the api
+    position of the last call with each (pid, correlation id > 0), -1 where none. When
+    the keys are dense (one process: its correlation ids run 1, 2, 3...), a table of rows
+    indexed by key instead of a binary search."""
+    keys, rows = index
+    if keys.size == 0:
+        return np.full(len(pid), -1, dtype=np.int64)
+    low, span = int(keys[0]), int(keys[-1]) - int(keys[0]) + 1
+    if span > 4 * keys.size + 1024:
+        return last_call_rows(api, pid, corr, index)
+    table = np.full(span, -1, dtype=np.int64)
+    table[keys - low] = rows
+    offset = corr_key(pid, corr) - low
+    inside = (offset >= 0) & (offset < span)
+    out = table[offset] if inside.all() else np.where(inside, table[np.where(inside, offset, 0)], -1)
+    out[np.asarray(corr) <= 0] = -1
+    return out
+
+
 def _selection(mask: np.ndarray) -> slice | np.ndarray:
     """The positions where ``mask`` is True: a slice when they are consecutive (steps'
     rows usually are; a slice takes views instead of copies), else an index array."""
@@ -502,7 +524,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     index = None
     if len(api):
         index = analysis.trace.cached("call_index", lambda: call_index(api))
-        act_call = last_call_rows(api, act["pid"].to_numpy(), act["correlation_id"].to_numpy(), index)
+        act_call = _submitting_calls(api, index, act["pid"].to_numpy(), act["correlation_id"].to_numpy())
     else:
         act_call = np.full(len(act), -1, dtype=np.int64)
     causes = _gap_causes(analysis, act, step_of, len(table), host_gap_ns, act_call)
