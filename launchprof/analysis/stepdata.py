@@ -250,11 +250,11 @@ def _blocked_at(
     out = np.zeros(at.size, dtype=bool)
     one = bool(pid.size) and bool((pid == pid[0]).all())
     for p in np.unique(sync_pid):  # a handful of processes
+        if one and p != pid[0]:
+            continue  # no time of this process
         mine = sync_pid == p
         order = np.argsort(sync_start[mine], kind="stable")
         starts, ends = sync_start[mine][order], sync_end[mine][order]
-        if one and p != pid[0]:
-            continue
         rows = None if one else np.flatnonzero(pid == p)
         times = at if rows is None else at[rows]
         upto = np.minimum(np.append(starts[1:], np.iinfo(np.int64).max), ends + SYNC_TOLERANCE_NS + 1)
