@@ -191,7 +191,7 @@ def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
         return np.empty(0, dtype=np.float64)
     # The loader sorts calls by start: then the (tid, start) order is a stable sort by tid
     # (and no sort at all for one thread).
-    if (np.diff(start) >= 0).all():
+    if _ascending(start):
         order = None if (tid == tid[0]).all() else np.argsort(tid, kind="stable")
     else:
         order = np.lexsort((start, tid))
@@ -224,12 +224,11 @@ def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     row r on its thread are the rows before the first call sharing r's start."""
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
-    step = np.diff(start)
-    if not (tid.size and (tid == tid[0]).all() and (step >= 0).all()):
+    if not (tid.size and (tid == tid[0]).all() and _ascending(start)):
         return _prev_end_on_thread(api)[rows]
     running = np.maximum.accumulate(api["end"].to_numpy())
     # The first call sharing each row's start: the row itself when no two calls share one.
-    first = rows if (step > 0).all() else np.searchsorted(start, start[rows], side="left")
+    first = rows if _ascending(start, strict=True) else np.searchsorted(start, start[rows], side="left")
     before = first - 1
     out = running[np.maximum(before, 0)].astype(np.float64)
     out[before < 0] = np.nan  # a thread's first call
@@ -349,7 +348,8 @@ def _gap_causes(
     cause[is_sync] = 0
     # Sum per (step, cause). Float sums of int ns are exact below 2**53 ns (104 days):
     # the gaps are disjoint, so no sum exceeds the trace's span.
-    flat, length = step_of[nxt] * len(columns), gap_end - gap_start
+    flat, length = step_of[nxt], gap_end - gap_start
+    flat *= len(columns)  # a new array (a gather): scaled in place
     flat += cause
     if int(length.sum()) < 2**53:
         sums = np.bincount(flat, weights=length, minlength=n_steps * len(columns)).astype(np.int64)
@@ -366,7 +366,7 @@ def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
     start = table["cpu_start"].to_numpy(dtype=np.int64)
     end = table["cpu_end"].to_numpy(dtype=np.int64)
     step = table["step"].to_numpy()
-    if not (np.diff(start) >= 0).all():  # steps in CPU start order (stable)
+    if not _ascending(start):  # steps in CPU start order (stable)
         order = np.argsort(start, kind="stable")
         start, end, step = start[order], end[order], step[order]
     i = np.searchsorted(start, times, side="right") - 1
@@ -386,7 +386,7 @@ def _steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarr
     t_start = table["cpu_start"].to_numpy(dtype=np.int64)
     t_end = table["cpu_end"].to_numpy(dtype=np.int64)
     of_pid = api["pid"].to_numpy() == pid
-    ordered = (np.diff(t_start) >= 0).all() and (t_end[:-1] <= t_start[1:]).all() and (np.diff(start) >= 0).all()
+    ordered = _ascending(t_start) and bool((t_end[:-1] <= t_start[1:]).all()) and _ascending(start)
     if not ordered:
         return of_pid & _member(_step_of_time(start.astype(np.int64, copy=False), table), steady_steps)
     steady = _member(table["step"].to_numpy(), steady_steps)
@@ -435,7 +435,7 @@ def _take(
     RangeIndex) and the ``extra`` columns after them, taken column by column with numpy
     (cheaper than pandas' take on wide frames of many rows); ascending consecutive
     ``rows`` are a slice (no copy)."""
-    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size and (np.diff(rows) == 1).all():
+    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size and _ascending(rows, strict=True):
         pick: Any = slice(int(rows[0]), int(rows[-1]) + 1)
     else:
         pick = rows
@@ -450,11 +450,19 @@ def _take(
     return pd.DataFrame(cols, index=index if index is not None else pd.RangeIndex(len(rows)), copy=False)
 
 
+def _ascending(values: np.ndarray, strict: bool = False) -> bool:
+    """Whether ``values`` never decrease (``strict``: always increase); compared in place,
+    without the int64 array ``np.diff`` would make."""
+    if strict:
+        return bool((values[1:] > values[:-1]).all())
+    return bool((values[1:] >= values[:-1]).all())
+
+
 def _sorted_by(primary: np.ndarray, secondary: np.ndarray) -> bool:
     """Whether rows are already in (primary, secondary) order."""
-    d1 = np.diff(primary)
-    if (d1 > 0).all():
+    if _ascending(primary, strict=True):
         return True
+    d1 = np.diff(primary)
     return bool((d1 >= 0).all() and (np.diff(secondary)[d1 == 0] >= 0).all())
 
 
@@ -488,9 +496,8 @@ def _steady_kernels(
         rows, steps, act_rows = rows[order], steps[order], act_rows[order]
     # Then stably by (step, start). Kernel-table order is start order when the table is
     # sorted by start: only the steps need checking then.
-    d_step = np.diff(steps)
     k_start = kern["start"].to_numpy()
-    if not ((d_step >= 0).all() and (in_order or (np.diff(k_start[rows])[d_step == 0] >= 0).all())):
+    if not (_ascending(steps) and (in_order or (np.diff(k_start[rows])[np.diff(steps) == 0] >= 0).all())):
         order = np.lexsort((k_start[rows], steps))  # stable, as sort_values(kind="stable")
         rows, steps, act_rows = rows[order], steps[order], act_rows[order]
     return rows, steps, act_rows
