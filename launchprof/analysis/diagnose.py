@@ -285,9 +285,11 @@ def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
     call = ctx.kernel_calls if every else ctx.kernel_calls[per_launch]  # last_call_rows of the kernels
     found = call >= 0
     found[found] = is_call[call[found]]
-    call = call[found]
-    kernel_ns = (k["end"].to_numpy() - k["start"].to_numpy())[per_launch if not every else slice(None)][found]
-    call_ns = api["end"].to_numpy()[call] - api["start"].to_numpy()[call]
+    kernel_ns = k["end"].to_numpy() - k["start"].to_numpy()
+    if not (every and found.all()):  # else every kernel has its launch call: no copies
+        call, kernel_ns = call[found], kernel_ns[per_launch][found]
+    call_ns = api["end"].to_numpy()[call]
+    call_ns -= api["start"].to_numpy()[call]
     return pd.DataFrame(
         {"kernel_ns": kernel_ns.astype(np.int64, copy=False), "launch_call_ns": call_ns.astype(np.int64, copy=False)}
     )

@@ -517,10 +517,11 @@ def profiler_overhead(
     period = float(steady["period_ns"].median())
     if ctx.call_classes is None:
         return None
-    rows = np.flatnonzero(ctx.call_mask & ctx.call_classes["launch"].to_numpy())  # launch calls of steady steps
-    if not math.isfinite(period) or period <= 0 or not rows.size:
+    rows = ctx.call_mask & ctx.call_classes["launch"].to_numpy()  # launch calls of steady steps
+    if not math.isfinite(period) or period <= 0 or not rows.any():
         return None
-    call_ns = ctx.api["end"].to_numpy()[rows] - ctx.api["start"].to_numpy()[rows]
+    call_ns = ctx.api["end"].to_numpy()[rows]
+    call_ns -= ctx.api["start"].to_numpy()[rows]
     call_p50 = float(np.median(call_ns, overwrite_input=True))  # a new array: partitioned in place
     per_launch = min(values["profiler_launch_overhead_ns"], call_p50)
     overhead = launches * per_launch

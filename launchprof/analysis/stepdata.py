@@ -226,13 +226,14 @@ def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     start = api["start"].to_numpy()
     if not (tid.size and (tid == tid[0]).all() and _ascending(start)):
         return _prev_end_on_thread(api)[rows]
-    running = np.maximum.accumulate(api["end"].to_numpy())
+    # before[i]: the latest end of rows < i (NaN for i = 0), as float like the general path
+    # (the max of rounded values is the rounded max: the same floats).
+    before = np.empty(tid.size + 1, dtype=np.float64)
+    before[0] = np.nan
+    np.maximum.accumulate(api["end"].to_numpy(), dtype=np.float64, out=before[1:])
     # The first call sharing each row's start: the row itself when no two calls share one.
     first = rows if _ascending(start, strict=True) else np.searchsorted(start, start[rows], side="left")
-    before = first - 1
-    out = running[np.maximum(before, 0)].astype(np.float64)
-    out[before < 0] = np.nan  # a thread's first call
-    return out
+    return before[first]
 
 
 def _blocked_at(
@@ -324,7 +325,8 @@ def _gap_causes(
     gap_start, gap_end = u.gap_starts, u.gap_ends
     call = act_call[nxt]
     api_start, api_end = api["start"].to_numpy(), api["end"].to_numpy()
-    host_wait = (call >= 0) & (api_end[np.maximum(call, 0)] > gap_start)
+    has_call = call >= 0
+    host_wait = has_call & (api_end[call if has_call.all() else np.maximum(call, 0)] > gap_start)
     if not host_wait.all():  # gaps stay in time order
         gap_start, gap_end, call, nxt = gap_start[host_wait], gap_end[host_wait], call[host_wait], nxt[host_wait]
     gap_pid = act["pid"].to_numpy()[nxt]
@@ -338,7 +340,8 @@ def _gap_causes(
         is_sync = np.zeros(gap_start.size, dtype=bool)
     # Host work: CPU time outside CUDA calls on the submitting thread before the call
     # (none known, NaN, counts as 0).
-    idle_before = api_start[call] - _prev_end_at(api, call)
+    idle_before = _prev_end_at(api, call)  # a new array: the difference is written into it
+    np.subtract(api_start[call], idle_before, out=idle_before)
     is_host = idle_before > host_gap_ns
     if host_gap_ns < 0:
         is_host |= np.isnan(idle_before)
