@@ -16,6 +16,7 @@ from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import TraceError
 from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
+from launchprof.trace.model import Trace
 
 TRACE_SUFFIXES = (".sqlite", ".sqlite.xz", ".nsys-rep")
 
@@ -94,6 +95,19 @@ def analyze(
     else:
         trace = load_trace(sqlite, progress=progress)
     trace = dataclasses.replace(trace, path=Path(path))
+    return analyze_loaded(trace, bubble_threshold_ns, progress, step, steps_found)
+
+
+def analyze_loaded(
+    trace: Trace,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
+    progress: Callable[[str], None] | None = None,
+    step: str | None = None,
+    steps_found: Callable[[Analysis], None] | None = None,
+) -> Analysis:
+    """:func:`analyze` of a trace already loaded (:func:`~launchprof.trace.load_trace`,
+    :func:`~launchprof.trace.arrowdir.load_arrowdir`); same arguments, result and errors
+    (but for the file's)."""
     if progress:
         progress("analysing")
     analysis = analyze_trace(trace, bubble_threshold_ns)

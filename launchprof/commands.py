@@ -57,14 +57,54 @@ def run_analyze(
     step: str | None = None,
     require_gpu: bool = False,
     baseline: list[Any] | None = None,
+    early: Any = None,
 ) -> None:
     """Analyse ``trace`` and write its report into ``output``; print where it went.
     ``baseline``: step times of unprofiled runs (:mod:`launchprof.baseline`), or None.
+    ``early``: the analysis already made while nsys exported ``trace``
+    (:class:`launchprof.early.EarlyResult`): only the files are written.
 
     Raises:
         NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
             after the report, which holds what can be said, was written).
     """
+    if early is not None:
+        analysis, summary = early.analysis, _write_early(early, trace, output, force, baseline)
+    else:
+        analysis, summary = _analyse_and_write(trace, output, force, bubble_threshold_ns, nsys, console, step, baseline)
+    _print_summary(analysis, summary, output, console, require_gpu)
+
+
+def _write_early(early: Any, trace: Path, output: Path, force: bool, baseline: list[Any] | None) -> Any:
+    """Write the report and step files of an early analysis (run_analyze)."""
+    from launchprof.report.html import atomic_write
+    from launchprof.report.write import render_files, write_rendered
+
+    rendered = early.rendered
+    if rendered is None or baseline is not None:
+        rendered = render_files(early.analysis, str(trace), baseline, early.figures)
+    summary, page = rendered
+    write_rendered(output, summary, page, force)
+    mark("report_done")
+    for name, text in early.step_texts.items():
+        atomic_write(output / name, text)
+    mark("step_files_done")
+    write_index(output.resolve().parent)
+    mark("index_done")
+    return summary
+
+
+def _analyse_and_write(
+    trace: Path,
+    output: Path,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    step: str | None,
+    baseline: list[Any] | None,
+) -> tuple[Analysis, Any]:
+    """Analyse ``trace`` and write its report (run_analyze); the analysis and summary."""
     jobs: list[StepFilesJob] = []
 
     def steps_found(found: Analysis) -> None:
@@ -105,6 +145,11 @@ def run_analyze(
         mark("step_files_done")
         write_index(output.resolve().parent)
         mark("index_done")
+    return analysis, summary
+
+
+def _print_summary(analysis: Analysis, summary: Any, output: Path, console: Console, require_gpu: bool) -> None:
+    """The terminal lines of run_analyze; raises NoCudaActivityError as it says."""
     for d in summary.devices:
         console.print(
             f"GPU {d.device_id}: {d.kernels} kernels, utilization {d.utilization:.1%}, "

@@ -23,10 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-
+from launchprof.early import EarlyAnalysis, EarlyResult, background_priority, wanted
 from launchprof.errors import LaunchprofError, NsysError, OutputError
 from launchprof.nsys.locate import locate_nsys, nsys_info
 from launchprof.nsys.profile import (
@@ -40,6 +39,9 @@ from launchprof.nsys.profile import (
     workload,
 )
 from launchprof.timings import mark
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class Interrupted(LaunchprofError):
@@ -86,6 +88,7 @@ def _claim_folder(folder: Path) -> None:
 
 
 def _warm_imports() -> None:
+    background_priority()  # the workload and nsys come first
     import launchprof.commands  # noqa: F401  (pandas and the report modules: imported while nsys runs)
 
 
@@ -144,6 +147,11 @@ def run_profile(
         )
     warm = threading.Thread(target=_warm_imports, daemon=True)
     warm.start()
+    early = None
+    if wanted(cmd.argv):  # analyse while nsys writes its SQLite export (launchprof.early)
+        early = EarlyAnalysis(
+            folder / TRACE_STEM, nsys_path, bubble_threshold_ns, step, warm=warm, render=not baseline_runs
+        ).start()
     interrupts: list[int] = []
     started = time.time()
     mark("nsys_start")
@@ -160,11 +168,13 @@ def run_profile(
         interrupts=interrupts,
     )
     mark("nsys_end")
+    ready = early.finish() if early is not None else None
     if interrupts:
+        ready = None  # nsys may have written less than it recorded: analyse what it wrote
         _rescue_qdstrm(folder / TRACE_STEM, started, console)
     try:
         return _after_recording(
-            folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs
+            folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs, ready
         )
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
@@ -197,6 +207,7 @@ def _after_recording(
     warm: threading.Thread,
     work: Workload | None = None,
     baseline_runs: int = 0,
+    ready: EarlyResult | None = None,
 ) -> ProfileResult:
     with contextlib.ExitStack() as stack:
         shown: list[Any] = []  # the spinner starts only when there is an import or export to wait for
@@ -232,7 +243,15 @@ def _after_recording(
     analysed = True
     try:
         run_analyze(
-            files.sqlite, folder, False, bubble_threshold_ns, str(nsys_path), console, step=step, baseline=baseline
+            files.sqlite,
+            folder,
+            False,
+            bubble_threshold_ns,
+            str(nsys_path),
+            console,
+            step=step,
+            baseline=baseline,
+            early=ready if (ready is not None and not files.imported and not files.exported) else None,
         )
     except LaunchprofError as exc:
         if code == 0:

@@ -68,6 +68,20 @@ def write_report(
         OutputError: the folder holds a report and ``force`` is False, or cannot be
             written.
     """
+    summary, page = render_files(analysis, trace_path, baseline, device_figures)
+    write_rendered(folder, summary, page, force)
+    if step_files:
+        write_step_files(analysis, folder)
+    return summary
+
+
+def render_files(
+    analysis: Analysis,
+    trace_path: str | None = None,
+    baseline: list[Any] | None = None,
+    device_figures: list[EmbeddedFigure] | None = None,
+) -> tuple[Summary, str]:
+    """The summary and the report page of :func:`write_report`, not yet written."""
     summary = build_summary(analysis, trace_path)
     extra_html = ""
     if baseline is not None:
@@ -79,10 +93,16 @@ def write_report(
     page = render_report(
         analysis, summary, diagnosis_html=render_diagnosis(analysis) + extra_html, device_figures=device_figures
     )
+    return summary, page
+
+
+def write_rendered(folder: Path, summary: Summary, page: str, force: bool = False) -> None:
+    """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` (from :func:`render_files`) into ``folder``.
+
+    Raises:
+        OutputError: as :func:`write_report`.
+    """
     prepare_folder(folder, force, REPORT_FILES)
     write_plotlyjs(folder)
     # Both files or neither: a failed write never leaves a new summary beside an old page.
     atomic_write_all({folder / "summary.json": summary.to_json(), folder / "report.html": page})
-    if step_files:
-        write_step_files(analysis, folder)
-    return summary

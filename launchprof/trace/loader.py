@@ -484,33 +484,45 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     con = _connect(path)
     _tune_malloc()
     prefetch(path)  # the big tables, read by background threads (launchprof.trace.columns)
-    notes: list[str] = []
     reader = Reader(path, con, say)
     try:
-        try:
-            schema = _schema(con)
-            say("strings")
-            strings = _load_strings(con, schema, notes)
-            say("kernels")
-            kernels = _load_kernels(reader, schema, notes)
-            say("memory operations")
-            memops = _load_memops(reader, schema, notes)
-            graph_execs = _load_graph_execs(reader, schema, notes)
-            say("CUDA API calls")
-            api = _load_api(reader, schema, strings, notes)
-            say("NVTX ranges")
-            nvtx, domain_events = _load_nvtx(con, schema, strings, notes)
-            gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
-            processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
-            cuda_streams = _load_int_table(
-                con, schema, "TARGET_INFO_CUDA_STREAM", {"streamId": "stream_id", "processId": "pid", "flag": "flag"}
-            )
-        except sqlite3.DatabaseError as exc:
-            raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
+        return load_tables(path, con, reader, say)
     finally:
         reader.close()
         con.close()
         forget_prefetch(path)
+
+
+def load_tables(path: Path, con: sqlite3.Connection, reader: Reader, say: Callable[[str], None]) -> Trace:
+    """The :class:`Trace` of an export: the small tables through ``con`` (SQL), the big
+    numeric ones through ``reader`` (:class:`~launchprof.trace.columns.Reader`); ``path``
+    is recorded as the trace's path. Shared by :func:`load_trace` and
+    :func:`launchprof.trace.arrowdir.load_arrowdir`.
+
+    Raises:
+        TraceError: a table cannot be read.
+    """
+    notes: list[str] = []
+    try:
+        schema = _schema(con)
+        say("strings")
+        strings = _load_strings(con, schema, notes)
+        say("kernels")
+        kernels = _load_kernels(reader, schema, notes)
+        say("memory operations")
+        memops = _load_memops(reader, schema, notes)
+        graph_execs = _load_graph_execs(reader, schema, notes)
+        say("CUDA API calls")
+        api = _load_api(reader, schema, strings, notes)
+        say("NVTX ranges")
+        nvtx, domain_events = _load_nvtx(con, schema, strings, notes)
+        gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
+        processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
+        cuda_streams = _load_int_table(
+            con, schema, "TARGET_INFO_CUDA_STREAM", {"streamId": "stream_id", "processId": "pid", "flag": "flag"}
+        )
+    except sqlite3.DatabaseError as exc:
+        raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
     return Trace(
         path=path,
         schema=schema,
