@@ -311,8 +311,9 @@ def _per_step(ctx: StepContext) -> pd.DataFrame:
     t = ctx.table
     if t.empty:
         return pd.DataFrame()
-    waits = t[["launch_wait_ns", "sync_wait_ns", "host_work_wait_ns"]].sum(axis=1)
-    other = (t["period_ns"] - t["busy_ns"] - waits).clip(lower=0)
+    waits = sum(t[c].to_numpy(dtype=np.int64) for c in ("launch_wait_ns", "sync_wait_ns", "host_work_wait_ns"))
+    other = t["period_ns"].to_numpy(dtype=float) - t["busy_ns"].to_numpy() - waits
+    other = np.where(other < 0, 0.0, other)  # as clip(lower=0): NaN (the last step) stays
     return pd.DataFrame(
         {
             "step": t["step"].to_numpy(),
@@ -322,7 +323,7 @@ def _per_step(ctx: StepContext) -> pd.DataFrame:
             "launch_wait_ns": t["launch_wait_ns"].to_numpy(dtype=np.int64),
             "sync_wait_ns": t["sync_wait_ns"].to_numpy(dtype=np.int64),
             "host_work_wait_ns": t["host_work_wait_ns"].to_numpy(dtype=np.int64),
-            "other_idle_ns": other.to_numpy(dtype=float),
+            "other_idle_ns": other,
         }
     )
 

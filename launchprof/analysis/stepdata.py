@@ -395,11 +395,13 @@ def _steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarr
     steady = _member(table["step"].to_numpy(), steady_steps)
     lo = np.searchsorted(start, t_start[steady], side="left")
     hi = np.maximum(np.searchsorted(start, t_end[steady], side="left"), lo)
-    count = np.zeros(start.size + 1, dtype=np.int64)
+    # +1 where a steady step's rows begin, -1 where they end; the steps do not overlap, so
+    # the running count is 0 or 1 (int8 is enough).
+    count = np.zeros(start.size + 1, dtype=np.int8)
     np.add.at(count, lo, 1)
     np.add.at(count, hi, -1)
-    inside = np.cumsum(count[:-1]) > 0
-    return of_pid & inside
+    inside = np.cumsum(count[:-1], dtype=np.int8) > 0
+    return inside if of_pid.all() else of_pid & inside
 
 
 def _kind_is(kind: pd.Series, names: tuple[str, ...]) -> np.ndarray:
