@@ -79,10 +79,10 @@ def classify(calls: pd.Series) -> pd.DataFrame:
     if isinstance(calls.dtype, pd.CategoricalDtype):
         # Classify each category once, then spread by code (no per-row strings).
         per_category = classify(pd.Series(calls.cat.categories.astype(str), dtype=object))
-        codes = calls.cat.codes.to_numpy()
-        valid = codes >= 0
+        codes = calls.cat.codes.to_numpy().astype(np.intp)  # converted once, not per column
+        # One flag per category plus a False at the end, which code -1 (missing) picks.
         return pd.DataFrame(
-            {col: valid & per_category[col].to_numpy(dtype=bool)[np.where(valid, codes, 0)] for col in per_category},
+            {col: np.append(per_category[col].to_numpy(dtype=bool), False)[codes] for col in per_category},
             index=calls.index,
         )
     c = calls.astype(str)

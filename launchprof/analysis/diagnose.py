@@ -31,12 +31,13 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import findings as F
+from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.findings import Finding
-from launchprof.analysis.launches import KERNEL_LAUNCH_CALLS
 from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
+from launchprof.analysis.timeline import call_index
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
@@ -161,9 +162,20 @@ def _framework(analysis: Analysis, ctx: StepContext) -> str:
     elementwise, layer-norm, softmax, reduction kernels); else ``cuda``. A Python process
     alone is not enough (cuda-python programs are CUDA code)."""
     kernels = analysis.trace.kernels
-    ids = kernels.loc[kernels["pid"] == ctx.pid, "name_id"].unique()
+    name_id, pid = kernels["name_id"].to_numpy(), kernels["pid"].to_numpy()
+    ids = _distinct(name_id if (pid == ctx.pid).all() else name_id[pid == ctx.pid])
     names = pd.Series(ids).map(analysis.trace.string).astype(str)
     return "pytorch" if names.str.contains(TORCH_KERNELS, regex=True).any() else "cuda"
+
+
+def _distinct(ids: np.ndarray) -> np.ndarray:
+    """The distinct values of an int array (ascending), by a presence table when they are
+    small non-negative ids (StringIds ids are), else by a sort."""
+    if ids.size and ids.dtype.kind in "iu" and 0 <= int(ids.min()) and int(ids.max()) <= 4 * ids.size + 65536:
+        present = np.zeros(int(ids.max()) + 1, dtype=bool)
+        present[ids] = True
+        return np.flatnonzero(present)
+    return np.unique(ids)
 
 
 def _figures(ctx: StepContext) -> dict[str, Any]:
@@ -258,10 +270,35 @@ def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
     k = ctx.kernels
     if k.empty:
         return pd.DataFrame({"kernel_ns": pd.Series(dtype="int64"), "launch_call_ns": pd.Series(dtype="int64")})
-    per_launch = k.loc[k["graph_node_id"].isna(), ["pid", "correlation_id", "start", "end"]]
     api = analysis.trace.api
-    calls = api.loc[api["call"].isin(KERNEL_LAUNCH_CALLS), ["pid", "correlation_id", "start", "end"]]
-    j = per_launch.merge(calls, on=["pid", "correlation_id"], suffixes=("", "_call"))
+    is_call = api_classes(analysis.trace)["launch"].to_numpy()  # call in KERNEL_LAUNCH_CALLS
+    per_launch = k["graph_node_id"].isna().to_numpy()
+    every = bool(per_launch.all())
+    # Per-launch kernels joined to their launch call on (pid, correlation id), as an inner
+    # merge. When every call with a correlation id has a key of its own (call_index's keys
+    # are as many as those calls) and every launch call has one, a kernel's launch call is
+    # its submitting call (ctx.kernel_calls), if that is a launch call.
+    keys, rows = analysis.trace.cached("call_index", lambda: call_index(api))
+    has_key = api["correlation_id"].to_numpy() > 0
+    if keys.size != int(has_key.sum()) or (is_call & ~has_key).any():
+        return _durations_merged(k.loc[per_launch], api.loc[is_call])
+    call = ctx.kernel_calls if every else ctx.kernel_calls[per_launch]  # last_call_rows of the kernels
+    found = call >= 0
+    found[found] = is_call[call[found]]
+    kernel_ns = k["end"].to_numpy() - k["start"].to_numpy()
+    if not (every and found.all()):  # else every kernel has its launch call: no copies
+        call, kernel_ns = call[found], kernel_ns[per_launch][found]
+    call_ns = api["end"].to_numpy()[call]
+    call_ns -= api["start"].to_numpy()[call]
+    return pd.DataFrame(
+        {"kernel_ns": kernel_ns.astype(np.int64, copy=False), "launch_call_ns": call_ns.astype(np.int64, copy=False)}
+    )
+
+
+def _durations_merged(per_launch: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_durations` by an inner merge (launch calls sharing a correlation key)."""
+    cols = ["pid", "correlation_id", "start", "end"]
+    j = per_launch[cols].merge(calls[cols], on=["pid", "correlation_id"], suffixes=("", "_call"))
     return pd.DataFrame(
         {
             "kernel_ns": (j["end"] - j["start"]).to_numpy(dtype=np.int64),
@@ -274,8 +311,9 @@ def _per_step(ctx: StepContext) -> pd.DataFrame:
     t = ctx.table
     if t.empty:
         return pd.DataFrame()
-    waits = t[["launch_wait_ns", "sync_wait_ns", "host_work_wait_ns"]].sum(axis=1)
-    other = (t["period_ns"] - t["busy_ns"] - waits).clip(lower=0)
+    waits = sum(t[c].to_numpy(dtype=np.int64) for c in ("launch_wait_ns", "sync_wait_ns", "host_work_wait_ns"))
+    other = t["period_ns"].to_numpy(dtype=float) - t["busy_ns"].to_numpy() - waits
+    other = np.where(other < 0, 0.0, other)  # as clip(lower=0): NaN (the last step) stays
     return pd.DataFrame(
         {
             "step": t["step"].to_numpy(),
@@ -285,7 +323,7 @@ def _per_step(ctx: StepContext) -> pd.DataFrame:
             "launch_wait_ns": t["launch_wait_ns"].to_numpy(dtype=np.int64),
             "sync_wait_ns": t["sync_wait_ns"].to_numpy(dtype=np.int64),
             "host_work_wait_ns": t["host_work_wait_ns"].to_numpy(dtype=np.int64),
-            "other_idle_ns": other.to_numpy(dtype=float),
+            "other_idle_ns": other,
         }
     )
 

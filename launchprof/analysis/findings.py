@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.stepdata import StepContext, classes
+from launchprof.analysis.stepdata import StepContext
+from launchprof.analysis.timeline import corr_key
 
 MAX_EXAMPLES = 10
 CONFIG = ("name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
@@ -93,10 +95,9 @@ def _names(calls: pd.DataFrame) -> str:
 def sync_in_step(ctx: StepContext) -> Finding | None:
     """Synchronizing calls inside steady steps (stream/device/event synchronize,
     synchronous copies), and device-to-host copies followed by one (``.item()``)."""
-    calls = ctx.calls
-    if calls.empty or not calls["sync"].any():
+    sync = ctx.calls_where("sync")
+    if sync.empty:
         return None
-    sync = calls.loc[calls["sync"]]
     steps = sync["step"].unique()
     n_steady = max(len(ctx.steady), 1)
     per_step = sync.groupby("step").size()
@@ -138,10 +139,9 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
 
 def alloc_in_step(ctx: StepContext) -> Finding | None:
     """cudaMalloc/cudaFree/cudaHostAlloc (and driver equivalents) inside steady steps."""
-    calls = ctx.calls
-    if calls.empty or not calls["alloc"].any():
+    alloc = ctx.calls_where("alloc")
+    if alloc.empty:
         return None
-    alloc = calls.loc[calls["alloc"]]
     steps = alloc["step"].unique()
     dur = (alloc["end"] - alloc["start"]).groupby(alloc["step"]).sum()
     return Finding(
@@ -159,13 +159,70 @@ def alloc_in_step(ctx: StepContext) -> Finding | None:
 
 
 def _row_codes(frame: pd.DataFrame) -> np.ndarray:
-    """One int64 code per row, equal for rows equal in every column (columns factorized
-    one at a time and combined pairwise, so no MultiIndex is built)."""
+    """One int64 code per row, equal for rows equal in every column, numbered in order of
+    first appearance (0, 1, ...). Integer columns are packed into one int64 key (each
+    column's offset from its minimum times the product of the ranges before it; constant
+    columns drop out) and the key factorized once; otherwise, or when the ranges do not
+    fit in 62 bits, columns are factorized one at a time and combined pairwise. Either
+    way the codes are the first-appearance numbering of the distinct rows."""
+    columns = [frame[c].to_numpy() for c in frame.columns]
+    if len(frame) and all(isinstance(v, np.ndarray) and v.dtype.kind in "iu" for v in columns):
+        key = np.zeros(len(frame), dtype=np.int64)
+        scale = 1
+        for v in columns:
+            low, high = int(v.min()), int(v.max())
+            width = high - low + 1
+            if width == 1:
+                continue
+            if scale > (2**62) // width:
+                break
+            key += (v.astype(np.int64) - low) * scale
+            scale *= width
+        else:
+            return pd.factorize(key)[0].astype(np.int64)
     codes = np.zeros(len(frame), dtype=np.int64)
     for col in frame.columns:
         col_codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
         codes = pd.factorize(codes * len(uniques) + col_codes)[0].astype(np.int64)
     return codes
+
+
+def _multi_config_names(ctx: StepContext) -> int:
+    """How many kernel names of ``ctx.kernels`` run with more than one launch
+    configuration (name, grid, block); computed once per context."""
+
+    def count() -> int:
+        k = ctx.kernels
+        if k.empty:
+            return 0
+        grid_block = [k[c].to_numpy() for c in CONFIG if c != "name_id"]
+        if all(v.dtype.kind in "iu" and v.min() == v.max() for v in grid_block):
+            return 0  # one grid and block size for every kernel
+        codes = _row_codes(k[list(CONFIG)])
+        # Codes number distinct rows by first appearance: a row is a configuration's first
+        # when its code exceeds every code before it.
+        first = np.ones(codes.size, dtype=bool)
+        first[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
+        per_name = np.unique(k["name_id"].to_numpy()[first], return_counts=True)[1]
+        return int((per_name > 1).sum())
+
+    return int(ctx.cached("multi_config_names", count))
+
+
+def _step_sizes(ctx: StepContext) -> np.ndarray:
+    """Kernels per steady step, in step order (``ctx.kernels.groupby("step").size()``); by
+    run lengths (the kernels are sorted by step); computed once per context."""
+    return ctx.cached("step_sizes", lambda: _run_lengths(ctx.kernels))  # type: ignore[no-any-return]
+
+
+def _run_lengths(k: pd.DataFrame) -> np.ndarray:
+    steps = k["step"].to_numpy()
+    if steps.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if not (np.diff(steps) >= 0).all():
+        return k.groupby("step").size().to_numpy()
+    bounds = np.flatnonzero(steps[1:] != steps[:-1]) + 1
+    return np.diff(np.r_[0, bounds, steps.size])
 
 
 def _signatures(kernels: pd.DataFrame, what: str = "both") -> tuple[pd.Series, pd.Series]:
@@ -211,10 +268,8 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     k = ctx.kernels
     if k.empty or ctx.steady["step"].nunique() < 2:
         return None
-    cfg = k[list(CONFIG)]
-    per_name = cfg.drop_duplicates().groupby("name_id").size()
-    varying = per_name[per_name > 1]
-    if varying.empty or _count_varies(k):
+    varying = _multi_config_names(ctx)
+    if not varying or _count_varies(ctx):
         return None
     _, shapes = _signatures(k, "shapes")
     distinct = int(shapes.nunique())
@@ -241,7 +296,7 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
         "info" if pooled else "blocker",
         int(len(shapes) - usual),
         _examples(odd_steps),
-        f"{distinct} distinct step shapes over {len(shapes)} steady steps ({len(varying)} kernels change their "
+        f"{distinct} distinct step shapes over {len(shapes)} steady steps ({varying} kernels change their "
         f"grid/block sizes); {kname} runs with {int(size.nunique())} grid sizes from {int(size.min())} to "
         f"{int(size.max())} blocks. Power-of-two buckets: {bucket_text}; padding every step up to its bucket "
         f"costs about {padding:.1%} extra GPU work",
@@ -255,7 +310,7 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
         ),
         {
             "distinct_shapes": distinct,
-            "varying_kernels": int(len(varying)),
+            "varying_kernels": varying,
             "buckets": [int(b) for b in buckets.index],
             "bucket_steps": [int(n) for n in buckets.to_numpy()],
             "padding_ratio": padding,
@@ -263,10 +318,24 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     )
 
 
-def _count_varies(k: pd.DataFrame) -> bool:
+def _count_varies(ctx: StepContext) -> bool:
     """True when fewer than DOMINANT_SHARE of the steps have the most common kernel count."""
-    counts = k.groupby("step").size().value_counts()
-    return bool(counts.iloc[0] / counts.sum() < DOMINANT_SHARE)
+    sizes = _step_sizes(ctx)
+    if sizes.size == 0:
+        return False
+    most = np.unique(sizes, return_counts=True)[1].max()  # steps with the most common count
+    return bool(most / sizes.size < DOMINANT_SHARE)
+
+
+def _one_sequence(ctx: StepContext) -> bool:
+    """True when every steady step runs the same kernels (names) in the same order: the
+    steps' name sequences, one row each, all equal the first (the kernels are sorted by
+    (step, start))."""
+    sizes = _step_sizes(ctx)
+    if sizes.size == 0 or not (sizes == sizes[0]).all():
+        return False
+    names = ctx.kernels["name_id"].to_numpy().reshape(sizes.size, int(sizes[0]))
+    return bool((names == names[0]).all())
 
 
 def varying_sequence(ctx: StepContext) -> Finding | None:
@@ -274,18 +343,19 @@ def varying_sequence(ctx: StepContext) -> Finding | None:
     the kernel count per step varies, or the kernel names differ while no kernel
     changes its launch configuration (else it is ``dynamic-shapes``)."""
     k = ctx.kernels
-    if k.empty or k["step"].nunique() < 2:
+    if k.empty or _step_sizes(ctx).size < 2:
         return None
-    cfg = k[list(CONFIG)]
-    if (cfg.drop_duplicates().groupby("name_id").size() > 1).any() and not _count_varies(k):
+    if _multi_config_names(ctx) and not _count_varies(ctx):
         return None  # shape changes explain it: dynamic-shapes
+    if _one_sequence(ctx):
+        return None
     names, _ = _signatures(k, "names")
     counts = names.value_counts()
     if len(counts) < 2:
         return None
     usual = counts.index[0]
     odd = names.index[names != usual]
-    lengths = k.groupby("step").size()
+    lengths = _step_sizes(ctx)
     share = float(counts.iloc[0] / len(names))
     return Finding(
         "varying-sequence",
@@ -303,19 +373,19 @@ def varying_sequence(ctx: StepContext) -> Finding | None:
 def reinstantiation(ctx: StepContext, analysis: Analysis) -> Finding | None:
     """Graphs captured, instantiated or updated about once per launch."""
     api = analysis.trace.api
-    mine = api.loc[api["pid"] == ctx.pid] if ctx.pid is not None else api
-    cls = classes(mine["call"])  # once per distinct call name
-    is_launch = cls["graph_launch"]
+    cls = api_classes(analysis.trace)  # once per trace
+    mine = (api["pid"] == ctx.pid).to_numpy() if ctx.pid is not None else np.ones(len(api), dtype=bool)
+    is_launch = cls["graph_launch"].to_numpy() & mine
     launches = int(is_launch.sum())
-    inst = cls["instantiate"]
-    upd = cls["exec_update"]
+    inst = cls["instantiate"].to_numpy() & mine
+    upd = cls["exec_update"].to_numpy() & mine
     rebuilt = int(inst.sum() + upd.sum())
     if launches < 2 or rebuilt / launches < REINSTANTIATE_RATIO:
         return None
-    dur = (mine["end"] - mine["start"]).to_numpy()
-    inst_p50 = float(np.median(dur[inst.to_numpy()])) if inst.any() else 0.0
-    upd_p50 = float(np.median(dur[upd.to_numpy()])) if upd.any() else 0.0
-    launch_p50 = float(np.median(dur[is_launch.to_numpy()]))
+    dur = (api["end"] - api["start"]).to_numpy()
+    inst_p50 = float(np.median(dur[inst])) if inst.any() else 0.0
+    upd_p50 = float(np.median(dur[upd])) if upd.any() else 0.0
+    launch_p50 = float(np.median(dur[is_launch]))
     steady = ctx.steady
     hit = (
         steady.loc[(steady.get("instantiations", 0) > 0) | (steady.get("exec_updates", 0) > 0)]
@@ -380,17 +450,16 @@ def _legacy_streams(analysis: Analysis, pid: int | None) -> tuple[set[int], str]
             return ids, "TARGET_INFO_CUDA_STREAM marks it the NULL stream"
     api = analysis.trace.api
     mine = api.loc[(api["pid"] == pid) & api["call"].isin(_NULL_STREAM_CALLS)]
-    act = pd.concat(
-        [
-            analysis.trace.memops[["pid", "correlation_id", "stream_id"]],
-            analysis.trace.kernels[["pid", "correlation_id", "stream_id"]],
-        ]
-    )
-    hit = act.merge(mine[["pid", "correlation_id"]], on=["pid", "correlation_id"])
-    if len(hit):
-        return set(
-            int(s) for s in hit["stream_id"].unique()
-        ), "the stream that synchronous cudaMemset/cudaMemcpy calls use"
+    # Streams of the kernels and memops those calls submitted (joined on pid and
+    # correlation id, one int64 key per pair).
+    keys = corr_key(mine["pid"].to_numpy(), mine["correlation_id"].to_numpy())
+    streams: set[int] = set()
+    for frame in (analysis.trace.memops, analysis.trace.kernels):
+        if len(frame) and keys.size:
+            hit = np.isin(corr_key(frame["pid"].to_numpy(), frame["correlation_id"].to_numpy()), keys)
+            streams.update(int(s) for s in np.unique(frame["stream_id"].to_numpy()[hit]))
+    if streams:
+        return streams, "the stream that synchronous cudaMemset/cudaMemcpy calls use"
     return {LEGACY_STREAM_ID}, "the id nsys gives the legacy default stream"
 
 
@@ -400,22 +469,23 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
     k = ctx.kernels
     if k.empty:
         return None
-    per_launch = k.loc[k["graph_node_id"].isna()]
-    if per_launch.empty:
+    per_launch = k["graph_node_id"].isna().to_numpy()
+    if not per_launch.any():
         return None
     streams, how = _legacy_streams(analysis, ctx.pid)
-    on = per_launch.loc[per_launch["stream_id"].isin(streams)]
-    if on.empty:
+    on = per_launch & np.isin(k["stream_id"].to_numpy(), list(streams))
+    if not on.any():
         return None
-    steps = on["step"].unique()
-    share = len(on) / len(per_launch)
+    steps = np.unique(k["step"].to_numpy()[on])
+    n_on, n_per_launch = int(on.sum()), int(per_launch.sum())
+    share = n_on / n_per_launch
     torch = framework == "pytorch"
     return Finding(
         "legacy-stream",
         "warning" if torch else "blocker",
         int(len(steps)),
         _examples(steps),
-        f"{len(on)} of {len(per_launch)} kernels of the steady steps ({share:.0%}) run on the legacy default "
+        f"{n_on} of {n_per_launch} kernels of the steady steps ({share:.0%}) run on the legacy default "
         f"stream (stream {', '.join(map(str, sorted(streams)))}: {how})",
         (
             "torch.cuda.graph captures on its own side stream, so this is handled for you; warm up on a side "
@@ -424,7 +494,7 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
             else "Stream capture does not work on the legacy default stream: create a stream (cudaStreamCreate"
             "WithFlags(&s, cudaStreamNonBlocking)), launch the step's work on it and capture that stream."
         ),
-        {"kernels_on_legacy": int(len(on)), "share": share, "streams": sorted(streams)},
+        {"kernels_on_legacy": n_on, "share": share, "streams": sorted(streams)},
     )
 
 
@@ -445,10 +515,14 @@ def profiler_overhead(
         return None
     launches = float(steady["launch_calls"].median())
     period = float(steady["period_ns"].median())
-    launch = ctx.calls.loc[ctx.calls["launch"]]
-    if not math.isfinite(period) or period <= 0 or launch.empty:
+    if ctx.call_classes is None:
         return None
-    call_p50 = float((launch["end"] - launch["start"]).median())
+    rows = ctx.call_mask & ctx.call_classes["launch"].to_numpy()  # launch calls of steady steps
+    if not math.isfinite(period) or period <= 0 or not rows.any():
+        return None
+    call_ns = ctx.api["end"].to_numpy()[rows]
+    call_ns -= ctx.api["start"].to_numpy()[rows]
+    call_p50 = float(np.median(call_ns, overwrite_input=True))  # a new array: partitioned in place
     per_launch = min(values["profiler_launch_overhead_ns"], call_p50)
     overhead = launches * per_launch
     share = overhead / period

@@ -19,7 +19,9 @@ import pandas as pd
 
 from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
+from launchprof.analysis.stepdata import _member
 from launchprof.analysis.steps import Steps, step_stats
+from launchprof.analysis.timeline import corr_key
 from launchprof.trace.model import text
 
 # Columns of SideData.table (and of a report folder's steps.csv), ns unless said.
@@ -156,6 +158,46 @@ class SideData:
         return dataclasses.replace(self, notes=self.notes + tuple(notes))
 
 
+def _kernel_rows(analysis: Analysis, device: DeviceAnalysis) -> np.ndarray:
+    """Per row of ``device.activity``: the position in ``analysis.trace.kernels`` of its
+    kernel (-1 for non-kernel rows). Kernel rows of the activity are the device's kernels
+    in stable (start, end) order (see :meth:`~launchprof.trace.Trace.gpu_activity`), so
+    they align row by row.
+
+    Raises:
+        AssertionError: the counts disagree.
+    """
+    act = device.activity
+    kern = analysis.trace.kernels
+    device_ids = kern["device_id"].to_numpy()
+    one_device = bool((device_ids == device.device_id).all())
+    mine = np.arange(device_ids.size) if one_device else np.flatnonzero(device_ids == device.device_id)
+    start, end = kern["start"].to_numpy()[mine], kern["end"].to_numpy()[mine]
+    ds = np.diff(start)
+    in_order = bool((ds > 0).all() or ((ds >= 0).all() and (np.diff(end)[ds == 0] >= 0).all()))
+    by_time = mine if in_order else mine[np.lexsort((end, start))]  # the loader sorts by start
+    kind = act["kind"]
+    if isinstance(kind.dtype, pd.CategoricalDtype) and "kernel" in kind.cat.categories:
+        is_kernel = kind.cat.codes.to_numpy() == kind.cat.categories.get_loc("kernel")
+    else:
+        is_kernel = (kind == "kernel").to_numpy()
+    if int(is_kernel.sum()) != by_time.size:
+        raise AssertionError("kernel rows of the activity do not match the device's kernels")
+    rows = np.full(len(act), -1, dtype=np.int64)
+    rows[is_kernel] = by_time
+    return rows
+
+
+def _kernel_names(analysis: Analysis, name_ids: np.ndarray) -> np.ndarray:
+    """The names (object array) of kernel name ids, each distinct id looked up once;
+    dangling ids (or no StringIds table) are named as :meth:`Trace.string` names them."""
+    unique_ids, per_kernel = np.unique(name_ids, return_inverse=True)
+    mapped = np.array(analysis.trace.strings.reindex(unique_ids).to_numpy(dtype=object), dtype=object)
+    missing = pd.isna(mapped)
+    mapped[missing] = [f"<unknown #{i}>" for i in unique_ids[missing]]
+    return mapped[per_kernel.reshape(-1)] if mapped.size else np.empty(0, dtype=object)
+
+
 def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
     """Name and launch configuration of each row of ``device.activity``.
 
@@ -168,23 +210,15 @@ def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
     """
     act = device.activity
     kern = analysis.trace.kernels
-    kern = kern.loc[kern["device_id"] == device.device_id].sort_values(["start", "end"], kind="stable")
-    is_kernel = (act["kind"] == "kernel").to_numpy()
-    if int(is_kernel.sum()) != len(kern):
-        raise AssertionError("kernel rows of the activity do not match the device's kernels")
-    rows = np.flatnonzero(is_kernel)
+    at = _kernel_rows(analysis, device)
+    is_kernel = at >= 0
+    rows = at[is_kernel]
     names = np.full(len(act), None, dtype=object)
-    # Each distinct id looked up once (a few hundred names for millions of kernels).
-    unique_ids, per_kernel = np.unique(kern["name_id"].to_numpy(), return_inverse=True)
-    mapped = np.array(analysis.trace.strings.reindex(unique_ids).to_numpy(dtype=object), dtype=object)
-    missing = pd.isna(mapped)
-    # Dangling ids (or no StringIds table) are named as Trace.string names them.
-    mapped[missing] = [f"<unknown #{i}>" for i in unique_ids[missing]]
-    names[rows] = mapped[per_kernel]
+    names[is_kernel] = _kernel_names(analysis, kern["name_id"].to_numpy()[rows])
     cols: dict[str, Any] = {"name": pd.Series(names, index=act.index, dtype=object)}
     for c in KERNEL_KEY[1:]:
         values = np.full(len(act), -1, dtype=np.int64)
-        values[rows] = kern[c].fillna(-1).to_numpy(dtype=np.int64)
+        values[is_kernel] = kern[c].fillna(-1).to_numpy(dtype=np.int64)[rows]
         cols[c] = values
     return pd.DataFrame(cols, index=act.index)
 
@@ -202,17 +236,63 @@ def call_classes(calls: pd.Series) -> pd.DataFrame:
 def _graph_submitted(analysis: Analysis, act: pd.DataFrame) -> np.ndarray:
     """Whether each activity row was submitted by a graph launch call (pid, correlation id)."""
     api = analysis.trace.api
-    graph = api.loc[api_classes(analysis.trace)["graph_launch"], ["pid", "correlation_id"]].drop_duplicates()
-    keys = pd.MultiIndex.from_frame(act[["pid", "correlation_id"]])
-    return keys.isin(pd.MultiIndex.from_frame(graph)) if len(graph) else np.zeros(len(act), dtype=bool)
+    graph = api_classes(analysis.trace)["graph_launch"].to_numpy()
+    if not graph.any():
+        return np.zeros(len(act), dtype=bool)
+    # One int64 key per (pid, correlation id) pair (corr_key).
+    keys = corr_key(api["pid"].to_numpy()[graph], api["correlation_id"].to_numpy()[graph])
+    return np.isin(corr_key(act["pid"].to_numpy(), act["correlation_id"].to_numpy()), keys)
 
 
-def _step_kernels(info: pd.DataFrame, act_step: np.ndarray, steady_steps: np.ndarray) -> pd.DataFrame:
-    in_steady = np.isin(act_step, steady_steps) & info["name"].notna().to_numpy()
-    rows = info.loc[in_steady]
-    counts = rows.groupby(list(KERNEL_KEY), sort=True).size()
-    per_step = counts / max(len(steady_steps), 1)
+def _step_kernels(
+    analysis: Analysis, kernel_rows: np.ndarray, act_step: np.ndarray, steady_steps: np.ndarray
+) -> pd.DataFrame:
+    """Mean count per steady step of each (name, grid, block) among the kernels of steady
+    steps (``kernel_rows``: :func:`_kernel_rows`), sorted by :data:`KERNEL_KEY`. Counted
+    per distinct (name id, grid, block) first, then grouped by name text (ids sharing a
+    text are one name), as a groupby over every kernel row would."""
+    kern = analysis.trace.kernels
+    rows = kernel_rows[_member(act_step, steady_steps) & (kernel_rows >= 0)]
+    config = {c: _int_column(kern[c], rows) for c in KERNEL_KEY[1:]}
+    name_id = kern["name_id"].to_numpy()[rows]
+    codes = _row_codes([name_id, *config.values()])
+    counts = np.bincount(codes) if codes.size else np.zeros(0, dtype=np.int64)
+    first = np.zeros(counts.size, dtype=np.int64)
+    first[codes] = np.arange(codes.size)  # a row of each distinct config (any: they are equal)
+    distinct = pd.DataFrame(
+        {"name": _kernel_names(analysis, name_id[first]), **{c: v[first] for c, v in config.items()}, "n": counts}
+    )
+    per_step = distinct.groupby(list(KERNEL_KEY), sort=True)["n"].sum() / max(len(steady_steps), 1)
     return per_step.rename("per_step").reset_index()
+
+
+def _int_column(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """``column.fillna(-1)`` as int64 at ``rows``."""
+    if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu":
+        return column.to_numpy()[rows].astype(np.int64)
+    return column.fillna(-1).to_numpy(dtype=np.int64)[rows]
+
+
+def _row_codes(columns: list[np.ndarray]) -> np.ndarray:
+    """One code (0..m-1) per row, equal for rows equal in every int column."""
+    if not columns or columns[0].size == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = np.zeros(columns[0].size, dtype=np.int64)
+    scale = 1
+    for v in columns:
+        low = int(v.min())
+        width = int(v.max()) - low + 1
+        if width == 1:
+            continue
+        if scale > (2**62) // width:  # too wide to pack: factorize the columns pairwise
+            codes = np.zeros(columns[0].size, dtype=np.int64)
+            for col in columns:
+                col_codes, uniques = pd.factorize(col)
+                codes = pd.factorize(codes * len(uniques) + col_codes)[0].astype(np.int64)
+            return codes
+        key += (v.astype(np.int64) - low) * scale
+        scale *= width
+    return pd.factorize(key)[0].astype(np.int64)
 
 
 def _representative(steady: pd.DataFrame) -> int | None:
@@ -223,7 +303,7 @@ def _representative(steady: pd.DataFrame) -> int | None:
 
 
 def _sample(
-    analysis: Analysis, steps: Steps, device: DeviceAnalysis, info: pd.DataFrame, step: int
+    analysis: Analysis, steps: Steps, device: DeviceAnalysis, kernel_rows: np.ndarray, step: int
 ) -> tuple[pd.DataFrame, bool]:
     act = device.activity
     in_step = steps.activity_step.to_numpy() == step
@@ -235,7 +315,10 @@ def _sample(
     lag = int(row["gpu_start"]) - int(row["cpu_start"])
     shift = lag if lag > QUEUED_AHEAD_PERIODS * row["period_ns"] else 0
     kinds = text(gpu["kind"])
-    gpu_names = info.loc[in_step, "name"].where(kinds == "kernel", kinds)
+    # Kernels by name, other rows by kind.
+    gpu_names = kinds.to_numpy(dtype=object).copy()
+    at = kernel_rows[in_step]
+    gpu_names[at >= 0] = _kernel_names(analysis, analysis.trace.kernels["name_id"].to_numpy()[at[at >= 0]])
     cls = classify(calls["call"])
     call_kind = np.select(
         [
@@ -255,7 +338,7 @@ def _sample(
                 {
                     "lane": [f"GPU {device.device_id} stream {s}" for s in gpu["stream_id"]],
                     "kind": kinds.to_numpy(),
-                    "name": gpu_names.to_numpy(dtype=object),
+                    "name": gpu_names,
                     "start_ns": gpu["start"].to_numpy() - t0 - shift,
                     "end_ns": gpu["end"].to_numpy() - t0 - shift,
                     "shift_ns": shift,
@@ -312,24 +395,26 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
     if steps.source == "none" or device is None:
         return SideData(table=None, kernels=None, sample=None, sample_step=None, **common)
     act_step = steps.activity_step.to_numpy()
-    graph_rows = _graph_submitted(analysis, device.activity) & (device.activity["kind"] == "kernel").to_numpy()
+    kernel_rows = _kernel_rows(analysis, device)
+    graph_rows = _graph_submitted(analysis, device.activity) & (kernel_rows >= 0)
     graph_execs = (device.activity["kind"] == "graph").to_numpy()
     stepped = act_step >= 0
+    step_ids = steps.table["step"].to_numpy()
 
     def per_step(flags: np.ndarray) -> np.ndarray:
-        counts = pd.Series(flags[stepped]).groupby(act_step[stepped]).sum()
-        return counts.reindex(steps.table["step"].to_numpy()).fillna(0).to_numpy(dtype=np.int64)
+        """How many flagged activity rows each step of the table has."""
+        counts = np.bincount(act_step[stepped & flags], minlength=int(step_ids.max(initial=-1)) + 1)
+        return counts[step_ids].astype(np.int64)
 
-    table = steps.table.assign(graph_kernels=per_step(np.asarray(graph_rows)), graph_execs=per_step(graph_execs))
+    table = steps.table.assign(graph_kernels=per_step(graph_rows), graph_execs=per_step(graph_execs))
     table = table.loc[:, list(STEP_COLUMNS)].reset_index(drop=True)
-    info = kernel_info(analysis, device)
     steady = steps.steady
-    kernels = _step_kernels(info, act_step, steady["step"].to_numpy())
+    kernels = _step_kernels(analysis, kernel_rows, act_step, steady["step"].to_numpy())
     rep = _representative(steady)
     notes: tuple[str, ...] = ()
     sample = None
     if rep is not None:
-        sample, cut = _sample(analysis, steps, device, info, rep)
+        sample, cut = _sample(analysis, steps, device, kernel_rows, rep)
         if cut:
             notes = (f"the timeline of step {rep} shows only its first {MAX_SAMPLE_ROWS} events",)
     return SideData(table=table, kernels=kernels, sample=sample, sample_step=rep, notes=notes, **common)

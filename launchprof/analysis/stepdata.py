@@ -25,7 +25,9 @@ is host work.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +36,7 @@ from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
-from launchprof.analysis.timeline import call_index, last_call_rows
+from launchprof.analysis.timeline import call_index, corr_key, last_call_rows
 from launchprof.trace.model import text
 
 HOST_GAP_NS = 100_000
@@ -53,13 +55,23 @@ class StepContext:
             ``launch_wait_ns`` (host-wait idle by cause, ns) and ``wait_ns`` (their sum);
             when no step was found, one pseudo-step covering the whole device.
         steady: the steady rows of ``table`` (all rows for the pseudo-step).
-        kernels: kernels of steady steps: ``step``, ``start``, ``end``, ``stream_id``,
-            ``name_id``, ``grid_x``..``block_z``, ``graph_node_id``, ``correlation_id``.
-        calls: CUDA API calls of ``pid`` inside steady steps (by CPU time): ``step``,
-            ``call``, ``start``, ``end``, ``tid``, ``correlation_id`` plus the class
-            columns of :func:`~launchprof.analysis.callkinds.classify`.
+        kernels: kernels of steady steps, sorted stably by (``step``, ``start``): ``step``,
+            ``start``, ``end``, ``stream_id``, ``name_id``, ``grid_x``..``block_z``,
+            ``graph_node_id``, ``correlation_id`` (and the other kernel-table columns).
         memops: memops of steady steps: ``step``, ``kind``, ``copy_kind``, ``bytes``.
         pseudo: True when ``table`` is the whole-device pseudo-step.
+        api: the trace's ``api`` frame.
+        call_mask: per ``api`` row, whether it is a call of ``pid`` inside a steady step
+            (by CPU time: the step with the latest ``cpu_start`` at or before the call's
+            start, when the call starts before that step's ``cpu_end``).
+        call_classes: :func:`~launchprof.analysis.callkinds.classify` of ``api["call"]``
+            (None when there is no device).
+        kernel_calls: per ``kernels`` row, the ``api`` position of its submitting call
+            (the last call with its pid and correlation id > 0; -1: none).
+        calls: (property, built on first use) the calls of ``call_mask``: the columns of
+            ``api`` plus ``step`` and the class columns, ``call`` as text; index: their
+            ``api`` labels. :meth:`calls_where` gives one class's rows without building
+            the whole frame.
     """
 
     steps: Steps
@@ -68,9 +80,39 @@ class StepContext:
     table: pd.DataFrame
     steady: pd.DataFrame
     kernels: pd.DataFrame = field(repr=False)
-    calls: pd.DataFrame = field(repr=False)
     memops: pd.DataFrame = field(repr=False)
     pseudo: bool = False
+    api: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    call_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool), repr=False)
+    call_classes: pd.DataFrame | None = field(default=None, repr=False)
+    kernel_calls: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    # Values derived from the frames for the findings, computed once (see cached).
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, computed once per ``key`` for this context (shared by the
+        findings: read it, do not modify it)."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        """The calls of ``pid`` inside steady steps (see the class docstring); built once."""
+        return self.cached("calls", lambda: self.calls_where(None))  # type: ignore[no-any-return]
+
+    def calls_where(self, kind: str | None) -> pd.DataFrame:
+        """``calls.loc[calls[kind]]`` (the rows of one class column, e.g. ``"sync"``), or
+        all of ``calls`` for None; only the chosen rows are taken from ``api``."""
+        if self.call_classes is None:
+            return pd.DataFrame()
+        mask = self.call_mask if kind is None else self.call_mask & self.call_classes[kind].to_numpy()
+        rows = np.flatnonzero(mask)
+        extra = {"step": _step_of_time(self.api["start"].to_numpy(dtype=np.int64)[rows], self.table)}
+        extra.update({name: flags.to_numpy()[rows] for name, flags in self.call_classes.items()})
+        calls = _take(self.api, rows, index=self.api.index[rows], extra=extra)
+        calls["call"] = text(calls["call"])
+        return calls
 
 
 def _device(analysis: Analysis, steps: Steps) -> DeviceAnalysis | None:
@@ -119,106 +161,351 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
     )
 
 
+def _segment_cummax(values: np.ndarray, new_segment: np.ndarray) -> np.ndarray:
+    """Running maximum of int ``values`` restarting where ``new_segment`` is True (the
+    first entry starts a segment). Each segment is lifted above the ones before it by a
+    multiple of the value range, so one ``np.maximum.accumulate`` serves all of them;
+    a loop over the segments when that would overflow int64."""
+    if values.size == 0:
+        return values.astype(np.int64)
+    seg = np.cumsum(new_segment) - 1
+    low = int(values.min())
+    width = int(values.max()) - low + 1
+    if int(seg[-1]) + 1 <= (2**62) // width:
+        lift = seg.astype(np.int64) * width
+        return np.maximum.accumulate(values - low + lift) - lift + low
+    out = np.empty(values.size, dtype=np.int64)
+    bounds = np.append(np.flatnonzero(new_segment), values.size)
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # many threads, huge range: rare
+        out[a:b] = np.maximum.accumulate(values[a:b])
+    return out
+
+
 def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
     """Per api row: the latest end (float ns) of the calls before it on its thread (NaN for
     a thread's first call). Calls are ordered by (tid, start), ties in row order; calls
     sharing (tid, start) all get the value of the first of them."""
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
-    order = np.lexsort((start, tid))
-    t, st = tid[order], start[order]
+    if tid.size == 0:
+        return np.empty(0, dtype=np.float64)
+    # The loader sorts calls by start: then the (tid, start) order is a stable sort by tid
+    # (and no sort at all for one thread).
+    if _ascending(start):
+        order = None if (tid == tid[0]).all() else np.argsort(tid, kind="stable")
+    else:
+        order = np.lexsort((start, tid))
+    t = tid if order is None else tid[order]
+    st = start if order is None else start[order]
     new_tid = np.ones(t.size, bool)
     new_tid[1:] = t[1:] != t[:-1]
-    running = pd.Series(api["end"].to_numpy()[order]).groupby(t).cummax().to_numpy(dtype=np.float64)
+    ends = api["end"].to_numpy()
+    running = _segment_cummax(ends if order is None else ends[order], new_tid).astype(np.float64)
     prev = np.empty(t.size, dtype=np.float64)
     prev[0:1] = np.nan
     prev[1:] = running[:-1]
     prev[new_tid] = np.nan
     first_of_pair = new_tid.copy()
     first_of_pair[1:] |= st[1:] != st[:-1]
-    first_pos = np.maximum.accumulate(np.where(first_of_pair, np.arange(t.size), 0))
+    if first_of_pair.all():
+        value = prev
+    else:
+        value = prev[np.maximum.accumulate(np.where(first_of_pair, np.arange(t.size), 0))]
+    if order is None:
+        return value
     out = np.empty(t.size, dtype=np.float64)
-    out[order] = prev[first_pos]
+    out[order] = value
     return out
 
 
-def _gap_causes(
-    analysis: Analysis, act: pd.DataFrame, step_of: np.ndarray, n_steps: int, host_gap_ns: int
-) -> pd.DataFrame:
-    """Host-wait idle per step split by cause (module docstring)."""
-    columns = ["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]
-    sums = np.zeros((n_steps, len(columns)), dtype=np.int64)
-    keep = step_of >= 0
-    act = act.loc[keep]
-    step_of = step_of[keep]
-    u = union(act["start"].to_numpy(), act["end"].to_numpy())
-    api = analysis.trace.api
-    if u.starts.size >= 2 and len(api):
-        nxt = u.order[u.first_row[1:]]
-        gap_start, gap_end = u.gap_starts, u.gap_ends
-        gap_pid = act["pid"].to_numpy()[nxt]
-        index = analysis.trace.cached("call_index", lambda: call_index(api))
-        call = last_call_rows(api, gap_pid, act["correlation_id"].to_numpy()[nxt], index)
-        call_start = api["start"].to_numpy()[np.maximum(call, 0)]
-        call_end = api["end"].to_numpy()[np.maximum(call, 0)]
-        host_wait = (call >= 0) & (call_end > gap_start)
-        # Gaps are in time order (a union's gaps are), as the merge_asof below needs.
-        gap_start, gap_end, gap_pid = gap_start[host_wait], gap_end[host_wait], gap_pid[host_wait]
-        call, call_start = call[host_wait], call_start[host_wait]
-        gap_step = step_of[nxt][host_wait]
-        # Sync: a synchronizing call of the process blocked across the gap's start.
-        cls = api_classes(analysis.trace)
-        sync = api.loc[cls["sync"].to_numpy(), ["pid", "start", "end"]].sort_values("start", kind="stable")
-        if len(sync) and gap_start.size:
-            m = pd.merge_asof(
-                pd.DataFrame({"start": gap_start, "pid": gap_pid}),
-                sync.rename(columns={"start": "s_start", "end": "s_end"}),
-                left_on="start",
-                right_on="s_start",
-                by="pid",
-                direction="backward",
-            )
-            is_sync = (m["s_end"] >= m["start"] - SYNC_TOLERANCE_NS).fillna(False).to_numpy(dtype=bool)
+def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """``_prev_end_on_thread(api)[rows]``; when the calls are on one thread in start order
+    (the loader sorts by start), from the running maximum of the ends: the calls before
+    row r on its thread are the rows before the first call sharing r's start."""
+    tid = api["tid"].to_numpy()
+    start = api["start"].to_numpy()
+    if not (tid.size and (tid == tid[0]).all() and _ascending(start)):
+        return _prev_end_on_thread(api)[rows]
+    # before[i]: the latest end of rows < i (NaN for i = 0), as float like the general path
+    # (the max of rounded values is the rounded max: the same floats).
+    before = np.empty(tid.size + 1, dtype=np.float64)
+    before[0] = np.nan
+    np.maximum.accumulate(api["end"].to_numpy(), dtype=np.float64, out=before[1:])
+    # The first call sharing each row's start: the row itself when no two calls share one.
+    first = rows if _ascending(start, strict=True) else np.searchsorted(start, start[rows], side="left")
+    return before[first]
+
+
+def _blocked_at(
+    sync_pid: np.ndarray, sync_start: np.ndarray, sync_end: np.ndarray, pid: np.ndarray, at: np.ndarray
+) -> np.ndarray:
+    """For each (``pid``, ``at``), ``at`` ascending: whether the last synchronizing call of
+    that process starting at or before ``at`` (of calls sharing a start, the last in row
+    order) ended at or after ``at - SYNC_TOLERANCE_NS``. As ``pd.merge_asof(direction=
+    "backward", by="pid")`` over the calls sorted stably by start, compared in int64.
+
+    Sync call k (in start order) is the last one for the times in [start_k, start_k+1);
+    it blocked those up to end_k + tolerance: one range of the sorted times per call,
+    found by binary search and marked (a loop for a few calls, a running count else)."""
+    out = np.zeros(at.size, dtype=bool)
+    one = bool(pid.size) and bool((pid == pid[0]).all())
+    for p in np.unique(sync_pid):  # a handful of processes
+        if one and p != pid[0]:
+            continue  # no time of this process
+        mine = sync_pid == p
+        order = np.argsort(sync_start[mine], kind="stable")
+        starts, ends = sync_start[mine][order], sync_end[mine][order]
+        rows = None if one else np.flatnonzero(pid == p)
+        times = at if rows is None else at[rows]
+        upto = np.minimum(np.append(starts[1:], np.iinfo(np.int64).max), ends + SYNC_TOLERANCE_NS + 1)
+        lo = np.searchsorted(times, starts, side="left")
+        hi = np.maximum(np.searchsorted(times, upto, side="left"), lo)
+        if lo.size <= 64:
+            blocked = np.zeros(times.size, dtype=bool)
+            for a, b in zip(lo.tolist(), hi.tolist(), strict=True):
+                blocked[a:b] = True
         else:
-            is_sync = np.zeros(gap_start.size, dtype=bool)
-        # Host work: CPU time outside CUDA calls on the submitting thread before the call.
-        idle_before = np.nan_to_num(call_start - _prev_end_on_thread(api)[call], nan=0.0)
-        is_host = ~is_sync & (idle_before > host_gap_ns)
-        cause = np.where(is_sync, 0, np.where(is_host, 1, 2))
-        np.add.at(sums, (gap_step, cause), gap_end - gap_start)
-    return pd.DataFrame(sums, index=pd.RangeIndex(n_steps), columns=columns)
+            count = np.zeros(times.size + 1, dtype=np.int64)
+            np.add.at(count, lo, 1)
+            np.add.at(count, hi, -1)
+            blocked = np.cumsum(count[:-1]) > 0
+        if rows is None:
+            out = blocked
+        else:
+            out[rows] = blocked
+    return out
+
+
+def _submitting_calls(
+    api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray], pid: np.ndarray, corr: np.ndarray
+) -> np.ndarray:
+    """:func:`~launchprof.analysis.timeline.last_call_rows` with ``index``: the api
+    position of the last call with each (pid, correlation id > 0), -1 where none. When
+    the keys are dense (one process: its correlation ids run 1, 2, 3...), a table of rows
+    indexed by key instead of a binary search."""
+    keys, rows = index
+    if keys.size == 0:
+        return np.full(len(pid), -1, dtype=np.int64)
+    low, span = int(keys[0]), int(keys[-1]) - int(keys[0]) + 1
+    if span > 4 * keys.size + 1024:
+        return last_call_rows(api, pid, corr, index)
+    table = np.full(span, -1, dtype=np.int64)
+    table[keys - low] = rows
+    offset = corr_key(pid, corr) - low
+    inside = (offset >= 0) & (offset < span)
+    out = table[offset] if inside.all() else np.where(inside, table[np.where(inside, offset, 0)], -1)
+    out[np.asarray(corr) <= 0] = -1
+    return out
+
+
+def _selection(mask: np.ndarray) -> slice | np.ndarray:
+    """The positions where ``mask`` is True: a slice when they are consecutive (steps'
+    rows usually are; a slice takes views instead of copies), else an index array."""
+    n = int(np.count_nonzero(mask))
+    first = int(mask.argmax()) if n else 0
+    if mask[first : first + n].all():
+        return slice(first, first + n)
+    return np.flatnonzero(mask)
+
+
+def _gap_causes(
+    analysis: Analysis, act: pd.DataFrame, step_of: np.ndarray, n_steps: int, host_gap_ns: int, act_call: np.ndarray
+) -> pd.DataFrame:
+    """Host-wait idle per step split by cause (module docstring); ``act_call``: the api
+    position of each activity row's submitting call (-1: none)."""
+    columns = ["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]
+    kept = _selection(step_of >= 0)
+    u = union(act["start"].to_numpy()[kept], act["end"].to_numpy()[kept])
+    api = analysis.trace.api
+    if u.starts.size < 2 or not len(api):
+        empty = np.zeros((n_steps, len(columns)), dtype=np.int64)
+        return pd.DataFrame(empty, index=pd.RangeIndex(n_steps), columns=columns)
+    nxt = u.order[u.first_row[1:]]  # the activity row that ends each gap
+    nxt = nxt + kept.start if isinstance(kept, slice) else kept[nxt]
+    gap_start, gap_end = u.gap_starts, u.gap_ends
+    call = act_call[nxt]
+    api_start, api_end = api["start"].to_numpy(), api["end"].to_numpy()
+    has_call = call >= 0
+    host_wait = has_call & (api_end[call if has_call.all() else np.maximum(call, 0)] > gap_start)
+    if not host_wait.all():  # gaps stay in time order
+        gap_start, gap_end, call, nxt = gap_start[host_wait], gap_end[host_wait], call[host_wait], nxt[host_wait]
+    gap_pid = act["pid"].to_numpy()[nxt]
+    # Sync: a synchronizing call of the process blocked across the gap's start.
+    is_sync_call = api_classes(analysis.trace)["sync"].to_numpy()
+    if is_sync_call.any() and gap_start.size:
+        is_sync = _blocked_at(
+            api["pid"].to_numpy()[is_sync_call], api_start[is_sync_call], api_end[is_sync_call], gap_pid, gap_start
+        )
+    else:
+        is_sync = np.zeros(gap_start.size, dtype=bool)
+    # Host work: CPU time outside CUDA calls on the submitting thread before the call
+    # (none known, NaN, counts as 0).
+    idle_before = _prev_end_at(api, call)  # a new array: the difference is written into it
+    np.subtract(api_start[call], idle_before, out=idle_before)
+    is_host = idle_before > host_gap_ns
+    if host_gap_ns < 0:
+        is_host |= np.isnan(idle_before)
+    # cause: 0 sync, 1 host work, 2 launch path.
+    cause = np.full(nxt.size, 2, dtype=np.int8)
+    cause[is_host] = 1
+    cause[is_sync] = 0
+    # Sum per (step, cause). Float sums of int ns are exact below 2**53 ns (104 days):
+    # the gaps are disjoint, so no sum exceeds the trace's span.
+    flat, length = step_of[nxt], gap_end - gap_start
+    flat *= len(columns)  # a new array (a gather): scaled in place
+    flat += cause
+    if int(length.sum()) < 2**53:
+        sums = np.bincount(flat, weights=length, minlength=n_steps * len(columns)).astype(np.int64)
+    else:
+        sums = np.zeros(n_steps * len(columns), dtype=np.int64)
+        np.add.at(sums, flat, length)
+    return pd.DataFrame(sums.reshape(n_steps, len(columns)), index=pd.RangeIndex(n_steps), columns=columns)
 
 
 def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
+    """The step of each CPU time: the step with the latest ``cpu_start`` at or before it
+    (of steps sharing a start, the last), when the time is before that step's
+    ``cpu_end``; -1 otherwise."""
     start = table["cpu_start"].to_numpy(dtype=np.int64)
     end = table["cpu_end"].to_numpy(dtype=np.int64)
-    order = np.argsort(start, kind="stable")
-    i = np.searchsorted(start[order], times, side="right") - 1
-    ok = i >= 0
-    idx = np.where(ok, order[np.clip(i, 0, None)], -1)
-    inside = ok & (times < end[np.clip(idx, 0, None)])
-    return np.where(inside, table["step"].to_numpy()[np.clip(idx, 0, None)], -1)
+    step = table["step"].to_numpy()
+    if not _ascending(start):  # steps in CPU start order (stable)
+        order = np.argsort(start, kind="stable")
+        start, end, step = start[order], end[order], step[order]
+    i = np.searchsorted(start, times, side="right") - 1
+    at = np.maximum(i, 0)
+    inside = (i >= 0) & (times < end[at])
+    return np.where(inside, step[at], -1)
+
+
+def _steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarray, pid: int) -> np.ndarray:
+    """Per ``api`` row: a call of ``pid`` whose :func:`_step_of_time` is a steady step.
+
+    When the steps lie in CPU start order without overlapping and the calls are in start
+    order (the loader sorts them), the step a call starts in is the only one whose
+    [cpu_start, cpu_end) holds it, and each step's calls are one slice of rows: two binary
+    searches per step and a running count, instead of one search per call."""
+    start = api["start"].to_numpy()
+    t_start = table["cpu_start"].to_numpy(dtype=np.int64)
+    t_end = table["cpu_end"].to_numpy(dtype=np.int64)
+    of_pid = api["pid"].to_numpy() == pid
+    ordered = _ascending(t_start) and bool((t_end[:-1] <= t_start[1:]).all()) and _ascending(start)
+    if not ordered:
+        return of_pid & _member(_step_of_time(start.astype(np.int64, copy=False), table), steady_steps)
+    steady = _member(table["step"].to_numpy(), steady_steps)
+    lo = np.searchsorted(start, t_start[steady], side="left")
+    hi = np.maximum(np.searchsorted(start, t_end[steady], side="left"), lo)
+    # +1 where a steady step's rows begin, -1 where they end; the steps do not overlap, so
+    # the running count is 0 or 1 (int8 is enough).
+    count = np.zeros(start.size + 1, dtype=np.int8)
+    np.add.at(count, lo, 1)
+    np.add.at(count, hi, -1)
+    inside = np.cumsum(count[:-1], dtype=np.int8) > 0
+    return inside if of_pid.all() else of_pid & inside
+
+
+def _kind_is(kind: pd.Series, names: tuple[str, ...]) -> np.ndarray:
+    """Whether each row of an activity ``kind`` column is one of ``names``; compared by
+    category code when the column is categorical (no text per row)."""
+    if not isinstance(kind.dtype, pd.CategoricalDtype):
+        return text(kind).isin(names).to_numpy()
+    codes = kind.cat.codes.to_numpy()
+    out = np.zeros(codes.size, dtype=bool)
+    for i, c in enumerate(kind.cat.categories):  # a handful of kinds
+        if str(c) in names:
+            out |= codes == i
+    return out
+
+
+def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``np.isin(values, wanted) & (values >= 0)`` for step indices (small non-negative
+    ints; -1 for none), by a lookup table instead of a sort."""
+    values = np.asarray(values)
+    wanted = np.asarray(wanted)
+    wanted = wanted[wanted >= 0]
+    if values.size == 0 or wanted.size == 0:
+        return np.zeros(values.size, dtype=bool)
+    low, top = int(values.min()), int(max(values.max(), wanted.max()))
+    if top > 4 * (values.size + wanted.size) + 1024:  # sparse indices: sort-based isin
+        return np.isin(values, wanted) & (values >= 0)
+    table = np.zeros(top + 2, dtype=bool)  # slot 0 stands for every negative value
+    table[wanted.astype(np.int64) + 1] = True
+    return table[(values if low >= -1 else np.maximum(values, -1)) + 1]
+
+
+def _take(
+    frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None, extra: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """``frame.iloc[rows]`` (every column, dtypes kept) with ``index`` (default a fresh
+    RangeIndex) and the ``extra`` columns after them, taken column by column with numpy
+    (cheaper than pandas' take on wide frames of many rows); ascending consecutive
+    ``rows`` are a slice (no copy)."""
+    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size and _ascending(rows, strict=True):
+        pick: Any = slice(int(rows[0]), int(rows[-1]) + 1)
+    else:
+        pick = rows
+    cols: dict[str, Any] = {}
+    for c in frame.columns:
+        col = frame[c]
+        if isinstance(col.dtype, np.dtype):
+            cols[c] = col.to_numpy()[pick]
+        else:  # extension arrays (nullable Int64 graph ids, categorical call names)
+            cols[c] = col.array[pick] if isinstance(pick, slice) else col.array.take(pick)
+    cols.update(extra or {})
+    return pd.DataFrame(cols, index=index if index is not None else pd.RangeIndex(len(rows)), copy=False)
+
+
+def _ascending(values: np.ndarray, strict: bool = False) -> bool:
+    """Whether ``values`` never decrease (``strict``: always increase); compared in place,
+    without the int64 array ``np.diff`` would make."""
+    if strict:
+        return bool((values[1:] > values[:-1]).all())
+    return bool((values[1:] >= values[:-1]).all())
+
+
+def _sorted_by(primary: np.ndarray, secondary: np.ndarray) -> bool:
+    """Whether rows are already in (primary, secondary) order."""
+    if _ascending(primary, strict=True):
+        return True
+    d1 = np.diff(primary)
+    return bool((d1 >= 0).all() and (np.diff(secondary)[d1 == 0] >= 0).all())
 
 
 def _steady_kernels(
-    analysis: Analysis, device: DeviceAnalysis, is_kernel: np.ndarray, step_of: np.ndarray
-) -> pd.DataFrame | None:
-    """The rows of ``analysis.trace.kernels`` behind the activity rows flagged in
-    ``is_kernel``, in kernel-table order, with their ``step``. The kernel rows of a
+    analysis: Analysis, device: DeviceAnalysis, is_kernel: np.ndarray, step_of: np.ndarray, all_kernels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The kernels behind the activity rows flagged in ``is_kernel`` (``all_kernels``:
+    the activity's kernel rows), sorted stably by (step, start): their positions in
+    ``analysis.trace.kernels``, their steps and their activity rows. The kernel rows of a
     device's activity are its kernels in stable (start, end) order
     (:meth:`~launchprof.trace.Trace.gpu_activity`), so they are found by position; None
     when the counts disagree."""
     kern = analysis.trace.kernels
-    act = device.activity
-    mine = np.flatnonzero((kern["device_id"] == device.device_id).to_numpy())
-    all_kernels = (act["kind"] == "kernel").to_numpy()
-    if mine.size != int(all_kernels.sum()):
+    device_ids = kern["device_id"].to_numpy()
+    every = bool(device_ids.size) and bool((device_ids == device.device_id).all())  # one device
+    mine = np.arange(device_ids.size) if every else np.flatnonzero(device_ids == device.device_id)
+    only_kernels = bool(all_kernels.all())
+    if mine.size != (all_kernels.size if only_kernels else int(all_kernels.sum())):
         return None
-    by_time = mine[np.lexsort((kern["end"].to_numpy()[mine], kern["start"].to_numpy()[mine]))]
-    wanted = is_kernel[all_kernels]
-    rows, steps = by_time[wanted], step_of[all_kernels][wanted]
-    order = np.argsort(rows, kind="stable")
-    return kern.iloc[rows[order]].assign(step=steps[order])
+    start, end = kern["start"].to_numpy(), kern["end"].to_numpy()
+    if not every:
+        start, end = start[mine], end[mine]
+    in_order = _sorted_by(start, end)  # the loader sorts by start
+    by_time = mine if in_order else mine[np.lexsort((end, start))]
+    act_rows = np.arange(all_kernels.size) if only_kernels else np.flatnonzero(all_kernels)
+    wanted = _selection(is_kernel if only_kernels else is_kernel[all_kernels])
+    rows, act_rows = by_time[wanted], act_rows[wanted]
+    steps = step_of[act_rows]
+    if not in_order:  # back to kernel-table order
+        order = np.argsort(rows, kind="stable")
+        rows, steps, act_rows = rows[order], steps[order], act_rows[order]
+    # Then stably by (step, start). Kernel-table order is start order when the table is
+    # sorted by start: only the steps need checking then.
+    k_start = kern["start"].to_numpy()
+    if not (_ascending(steps) and (in_order or (np.diff(k_start[rows])[np.diff(steps) == 0] >= 0).all())):
+        order = np.lexsort((k_start[rows], steps))  # stable, as sort_values(kind="stable")
+        rows, steps, act_rows = rows[order], steps[order], act_rows[order]
+    return rows, steps, act_rows
 
 
 def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_NS) -> StepContext:
@@ -232,42 +519,54 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     device = _device(analysis, steps)
     empty = pd.DataFrame()
     if device is None or device.activity.empty:
-        return StepContext(steps, None, steps.pid, empty, empty, empty, empty, empty)
+        return StepContext(steps, None, steps.pid, empty, empty, empty, empty)
     pid = steps.pid if steps.pid is not None else int(device.activity["pid"].value_counts().index[0])
     act = device.activity
+    api = analysis.trace.api
     no_period = steps.table.empty or not steps.steady["period_ns"].notna().any()
     if steps.source == "none" or no_period:  # nothing, or one step: judge the whole trace
         pseudo = True
-        table = _pseudo_table(device, pid, analysis.trace.api)
+        table = _pseudo_table(device, pid, api)
         step_of = np.where(act["pid"].to_numpy() == pid, 0, -1)
     else:
         pseudo = False
         table = steps.table
         step_of = steps.activity_step.to_numpy()
-    causes = _gap_causes(analysis, act, step_of, len(table), host_gap_ns)
+    # The submitting call of every activity row (gaps and kernel durations use them).
+    index = None
+    if len(api):
+        index = analysis.trace.cached("call_index", lambda: call_index(api))
+        act_call = _submitting_calls(api, index, act["pid"].to_numpy(), act["correlation_id"].to_numpy())
+    else:
+        act_call = np.full(len(act), -1, dtype=np.int64)
+    causes = _gap_causes(analysis, act, step_of, len(table), host_gap_ns, act_call)
     table = table.join(causes, on="step")
     table["wait_ns"] = table[["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]].sum(axis=1)
     steady = table if pseudo else table.loc[table["step"].isin(steps.steady["step"])]
     steady_steps = steady["step"].to_numpy()
-    in_steady = np.isin(step_of, steady_steps) & (step_of >= 0)
-    # Kernels: the kernel rows of steady steps (activity rows matched on their keys).
+    in_steady = _member(step_of, steady_steps)
+    # Kernels: the kernel rows of steady steps, sorted stably by (step, start).
     keys = ["device_id", "pid", "correlation_id", "stream_id", "start", "end"]
-    kind = text(act["kind"]).to_numpy()
-    is_kernel = in_steady & (kind == "kernel")
-    is_memop = in_steady & np.isin(kind, ["memcpy", "memset"])
-    kernels = _steady_kernels(analysis, device, is_kernel, step_of)
-    if kernels is None:  # the activity does not line up with the kernel table: match on keys
+    all_kernels = _kind_is(act["kind"], ("kernel",))
+    is_kernel = in_steady & all_kernels
+    is_memop = in_steady & _kind_is(act["kind"], ("memcpy", "memset"))
+    found = _steady_kernels(analysis, device, is_kernel, step_of, all_kernels)
+    if found is not None:
+        rows, kernel_step, act_rows = found
+        kernels = _take(analysis.trace.kernels, rows, extra={"step": kernel_step})
+        kernel_calls = act_call[act_rows]
+    else:  # the activity does not line up with the kernel table: match on keys
         kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
         kernels = analysis.trace.kernels.merge(kact.drop_duplicates(keys), on=keys, how="inner")
-    kernels = kernels.sort_values(["step", "start"], kind="stable").reset_index(drop=True)
+        kernels = kernels.sort_values(["step", "start"], kind="stable").reset_index(drop=True)
+        kernel_calls = (
+            last_call_rows(api, kernels["pid"].to_numpy(), kernels["correlation_id"].to_numpy(), index)
+            if index is not None
+            else np.full(len(kernels), -1, dtype=np.int64)
+        )
     mact = act.loc[is_memop, keys].assign(step=step_of[is_memop])
     memops = analysis.trace.memops.merge(mact.drop_duplicates(keys), on=keys, how="inner")
-    api = analysis.trace.api
-    of_pid = (api["pid"] == pid).to_numpy()
-    mine = api if of_pid.all() else api.loc[of_pid]  # one process: no copy
-    call_step = _step_of_time(mine["start"].to_numpy(dtype=np.int64), table)
-    keep = np.isin(call_step, steady_steps) & (call_step >= 0)
-    calls = mine.loc[keep].assign(step=call_step[keep])
-    calls = pd.concat([calls, classes(calls["call"])], axis=1)
-    calls["call"] = text(calls["call"])
-    return StepContext(steps, device, pid, table, steady, kernels, calls, memops, pseudo)
+    # Calls: the process's API calls that start inside a steady step (CPU time).
+    calls = _steady_calls(api, table, steady_steps, pid)
+    cls = api_classes(analysis.trace)
+    return StepContext(steps, device, pid, table, steady, kernels, memops, pseudo, api, calls, cls, kernel_calls)

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.callkinds import api_classes, classify
+from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis, DeviceAnalysis
-from launchprof.analysis.timeline import api_end_keyed, call_index, corr_key, last_call_rows, lookup_end
+from launchprof.analysis.timeline import call_index, last_call_rows
 from launchprof.errors import LaunchprofError
 
 STEP_DOMAIN = "launchprof"
@@ -99,42 +99,113 @@ class Steps:
 
 
 def _busiest(device: DeviceAnalysis) -> int:
-    kernels = device.activity.loc[device.activity["kind"] == "kernel", "pid"]
-    counts = (kernels if len(kernels) else device.activity["pid"]).value_counts()
-    return int(counts.index[0])
+    act = device.activity
+    pids = act["pid"].to_numpy()
+    kernels = pids[_kind_in(act["kind"], ("kernel",))]
+    values = kernels if kernels.size else pids
+    if values.size and values.min() == values.max():  # one process: no counting needed
+        return int(values[0])
+    return int(pd.Series(values).value_counts().index[0])
+
+
+def _kind_in(kind: pd.Series, names: tuple[str, ...]) -> np.ndarray:
+    """Boolean array: ``kind`` is one of ``names`` (by category code when categorical)."""
+    if isinstance(kind.dtype, pd.CategoricalDtype):
+        wanted = np.array([c in names for c in kind.cat.categories.astype(str)] + [False])
+        return wanted[kind.cat.codes.to_numpy()]  # code -1 (missing) reads the last entry
+    return kind.isin(list(names)).to_numpy()
+
+
+def _group_cummax(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` within each run of equal ``group`` (``group`` sorted
+    ascending, >= 0). One ``np.maximum.accumulate`` over ``group * span + values``, whose
+    runs are disjoint and ascending; pandas' grouped ``cummax`` where that key could overflow
+    int64 or ``values`` are not integers."""
+    if values.size == 0:
+        return values.copy()
+    if (values[1:] >= values[:-1]).all():  # already non-decreasing: its own running maximum
+        return values
+    if np.issubdtype(values.dtype, np.integer) and np.issubdtype(group.dtype, np.integer):
+        lo = int(values.min())
+        span = int(values.max()) - lo + 1
+        if int(group[0]) >= 0 and (int(group[-1]) + 1) * span < 2**63:
+            base = group.astype(np.int64) * span
+            return np.maximum.accumulate(base + (values.astype(np.int64) - lo)) - base + lo
+    return pd.Series(values).groupby(group, sort=False).cummax().to_numpy()
 
 
 def _outermost(ranges: pd.DataFrame) -> pd.DataFrame:
     """``ranges`` without those nested inside an earlier range of the same thread (a
-    recursive or re-entered range text would otherwise hide its outer range)."""
-    r = ranges.sort_values(["tid", "start"], kind="stable")
-    prev_end = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
-    return r.loc[~(prev_end > r["start"])].sort_values("start", kind="stable")
+    recursive or re-entered range text would otherwise hide its outer range), sorted by
+    start (stable)."""
+    tid = ranges["tid"].to_numpy()
+    start = ranges["start"].to_numpy()
+    end = ranges["end"].to_numpy()
+    order = np.lexsort((start, tid))  # by thread, then start (stable, as sort_values)
+    tid_s = tid[order]
+    thread = np.cumsum(np.r_[True, tid_s[1:] != tid_s[:-1]]) - 1 if tid_s.size else tid_s
+    run_end = _group_cummax(thread, end[order])
+    # Nested: an earlier range of the same thread ends after this one starts.
+    nested = np.zeros(order.size, bool)
+    same = thread[1:] == thread[:-1]
+    nested[1:] = same & (run_end[:-1] > start[order][1:])
+    kept = order[~nested]
+    return ranges.iloc[kept[np.argsort(start[kept], kind="stable")]]
 
 
 def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     """Index (into ``ranges``, sorted by start) of the range on the same thread that
     contains each API call's start; -1 where none does. ``ranges`` must not nest on a
-    thread (see :func:`_outermost`)."""
-    if ranges.empty or api.empty:
-        return np.full(len(api), -1, dtype=np.int64)
-    left = pd.DataFrame(
-        {"start": api["start"].to_numpy(), "tid": api["tid"].to_numpy(), "row": np.arange(len(api))}
-    ).sort_values("start", kind="stable")
-    right = pd.DataFrame(
-        {
-            "r_start": ranges["start"].to_numpy(),
-            "r_end": ranges["end"].to_numpy(),
-            "tid": ranges["tid"].to_numpy(),
-            "idx": np.arange(len(ranges)),
-        }
-    )
-    right = right.sort_values("r_start", kind="stable")
-    m = pd.merge_asof(left, right, left_on="start", right_on="r_start", by="tid", direction="backward")
-    inside = m["idx"].notna() & (m["start"] < m["r_end"])
+    thread (see :func:`_outermost`). Of ranges with the same start, the last counts."""
     out = np.full(len(api), -1, dtype=np.int64)
-    out[m.loc[inside, "row"].to_numpy()] = m.loc[inside, "idx"].to_numpy(dtype=np.int64)
+    if ranges.empty or api.empty:
+        return out
+    r_start = ranges["start"].to_numpy()
+    r_end = ranges["end"].to_numpy()
+    r_tid = ranges["tid"].to_numpy()
+    by_start = np.argsort(r_start, kind="stable")
+    tids = np.unique(r_tid)
+    call_start = api["start"].to_numpy()
+    call_tid = api["tid"].to_numpy()
+    # The calls on the ranges' threads, grouped by thread (a handful of threads).
+    groups: list[tuple[int, np.ndarray | None]]
+    if tids.size == 1:
+        on_thread = call_tid == tids[0]
+        groups = [(tids[0], None if on_thread.all() else np.flatnonzero(on_thread))]
+    else:
+        code = np.minimum(np.searchsorted(tids, call_tid), tids.size - 1)
+        rows = np.flatnonzero(tids[code] == call_tid)
+        rows = rows[np.argsort(code[rows], kind="stable")]
+        bounds = np.searchsorted(code[rows], np.arange(tids.size + 1))
+        groups = [(tid, rows[bounds[i] : bounds[i + 1]]) for i, tid in enumerate(tids)]
+    for tid, calls in groups:
+        mine = by_start[r_tid[by_start] == tid]  # this thread's ranges, by start
+        on_range = _containing(r_start[mine], r_end[mine], _take(call_start, calls), mine)
+        if calls is None:
+            out = on_range
+        else:
+            out[calls] = on_range
     return out
+
+
+def _containing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """For each of ``t``: the label of the last of ``starts`` (ascending) at or before it,
+    where ``t`` is before that one's end; -1 otherwise (as ``merge_asof`` backward, then the
+    end test). ``labels`` are >= 0. Many ``t`` in ascending order (calls by start): range
+    ``k`` holds the calls from the first at or after its start, up to the first at or after
+    the next range's start or its own end, whichever is first; those runs lie in order and
+    apart, so a running sum of +(label + 1) at each run's start and -(label + 1) at its end
+    labels them (one binary search per range, not per call)."""
+    if t.size > 4 * starts.size and (t[1:] >= t[:-1]).all():
+        lo = np.searchsorted(t, starts, side="left")
+        hi = np.maximum(lo, np.minimum(np.r_[lo[1:], t.size], np.searchsorted(t, ends, side="left")))
+        delta = np.zeros(t.size + 1, dtype=np.int64)
+        np.add.at(delta, lo, labels + 1)
+        np.subtract.at(delta, hi, labels + 1)
+        return np.cumsum(delta[: t.size]) - 1
+    k = np.searchsorted(starts, t, side="right") - 1
+    inside = (k >= 0) & (t < ends[np.maximum(k, 0)])
+    return np.where(inside, labels[np.maximum(k, 0)], -1)
 
 
 def _with_helper_threads(api: pd.DataFrame, ranges: pd.DataFrame, api_step: np.ndarray, pid: int) -> np.ndarray:
@@ -147,33 +218,113 @@ def _with_helper_threads(api: pd.DataFrame, ranges: pd.DataFrame, api_step: np.n
     same-thread rule of DOMAIN.md. ``ranges`` are the chosen process's step ranges, sorted
     by start and not nested.
     """
-    calls_pid = api["pid"].to_numpy()
-    mask = (calls_pid == pid) & ~api["tid"].isin(ranges["tid"].unique()).to_numpy() & (api_step < 0)
-    if not mask.any() or ranges.empty:
+    rows = np.flatnonzero((api["pid"].to_numpy() == pid) & (api_step < 0))
+    if rows.size:  # of those, the calls on threads without step ranges
+        rows = rows[~np.isin(api["tid"].to_numpy()[rows], np.unique(ranges["tid"].to_numpy()))]
+    if not rows.size or ranges.empty:
         return api_step
     starts = ranges["start"].to_numpy()
     ends = ranges["end"].to_numpy()
-    t = api["start"].to_numpy()[mask]
+    t = api["start"].to_numpy()[rows]
     k = np.searchsorted(starts, t, side="right") - 1
     inside = (k >= 0) & (t < ends[np.clip(k, 0, None)])
     out = api_step.copy()
-    rows = np.flatnonzero(mask)
     out[rows[inside]] = k[inside]
     return out
 
 
-def _activity_from_api(device: DeviceAnalysis, api: pd.DataFrame, api_step: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class _Link:
+    """The submitting API call of each row of a device's activity.
+
+    Attributes:
+        call_row: row position in ``trace.api`` of the last call with the row's (pid,
+            correlation id) and a correlation id > 0 (-1: none), as
+            :func:`~launchprof.analysis.timeline.last_call_rows`.
+        unique: no two calls share a (pid, correlation id) (correlation id > 0), and the
+            ids and pids fit the 32 bits of :func:`~launchprof.analysis.timeline.corr_key`: then
+            ``call_row`` is the only call of each row's pair.
+    """
+
+    call_row: np.ndarray
+    unique: bool
+
+
+def _link(analysis: Analysis, activity: pd.DataFrame) -> _Link:
+    api = analysis.trace.api
+    keys, rows = analysis.trace.cached("call_index", lambda: call_index(api))
+    corr = activity["correlation_id"].to_numpy()
+    call_row = _call_rows(api, activity["pid"].to_numpy(), corr, (keys, rows))
+    api_corr = api["correlation_id"].to_numpy()
+    fits = all(c.size == 0 or int(c.max()) < 2**32 for c in (corr, api_corr)) and all(
+        p.size == 0 or (int(p.min()) >= -(2**31) and int(p.max()) < 2**31)
+        for p in (activity["pid"].to_numpy(), api["pid"].to_numpy())
+    )
+    return _Link(call_row, fits and keys.size == int((api_corr > 0).sum()))
+
+
+def _call_rows(
+    api: pd.DataFrame, pid: np.ndarray, corr: np.ndarray, index: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """:func:`~launchprof.analysis.timeline.last_call_rows` (same result), by direct
+    addressing where it can: per process (a handful), a table from correlation id to call
+    row, when the ids are dense (they count up from 1 in a process) and every pid and
+    correlation id fits the 32 bits of a :func:`~launchprof.analysis.timeline.corr_key`."""
+    keys, rows = index
+    fits = (
+        keys.size > 0
+        and corr.size > 0
+        and int(corr.max()) < 2**32
+        and int(pid.min()) >= -(2**31)
+        and int(pid.max()) < 2**31
+    )
+    if not fits:
+        return last_call_rows(api, pid, corr, index)
+    if keys[0] >> 32 == keys[-1] >> 32:  # one process (keys are sorted by pid first)
+        heads, key_pid = np.zeros(1, dtype=np.int64), keys[:1] >> 32
+    else:
+        key_pid = keys >> 32
+        heads = np.flatnonzero(np.r_[True, key_pid[1:] != key_pid[:-1]])
+    ends = np.r_[heads[1:], keys.size]
+    if heads.size > 8:
+        return last_call_rows(api, pid, corr, index)
+    out = np.full(corr.size, -1, dtype=np.int64)
+    for p, a, b in zip(key_pid[heads], heads, ends, strict=True):
+        key_corr = keys[a:b] - (int(p) << 32)  # the correlation ids, ascending (all > 0)
+        top = int(key_corr[-1])
+        if top > 4 * (b - a) + 2**16:  # sparse ids: a table would be mostly empty
+            return last_call_rows(api, pid, corr, index)
+        table = np.full(top + 1, -1, dtype=np.int64)  # entry 0 stays -1: no call has id 0
+        table[key_corr] = rows[a:b]
+        if int(corr.min()) > 0 and int(corr.max()) <= top:
+            found = table[corr]
+        else:
+            found = table[np.where((corr > 0) & (corr <= top), corr, 0)]
+        if heads.size == 1 and int(pid.min()) == int(pid.max()) == int(p):
+            return found
+        out = np.where(pid == p, found, out)
+    return out
+
+
+def _activity_from_api(link: _Link, activity: pd.DataFrame, api: pd.DataFrame, api_step: np.ndarray) -> np.ndarray:
+    """Step of each activity row: that of the last call with its (pid, correlation id)
+    among the calls with a step and a correlation id > 0 (-1: none)."""
+    if api_step.size == 0:
+        return np.full(len(activity), -1, dtype=np.int64)
+    if link.unique:  # each pair has one call: its step, or none
+        return np.where(link.call_row >= 0, api_step[np.maximum(link.call_row, 0)], -1)
     keyed = pd.DataFrame(
         {"pid": api["pid"].to_numpy(), "correlation_id": api["correlation_id"].to_numpy(), "step": api_step}
     )
     keyed = keyed.loc[(keyed["step"] >= 0) & (keyed["correlation_id"] > 0)]
     keyed = keyed.drop_duplicates(["pid", "correlation_id"], keep="last")
-    act = device.activity[["pid", "correlation_id"]]
-    merged = act.merge(keyed, on=["pid", "correlation_id"], how="left")
+    merged = activity[["pid", "correlation_id"]].merge(keyed, on=["pid", "correlation_id"], how="left")
     return merged["step"].fillna(-1).to_numpy(dtype=np.int64)
 
 
-def _nvtx_candidates(analysis: Analysis, device: DeviceAnalysis, step_name: str | None) -> pd.DataFrame | None:
+def _nvtx_candidates(
+    analysis: Analysis, device: DeviceAnalysis, link: _Link, step_name: str | None
+) -> pd.DataFrame | None:
     nvtx = analysis.trace.nvtx
     if nvtx.empty:
         if step_name:
@@ -194,7 +345,8 @@ def _nvtx_candidates(analysis: Analysis, device: DeviceAnalysis, step_name: str 
         if n < 3:
             continue
         rows = _outermost(nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)])
-        cover = int((_activity_from_api(device, analysis.trace.api, _project(analysis.trace.api, rows)) >= 0).sum())
+        api = analysis.trace.api
+        cover = int((_activity_from_api(link, device.activity, api, _project(api, rows)) >= 0).sum())
         # Equal cover: prefer the finer range (more ranges: one iteration, not an epoch).
         if cover > best_cover or (cover == best_cover and best is not None and len(rows) > len(best)):
             best, best_cover = rows, cover
@@ -214,8 +366,10 @@ def _period(tokens: np.ndarray) -> int | None:
     return None
 
 
-def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np.ndarray | None) -> np.ndarray:
-    """Step index for each kernel of a periodic sequence (kern sorted by start)."""
+def _sequence_steps(
+    start: np.ndarray, end: np.ndarray, tokens: np.ndarray, p: int, template: np.ndarray | None
+) -> np.ndarray:
+    """Step index for each kernel of a periodic sequence (kernels sorted by start)."""
     n = tokens.size
     if template is not None:
         windows = np.lib.stride_tricks.sliding_window_view(tokens, p) if n >= p else np.empty((0, p))
@@ -223,7 +377,7 @@ def _sequence_steps(kern: pd.DataFrame, tokens: np.ndarray, p: int, template: np
         i0 = int(hits[0]) if hits.size else 0
     else:
         # Phase: the rotation whose first kernel follows the longest median idle gap.
-        gap = np.r_[0, kern["start"].to_numpy()[1:] - kern["end"].to_numpy()[:-1]]
+        gap = np.r_[0, start[1:] - end[:-1]]
         lo = max(0, n // 2 - WINDOW // 2)
         scores = [
             np.median(gap[lo + r : lo + WINDOW : p]) if gap[lo + r : lo + WINDOW : p].size else 0 for r in range(p)
@@ -243,43 +397,80 @@ def _inferred(
     analysis: Analysis, device: DeviceAnalysis, pid: int, template: Sequence[str] | None
 ) -> tuple[np.ndarray, str, str] | None:
     act = device.activity
-    mask = (act["pid"] == pid) & (act["kind"] == "kernel")
-    rows = act.loc[mask]
-    kern = analysis.trace.kernels
-    kern = kern.loc[(kern["pid"] == pid) & (kern["device_id"] == device.device_id)]
-    kern = kern.sort_values(["start", "end"], kind="stable")
-    if len(kern) != len(rows) or kern.empty:
+    mask = (act["pid"].to_numpy() == pid) & _kind_in(act["kind"], ("kernel",))
+    kernels = analysis.trace.kernels
+    # The process's kernels on the device, sorted by (start, end) (stable).
+    rows = np.flatnonzero((kernels["pid"].to_numpy() == pid) & (kernels["device_id"].to_numpy() == device.device_id))
+    start, end = kernels["start"].to_numpy()[rows], kernels["end"].to_numpy()[rows]
+    if not _sorted_by(np.zeros(rows.size, dtype=np.int64), start, end):
+        order = np.lexsort((end, start))
+        rows, start, end = rows[order], start[order], end[order]
+    if rows.size != int(mask.sum()) or rows.size == 0:
         return None
     if template is not None:
-        names = kern["name_id"].map(analysis.trace.string).to_numpy(dtype=object)
+        # Kernel names: each name id looked up once.
+        ids, of_id = np.unique(kernels["name_id"].to_numpy()[rows], return_inverse=True)
+        names = np.array([analysis.trace.string(i) for i in ids], dtype=object)[of_id]
         codes, uniques = pd.factorize(names)
         lookup = {str(u): i for i, u in enumerate(uniques)}
         wanted = np.array([lookup.get(str(t), -2) for t in template], dtype=np.int64)
         p = len(template)
-        step_of_kernel = _sequence_steps(kern, codes.astype(np.int64), p, wanted)
+        step_of_kernel = _sequence_steps(start, end, codes.astype(np.int64), p, wanted)
         how = f"kernel sequence cut into steps of {p} kernels by the given template"
     else:
-        keys = kern[["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]]
-        # Codes in order of first appearance, as MultiIndex.factorize gives, but faster.
-        tokens = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
+        cols = ["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+        tokens = _first_seen_codes([kernels[c].to_numpy()[rows] for c in cols])
         found = _period(tokens)
         if found is None:
             return None
         p = found
-        step_of_kernel = _sequence_steps(kern, tokens, p, None)
+        step_of_kernel = _sequence_steps(start, end, tokens, p, None)
         how = (
             f"no NVTX step ranges and no graph launches: steps inferred from the repeating "
             f"kernel sequence (period {p} kernels)"
         )
     # Map back to activity rows (same order: both sorted by (start, end) and stable).
     out = np.full(len(act), -1, dtype=np.int64)
-    out[np.flatnonzero(mask.to_numpy())] = step_of_kernel
+    out[np.flatnonzero(mask)] = step_of_kernel
     return out, f"repeating sequence of {p} kernels", how
+
+
+def _first_seen_codes(columns: list[np.ndarray]) -> np.ndarray:
+    """One int64 code per row of ``columns`` (equal rows, equal codes), numbered in order of
+    first appearance, as pandas' ``groupby(sort=False).ngroup()`` numbers them. Integer
+    columns are packed into one int64 key where their ranges fit 62 bits."""
+    if all(np.issubdtype(c.dtype, np.integer) for c in columns) and columns[0].size:
+        key = np.zeros(columns[0].size, dtype=np.int64)
+        shift = 0
+        for c in columns:
+            lo, span = int(c.min()), int(c.max()) - int(c.min()) + 1
+            if shift > 62:
+                break
+            key |= (c.astype(np.int64) - lo) << shift
+            shift += max(span - 1, 1).bit_length()
+        if shift <= 62:
+            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            rank = np.empty(first.size, dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+            return rank[inverse.reshape(-1)]
+    frame = pd.DataFrame({str(i): c for i, c in enumerate(columns)})
+    return frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy(dtype=np.int64)
 
 
 def _assign_by_time(starts: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """Index of the last bound <= start (-1 before the first)."""
-    return np.searchsorted(bounds, starts, side="right") - 1
+    return _last_at_or_before(bounds, starts)
+
+
+def _last_at_or_before(bounds: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index of the last of ``bounds`` (sorted ascending) that is <= each of ``t`` (-1: none):
+    ``np.searchsorted(bounds, t, side="right") - 1``. Many ``t`` in ascending order (calls
+    by start): count the bounds at or before each ``t`` instead, from where each bound falls
+    among ``t`` (one binary search per bound, not per ``t``)."""
+    if t.size > 4 * bounds.size and (t[1:] >= t[:-1]).all() and (bounds[1:] >= bounds[:-1]).all():
+        at = np.searchsorted(t, bounds, side="left")  # the first t >= each bound
+        return np.cumsum(np.bincount(at, minlength=t.size + 1)[: t.size]) - 1
+    return np.searchsorted(bounds, t, side="right") - 1
 
 
 def find_steps(
@@ -339,17 +530,21 @@ def _find_steps(
     pid = _busiest(device)
     api = analysis.trace.api
     act = device.activity
+    link = _link(analysis, act)
     source, name, reason = "none", None, ""
     skipped = ""
     activity_step = None
     cpu_start = cpu_end = None
     api_step = np.full(len(api), -1, dtype=np.int64)
-    ranges = None if template is not None else _nvtx_candidates(analysis, device, step_name)
+    ranges = None if template is not None else _nvtx_candidates(analysis, device, link, step_name)
     if ranges is not None:
         projected = _project(api, ranges.sort_values("start", kind="stable"))
-        cover = _activity_from_api(device, api, projected)
-        pids = pd.Series(act["pid"].to_numpy()[cover >= 0]).value_counts()
-        pid = int(pids.index[0]) if len(pids) else pid
+        cover = _activity_from_api(link, act, api, projected)
+        covered = act["pid"].to_numpy()[cover >= 0]
+        if covered.size and covered.min() == covered.max():  # one process: no counting needed
+            pid = int(covered[0])
+        elif covered.size:
+            pid = int(pd.Series(covered).value_counts().index[0])
         text, domain = str(ranges["text"].iloc[0]), str(ranges["domain"].iloc[0])
         label = text if not domain else f"{domain}:{text}"
         if not (cover >= 0).any():
@@ -361,22 +556,26 @@ def _find_steps(
                 )
             skipped = f"NVTX ranges {label!r} hold no GPU work (no CUDA call on their thread starts inside them); "
         else:
-            ranges = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
-            api_step = _with_helper_threads(api, ranges, _project(api, ranges), pid)
-            activity_step = _activity_from_api(device, api, api_step)
+            of_pid = ranges.loc[ranges["pid"] == pid].sort_values("start", kind="stable").reset_index(drop=True)
+            # All the ranges are the process's: the same ranges in the same order, projected above.
+            same = projected if len(of_pid) == len(ranges) else _project(api, of_pid)
+            ranges = of_pid
+            api_step = _with_helper_threads(api, ranges, same, pid)
+            # Unchanged by either (one process, no helper threads): the steps found above.
+            activity_step = cover if api_step is projected else _activity_from_api(link, act, api, api_step)
             cpu_start, cpu_end = ranges["start"].to_numpy(), ranges["end"].to_numpy()
             source = "nvtx"
             name = label
             reason = f"NVTX ranges {name!r} on pid {pid} ({len(ranges)} ranges)"
     if activity_step is None and template is None:
-        graph = api.loc[(api["pid"] == pid) & api_classes(analysis.trace)["graph_launch"]]
+        graph = np.flatnonzero((api["pid"].to_numpy() == pid) & api_classes(analysis.trace)["graph_launch"].to_numpy())
         if len(graph):
             api_step = np.full(len(api), -1, dtype=np.int64)
-            api_step[np.flatnonzero(api.index.isin(graph.index))] = np.arange(len(graph))
-            activity_step = _activity_from_api(device, api, api_step)
+            api_step[graph] = np.arange(len(graph))
+            activity_step = _activity_from_api(link, act, api, api_step)
             source, name = "graph-launch", "cudaGraphLaunch"
             reason = f"{skipped}no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
-            cpu_start = graph["start"].to_numpy()
+            cpu_start = api["start"].to_numpy()[graph]
     if activity_step is None:
         found = _inferred(analysis, device, pid, template)
         if found is None:
@@ -396,7 +595,7 @@ def _find_steps(
     if n_steps == 0:
         return _no_steps(f"{reason}, but none of them holds GPU work", device.device_id, pid, len(act))
     table = _step_table(
-        analysis, device, pid, activity_step, n_steps, api_step if source == "nvtx" else None, cpu_start, cpu_end
+        analysis, device, link, pid, activity_step, n_steps, api_step if source == "nvtx" else None, cpu_start, cpu_end
     )
     table, warmup = _mark_warmup(table)
     return Steps(
@@ -438,6 +637,7 @@ def _no_steps(reason: str, device_id: int | None, pid: int | None, n: int = 0) -
 def _step_table(
     analysis: Analysis,
     device: DeviceAnalysis,
+    link: _Link,
     pid: int,
     activity_step: np.ndarray,
     n_steps: int,
@@ -445,83 +645,142 @@ def _step_table(
     cpu_start: np.ndarray | None,
     cpu_end: np.ndarray | None,
 ) -> pd.DataFrame:
-    act = device.activity.assign(step=activity_step)
+    act = device.activity
     api = analysis.trace.api
-    steps = pd.RangeIndex(n_steps, name="step")
-    stepped = act.loc[act["step"] >= 0]
-    g = stepped.groupby("step")
-    kind = stepped["kind"]
-    table = pd.DataFrame(index=steps)
-    table["gpu_start"] = g["start"].min()
-    table["gpu_end"] = g["end"].max()
-    table["kernels"] = (kind == "kernel").groupby(stepped["step"]).sum()
-    table["memops"] = kind.isin(["memcpy", "memset"]).groupby(stepped["step"]).sum()
-    api_end = analysis.trace.cached("api_end_keyed", lambda: api_end_keyed(api))
-    busy, bubbles, bubble_ns, inner_wait = _inner(stepped, api_end, analysis.bubble_threshold_ns, n_steps)
-    table["busy_ns"], table["bubbles"], table["bubble_ns"] = busy, bubbles, bubble_ns
-    table = table.fillna({"kernels": 0, "memops": 0})
-    first = _first_rows(stepped)
-    # The gap before each step (from the previous step's last activity) and whether it was host-wait.
-    lead = table["gpu_start"] - table["gpu_end"].shift(1)
-    table["lead_gap_ns"] = lead.clip(lower=0).fillna(0)
-    lead_wait = _lead_wait(stepped, first, api_end, table)
-    table["host_wait_ns"] = inner_wait + lead_wait
-    table["period_ns"] = table["gpu_start"].shift(-1) - table["gpu_start"]
+    rows = _rows(activity_step >= 0)  # the activity of the steps
+    step = _take(activity_step, rows)
+    call_row = _take(link.call_row, rows)
+    inner = _inner(
+        step,
+        _take(act["start"].to_numpy(), rows),
+        _take(act["end"].to_numpy(), rows),
+        call_row,
+        api["end"].to_numpy(),
+        analysis.bubble_threshold_ns,
+        n_steps,
+    )
+    gpu_start, gpu_end = inner.gpu_start, inner.gpu_end
+    # Kernels and memops per step, summed in (step, start, end) order.
+    kernels = _sums(_take(_take(_kind_in(act["kind"], ("kernel",)), rows), inner.order), inner.bounds)
+    memops = _sums(_take(_take(_kind_in(act["kind"], ("memcpy", "memset")), rows), inner.order), inner.bounds)
+    # The gap before each step (from the previous step's last activity, float ns as
+    # pandas' shift gives it) and whether it was host-wait.
+    start_f, end_f = gpu_start.astype(np.float64), gpu_end.astype(np.float64)
+    prev_end = np.r_[np.nan, end_f[:-1]]
+    lead = start_f - prev_end
+    lead_gap = np.where(np.isnan(lead), 0.0, np.where(lead < 0, 0.0, lead))
+    first_submit = np.full(n_steps, np.nan)
+    first_submit[inner.first_steps] = _at_call(api["end"].to_numpy(), call_row[inner.first_rows])
+    lead_wait = np.where(first_submit > prev_end, lead_gap, 0.0)
+    host_wait = inner.wait_ns + lead_wait  # float64, as int64 + float64 Series
+    period = np.r_[start_f[1:], np.nan] - start_f
     # CPU side of each step.
     if cpu_start is None:
-        first_call = _first_call_start(
-            stepped, first, api, analysis.trace.cached("call_index", lambda: call_index(api))
-        )
-        # Without the submitting call (an export without the API table), the GPU start.
-        first = first_call.reindex(steps).astype("float64").fillna(table["gpu_start"].astype("float64"))
-        cpu_start = first.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
+        # The start of the call that submitted each step's earliest activity; without it
+        # (an export without the API table), the GPU start; gaps filled from neighbours.
+        first_call = np.full(n_steps, np.nan)
+        first_call[inner.first_steps] = _at_call(api["start"].to_numpy(), call_row[inner.first_rows])
+        first_call = np.where(np.isnan(first_call), start_f, first_call)
+        cpu_start = pd.Series(first_call).ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
     if cpu_end is None:
-        cpu_end = np.r_[cpu_start[1:], table["gpu_end"].iloc[-1] if len(table) else 0]
-    table["cpu_start"], table["cpu_end"] = cpu_start, cpu_end
-    calls = api.loc[api["pid"] == pid]
+        cpu_end = np.r_[cpu_start[1:], gpu_end[-1] if n_steps else 0]
+    cpu_ns = cpu_end - cpu_start
+    # The process's API calls per step (those outside every step left out).
     if api_step is None:
-        call_step = _assign_by_time(calls["start"].to_numpy(), np.asarray(cpu_start))
-    else:
-        call_step = api_step[np.flatnonzero((api["pid"] == pid).to_numpy())]
-    cls = classify(calls["call"])
-    dur = (calls["end"] - calls["start"]).to_numpy()
-    keep = call_step >= 0
+        api_step = _assign_by_time(api["start"].to_numpy(), np.asarray(cpu_start))
+    calls = _rows((api["pid"].to_numpy() == pid) & (api_step >= 0) & (api_step < n_steps))
+    call_step = _take(api_step, calls)
+    dur = _take(api["end"].to_numpy(), calls) - _take(api["start"].to_numpy(), calls)
+    cls = api_classes(analysis.trace)
+    launch = _take(cls["launch"].to_numpy(), calls)
     per_call = {
-        "launch_calls": cls["launch"].to_numpy(),
-        "launch_call_ns": np.where(cls["launch"].to_numpy(), dur, 0),
-        "graph_launches": cls["graph_launch"].to_numpy(),
-        "sync_calls": cls["sync"].to_numpy(),
-        "alloc_calls": cls["alloc"].to_numpy(),
-        "instantiations": cls["instantiate"].to_numpy(),
-        "exec_updates": cls["exec_update"].to_numpy(),
-        "captures": cls["capture"].to_numpy(),
+        "launch_calls": launch,
+        "launch_call_ns": dur if launch.all() else np.where(launch, dur, 0),
+        "graph_launches": "graph_launch",
+        "sync_calls": "sync",
+        "alloc_calls": "alloc",
+        "instantiations": "instantiate",
+        "exec_updates": "exec_update",
+        "captures": "capture",
         "api_ns": dur,
     }
+    table = {
+        "step": np.arange(n_steps, dtype=np.int64),
+        "gpu_start": gpu_start,
+        "gpu_end": gpu_end,
+        "kernels": kernels,
+        "memops": memops,
+        "busy_ns": inner.busy_ns,
+        "bubbles": inner.bubbles,
+        "bubble_ns": inner.bubble_ns,
+        "lead_gap_ns": _to_int(lead_gap),
+        "host_wait_ns": _to_int(host_wait),
+        "period_ns": period,
+        "cpu_start": cpu_start,
+        "cpu_end": cpu_end,
+    }
+    # Calls are in time order, so their steps usually ascend: sums by running totals then.
+    bounds = _bounds(call_step, n_steps) if (call_step[1:] >= call_step[:-1]).all() else None
     for col, values in per_call.items():
-        table[col] = _sum_by_step(call_step[keep], values[keep], n_steps)
-    table["cpu_ns"] = table["cpu_end"] - table["cpu_start"]
-    int_cols = [
-        "kernels",
-        "memops",
-        "busy_ns",
-        "bubbles",
-        "bubble_ns",
-        "lead_gap_ns",
-        "host_wait_ns",
-        "launch_calls",
-        "launch_call_ns",
-        "graph_launches",
-        "sync_calls",
-        "alloc_calls",
-        "instantiations",
-        "exec_updates",
-        "captures",
-        "api_ns",
-        "cpu_ns",
-    ]
-    for c in int_cols:
-        table[c] = table[c].fillna(0).astype("int64")
-    return table.reset_index()
+        if isinstance(values, str):  # a class of calls: most traces have none of most classes
+            of_class = cls[values].to_numpy()
+            values = _take(of_class, calls) if of_class.any() else np.zeros(call_step.size, bool)
+        if bounds is not None:
+            table[col] = _sums(values, bounds)
+        else:
+            table[col] = _sum_by_step(call_step, values, n_steps)
+    table["cpu_ns"] = _to_int(cpu_ns)
+    return pd.DataFrame(table)
+
+
+def _rows(mask: np.ndarray) -> np.ndarray | slice | None:
+    """The rows where ``mask`` holds, for :func:`_take`: None for all of them, a slice
+    when they lie end to end (a view, no copy), else their positions."""
+    if mask.all():
+        return None
+    first = int(mask.argmax())
+    stop = mask.size - int(mask[::-1].argmax())
+    if mask[first] and mask[first:stop].all():
+        return slice(first, stop)
+    return np.flatnonzero(mask)
+
+
+def _take(values: np.ndarray, rows: np.ndarray | slice | None) -> np.ndarray:
+    """``values[rows]``; ``values`` itself where ``rows`` is None (all rows, in order)."""
+    return values if rows is None else values[rows]
+
+
+def _at_call(values: np.ndarray, call_row: np.ndarray) -> np.ndarray:
+    """``values`` (a column of ``trace.api``) at each call row, float64; NaN where the row is -1."""
+    if values.size == 0:
+        return np.full(call_row.size, np.nan)
+    return np.where(call_row >= 0, values[np.maximum(call_row, 0)].astype(np.float64), np.nan)
+
+
+def _ended_after(call_end: np.ndarray, call_row: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Whether the call at each row (-1: none) ended after ``t``: ``_at_call(call_end,
+    call_row) > t`` (False without a call), compared as integers where float64 holds
+    every value exactly."""
+    if call_end.size == 0:
+        return np.zeros(call_row.size, dtype=bool)
+    exact = (
+        t.size > 0
+        and np.issubdtype(call_end.dtype, np.integer)
+        and np.issubdtype(t.dtype, np.integer)
+        and max(-int(call_end.min()), int(call_end.max()), -int(t.min()), int(t.max())) < 2**53
+    )
+    if exact:
+        if call_row.size == 0 or int(call_row.min()) >= 0:  # every row has its call
+            return call_end[call_row] > t
+        return (call_row >= 0) & (call_end[np.maximum(call_row, 0)] > t)
+    return np.nan_to_num(_at_call(call_end, call_row), nan=-np.inf) > t
+
+
+def _to_int(values: np.ndarray) -> np.ndarray:
+    """int64 of ``values``: NaN reads 0, floats truncate (pandas' ``fillna(0).astype``)."""
+    if values.dtype.kind == "f":
+        values = np.where(np.isnan(values), 0.0, values)
+    return values.astype(np.int64)
 
 
 def _sum_by_step(step: np.ndarray, values: np.ndarray, n_steps: int) -> np.ndarray:
@@ -539,77 +798,140 @@ def _sum_by_step(step: np.ndarray, values: np.ndarray, n_steps: int) -> np.ndarr
     return out
 
 
-def _first_rows(stepped: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(steps, row positions in ``stepped``) of each step's earliest activity (by start,
-    ties in row order), steps ascending."""
-    step = stepped["step"].to_numpy()
-    order = np.lexsort((stepped["start"].to_numpy(), step))
-    first = np.ones(order.size, bool)
-    first[1:] = step[order][1:] != step[order][:-1]
-    return step[order][first], order[first]
+def _bounds(step: np.ndarray, n_steps: int) -> np.ndarray:
+    """For ``step`` sorted ascending: where each step 0..n_steps-1 begins, and the end of the
+    last (``n_steps + 1`` positions; rows of other steps fall outside)."""
+    return np.searchsorted(step, np.arange(n_steps + 1), side="left")
 
 
-def _inner(stepped: pd.DataFrame, api_end: pd.Series, threshold: int, n_steps: int):  # type: ignore[no-untyped-def]
-    """Per step (arrays over 0..n_steps-1): busy ns (union of its activity), bubbles and
-    bubble ns (gaps inside it >= threshold), host-wait ns of the gaps inside it."""
-    step = stepped["step"].to_numpy()
-    start = stepped["start"].to_numpy()
-    end = stepped["end"].to_numpy()
-    order = np.lexsort((end, start, step))
-    step, start, end = step[order], start[order], end[order]
-    new_step = np.ones(step.size, bool)
-    new_step[1:] = step[1:] != step[:-1]
-    run_end = pd.Series(end).groupby(step, sort=False).cummax().to_numpy()
-    # A segment (busy interval of the step) opens where the activity starts after all earlier ones ended.
-    opens = new_step.copy()
-    opens[1:] |= start[1:] > run_end[:-1]
-    first = np.flatnonzero(opens)
-    seg_step, seg_start = step[first], start[first]
-    seg_end = np.maximum.reduceat(run_end, first) if first.size else run_end[:0]
-    seg_pid = stepped["pid"].to_numpy()[order][first]
-    seg_corr = stepped["correlation_id"].to_numpy()[order][first]
-    busy = _sum_by_step(seg_step, seg_end - seg_start, n_steps)
-    same = seg_step[1:] == seg_step[:-1]
-    gap = (seg_start[1:] - seg_end[:-1])[same]
-    gap_step = seg_step[1:][same]
-    submit_end = _submit_end(api_end, seg_pid[1:][same], seg_corr[1:][same])
-    wait = np.nan_to_num(submit_end, nan=-np.inf) > seg_end[:-1][same]
-    is_bubble = gap >= threshold
-    bubbles = _sum_by_step(gap_step, is_bubble, n_steps)
-    bubble_ns = _sum_by_step(gap_step, np.where(is_bubble, gap, 0), n_steps)
-    inner_wait = _sum_by_step(gap_step, np.where(wait, gap, 0), n_steps)
-    return busy, bubbles, bubble_ns, inner_wait
-
-
-def _submit_end(api_end: pd.Series, pid: np.ndarray, corr: np.ndarray) -> np.ndarray:
-    """End (float ns) of the API call that submitted each (pid, correlation id); NaN if none."""
-    out = lookup_end(api_end, corr_key(pid, corr))
-    out[np.asarray(corr) <= 0] = np.nan
+def _sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """int64 sum of ``values`` over each run ``bounds[i]:bounds[i + 1]`` (see :func:`_bounds`),
+    exact (as :func:`_sum_by_step`): one ``np.add.reduceat`` over the non-empty runs, which
+    lie end to end."""
+    out = np.zeros(bounds.size - 1, dtype=np.int64)
+    if values.dtype == bool and not values.any():
+        return out
+    lo, hi = bounds[:-1], bounds[1:]
+    runs = hi > lo
+    if runs.any():
+        out[runs] = np.add.reduceat(values[: bounds[-1]], lo[runs], dtype=np.int64)
     return out
 
 
-def _lead_wait(
-    stepped: pd.DataFrame, first: tuple[np.ndarray, np.ndarray], api_end: pd.Series, table: pd.DataFrame
-) -> pd.Series:
-    steps, rows = first
-    submit_end = pd.Series(
-        _submit_end(api_end, stepped["pid"].to_numpy()[rows], stepped["correlation_id"].to_numpy()[rows]), index=steps
+@dataclass(frozen=True)
+class _Inner:
+    """Per-step figures from the activity of the steps (arrays over 0..n_steps-1).
+
+    ``gpu_start``/``gpu_end``: first start, last end (int64; float64 with NaN when a step
+    has no activity); ``busy_ns`` (union), ``bubbles``/``bubble_ns`` (gaps inside >=
+    threshold), ``wait_ns`` (host-wait ns of the gaps inside); ``first_steps``/``first_rows``:
+    each step with activity (ascending) and the row of its earliest activity (by start,
+    ties in row order); ``order``: the rows sorted by (step, start, end) (None: already
+    so); ``bounds``: :func:`_bounds` of the sorted steps."""
+
+    gpu_start: np.ndarray
+    gpu_end: np.ndarray
+    busy_ns: np.ndarray
+    bubbles: np.ndarray
+    bubble_ns: np.ndarray
+    wait_ns: np.ndarray
+    first_steps: np.ndarray
+    first_rows: np.ndarray
+    order: np.ndarray | None
+    bounds: np.ndarray
+
+
+def _inner(
+    step: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    call_row: np.ndarray,
+    call_end: np.ndarray,
+    threshold: int,
+    n_steps: int,
+) -> _Inner:
+    """:class:`_Inner` of activity rows (``step`` >= 0; ``call_row``: the submitting call
+    of each, -1: none; ``call_end``: the ends of the API calls)."""
+    # Sort by (step, start, end); activity arrives sorted by (start, end), so when the
+    # steps do not interleave the rows are already in that order.
+    order: np.ndarray | None = None
+    if not _sorted_by(step, start, end):
+        order = np.lexsort((end, start, step))
+        step, start, end = step[order], start[order], end[order]
+    new_step = np.ones(step.size, bool)
+    new_step[1:] = step[1:] != step[:-1]
+    heads = np.flatnonzero(new_step)
+    run_end = _group_cummax(step, end)
+    # Steps with activity: first start and last end (the running end at the step's last row).
+    present = step[heads]
+    last = np.r_[heads[1:] - 1, step.size - 1] if heads.size else heads
+    gpu_start = _per_step(present, start[heads], n_steps)
+    gpu_end = _per_step(present, run_end[last], n_steps)
+    # Earliest activity of each step: the head; where other rows tie on its start (they
+    # follow it), the first in row order among them.
+    first_rows = order[heads] if order is not None else heads
+    if heads.size:
+        ends = np.r_[heads[1:], step.size]  # one past each step's last row
+        after = np.minimum(heads + 1, step.size - 1)
+        if ((heads + 1 < ends) & (start[after] == start[heads])).any():
+            group = np.cumsum(new_step) - 1
+            ties = np.flatnonzero(start == start[heads][group])  # contiguous from each head
+            tie_heads = np.flatnonzero(np.r_[True, group[ties][1:] != group[ties][:-1]])
+            first_rows = np.minimum.reduceat(ties if order is None else order[ties], tie_heads)
+    # A segment (busy interval of the step) opens where the activity starts after all earlier ones ended.
+    opens = new_step.copy()
+    opens[1:] |= start[1:] > run_end[:-1]
+    first = None if opens.all() else np.flatnonzero(opens)  # None: every row opens one
+    seg_step, seg_start = _take(step, first), _take(start, first)
+    # The running end is a step's maximum so far: a segment ends at its last row's.
+    seg_end = run_end if first is None else run_end[np.r_[first[1:] - 1, step.size - 1]]
+    seg_bounds = _bounds(seg_step, n_steps)
+    busy = _sums(seg_end - seg_start, seg_bounds)
+    # The gap after each segment to the next (those after a step's last segment lead out of
+    # the step and count for nothing); host-wait where the call that submitted the activity
+    # after the gap ended after the gap began (float ns, as timeline.lookup_end gives it).
+    gap = np.zeros(seg_step.size, dtype=np.int64)
+    np.subtract(seg_start[1:], seg_end[:-1], out=gap[:-1])
+    step_last = (seg_bounds[1:] - 1)[seg_bounds[1:] > seg_bounds[:-1]]  # its gap leads out of the step
+    is_bubble = gap >= threshold
+    is_bubble[step_last] = False
+    after_gap = slice(1, None) if first is None else first[1:]  # rows (sorted) that end a gap
+    wait = np.zeros(seg_step.size, dtype=bool)
+    wait[:-1] = _ended_after(call_end, _take(_take(call_row, order), after_gap), seg_end[:-1])
+    wait[step_last] = False
+    return _Inner(
+        gpu_start,
+        gpu_end,
+        busy,
+        _sums(is_bubble, seg_bounds),
+        _sums(np.where(is_bubble, gap, 0), seg_bounds),
+        _sums(np.where(wait, gap, 0), seg_bounds),
+        present,
+        first_rows,
+        order,
+        _bounds(step, n_steps),
     )
-    prev_end = table["gpu_end"].shift(1)
-    wait = submit_end.reindex(table.index) > prev_end
-    return table["lead_gap_ns"].where(wait, 0)
 
 
-def _first_call_start(
-    stepped: pd.DataFrame, first: tuple[np.ndarray, np.ndarray], api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray]
-) -> pd.Series:
-    """Start of the call that submitted each step's earliest activity (NaN: none)."""
-    steps, rows = first
-    call = last_call_rows(api, stepped["pid"].to_numpy()[rows], stepped["correlation_id"].to_numpy()[rows], index)
-    if not len(api):
-        return pd.Series(np.nan, index=steps)
-    call_start = api["start"].to_numpy()[np.maximum(call, 0)].astype(np.float64)
-    return pd.Series(np.where(call >= 0, call_start, np.nan), index=steps)
+def _sorted_by(step: np.ndarray, start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether the rows are sorted by (step, start, end)."""
+    if not (step[1:] >= step[:-1]).all():
+        return False
+    s0, s1 = start[:-1], start[1:]
+    if (s1 > s0).all():  # steps in order, starts strictly rising: sorted
+        return True
+    return bool(((step[1:] > step[:-1]) | (s1 > s0) | ((s1 == s0) & (end[1:] >= end[:-1]))).all())
+
+
+def _per_step(present: np.ndarray, values: np.ndarray, n_steps: int) -> np.ndarray:
+    """``values`` of the steps ``present`` spread over 0..n_steps-1: the values as they are
+    when every step is present, else float64 with NaN (as pandas reindexes)."""
+    inside = present < n_steps
+    if inside.sum() == n_steps:
+        return values[inside]
+    out = np.full(n_steps, np.nan)
+    out[present[inside]] = values[inside]
+    return out
 
 
 def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
