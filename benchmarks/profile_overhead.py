@@ -59,6 +59,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--launchprof", default=str(Path(sys.executable).parent / "launchprof"))
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("--skip-alone", action="store_true", help="do not time the workload without nsys")
     parser.add_argument("workload", nargs="*", help="the workload and its arguments (after --)")
     args = parser.parse_args()
     info = nsys_info()
@@ -74,7 +75,8 @@ def main() -> None:
         marks = base / "timings.jsonl"
         env = {**os.environ, "LAUNCHPROF_TIMINGS": str(marks)}
         for i in range(args.repeats):
-            times["workload alone"].append(timed(work.argv)[0])
+            if not args.skip_alone:
+                times["workload alone"].append(timed(work.argv)[0])
             stem = base / f"bare{i}" / "trace"
             stem.parent.mkdir()
             times["nsys"].append(timed(nsys_command(info.path, stem, work).argv)[0])
@@ -133,7 +135,12 @@ def main() -> None:
             continue
         over, over_best = med["launchprof"] / med[ref] - 1, best["launchprof"] / best[ref] - 1
         result[f"overhead_vs_{ref}"] = over
-        print(f"  launchprof vs {ref:<20} {over:+.1%} (medians), {over_best:+.1%} (best of each)")
+        paired = statistics.median(b / a - 1 for a, b in zip(times[ref], times["launchprof"], strict=True))
+        result[f"paired_overhead_vs_{ref}"] = paired
+        print(
+            f"  launchprof vs {ref:<20} {over:+.1%} (medians), {over_best:+.1%} (best of each), "
+            f"{paired:+.1%} (median of the runs' ratios, each launchprof run against the bare run before it)"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
 
