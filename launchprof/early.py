@@ -150,6 +150,7 @@ class EarlyAnalysis:
         self.result: EarlyResult | None = None
         self.error: str | None = None
         self._nsys_done = threading.Event()
+        self._dropped = threading.Event()
         self._lock = threading.Lock()
         self._export: subprocess.Popen[bytes] | None = None
         self._thread = threading.Thread(target=self._run, name="launchprof-early", daemon=True)
@@ -189,6 +190,8 @@ class EarlyAnalysis:
             exported = time.perf_counter()
             if self.warm is not None:
                 self.warm.join()  # no two threads import the same modules
+            if self._dropped.is_set():
+                return
             self.result = self._analyse(folder, {"export": exported - began})
             mark("early_done")
         except BaseException as exc:  # noqa: BLE001 - the usual path runs instead (and reports)
@@ -215,13 +218,17 @@ class EarlyAnalysis:
         seconds.update(load=t1 - t0, analysis=t2 - t1, report=time.perf_counter() - t2)
         return EarlyResult(analysis, texts, figures, rendered, seconds)
 
-    def finish(self) -> EarlyResult | None:
+    def finish(self, wait: bool = True) -> EarlyResult | None:
         """nsys has exited: the result, waiting for the analysis when the export is done;
-        None when the export was still running (stopped here), failed, or never began."""
+        None when the export was still running (stopped here), failed, or never began.
+        ``wait=False`` (the run was interrupted): stop the export, drop the analysis."""
         with self._lock:
             self._nsys_done.set()
             if self._export is not None and self._export.poll() is None:
                 self._export.kill()
+        if not wait:
+            self._dropped.set()
+            return None
         self._thread.join()
         return self.result
 

@@ -168,11 +168,11 @@ def run_profile(
         interrupts=interrupts,
     )
     mark("nsys_end")
-    ready = early.finish() if early is not None else None
-    if interrupts:
-        ready = None  # nsys may have written less than it recorded: analyse what it wrote
-        _rescue_qdstrm(folder / TRACE_STEM, started, console)
     try:
+        # Interrupted: nsys may have written less than it recorded; analyse what it wrote.
+        ready = early.finish(wait=not interrupts) if early is not None else None
+        if interrupts:
+            _rescue_qdstrm(folder / TRACE_STEM, started, console)
         return _after_recording(
             folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs, ready
         )

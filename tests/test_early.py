@@ -45,6 +45,7 @@ if [ "$1" = "export" ]; then
   sleep $ARROW_S; cp -r "{arrowdir}" "$out"; exit 0
 fi
 for a in "$@"; do case $a in --output=*) stem=${{a#--output=}};; esac; done
+trap '' INT  # as nsys: a Ctrl-C stops the workload, the report is still written
 echo recorded > "$stem.nsys-rep"
 : > "$stem.sqlite"
 sleep $EXPORT_S
@@ -72,6 +73,39 @@ def profile(tmp: Path, nsys: Path, export_s: float, arrow_s: float) -> tuple[Pat
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return out, json.loads(marks.read_text().splitlines()[-1])
+
+
+def test_an_interrupted_run_analyses_the_sqlite_file(tmp_path: Path) -> None:
+    """Ctrl-C while nsys exports: the early analysis is dropped, what nsys wrote is analysed, exit 130."""
+    import signal
+    import time
+
+    sqlite, arrowdir = unpack("graph30", tmp_path)
+    nsys = stand_in(tmp_path, sqlite, arrowdir)
+    out, marks_file = tmp_path / "run", tmp_path / "marks.jsonl"
+    env = {
+        **os.environ,
+        "LAUNCHPROF_NSYS": str(nsys),
+        "LAUNCHPROF_EARLY": "1",
+        "LAUNCHPROF_TIMINGS": str(marks_file),
+        "EXPORT_S": "3",
+        "ARROW_S": "0.1",
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    proc = subprocess.Popen(
+        [*LAUNCHPROF, "profile", "-o", str(out), str(WORKLOAD)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.time() + 20
+    while not (out / "trace.sqlite").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout.decode() + stderr.decode()
+    assert b"interrupted" in stdout + stderr
+    marks = json.loads(marks_file.read_text().splitlines()[-1])
+    assert "analysis_done" in marks  # the usual path analysed trace.sqlite
+    same_report(out, tmp_path)
 
 
 def same_report(out: Path, tmp: Path) -> None:
