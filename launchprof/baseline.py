@@ -49,28 +49,32 @@ class StepTimesError(LaunchprofError):
     """A step-times file is malformed."""
 
 
-def read_step_times(path: Path) -> np.ndarray:
+def read_step_times(path: Path, name: str | None = None) -> np.ndarray:
     """The ``(start_ns, end_ns)`` rows of a ``LAUNCHPROF_STEP_TIMES`` file, in start order
-    (int64, shape (steps, 2)); empty when the file is missing or empty.
+    (int64, shape (steps, 2)); empty when the file is missing or empty. ``name``: only the
+    steps of that name (the profiled run's step ranges: ``step``, or ``--step NAME``); a
+    workload marking several kinds of steps would otherwise count them all.
 
-    Each line is ``NAME START_NS END_NS`` (:mod:`launchprof.marker`).
+    Each line is ``NAME START_NS END_NS`` (:mod:`launchprof.marker`; NAME may hold spaces).
 
     Raises:
-        StepTimesError: a line does not have three fields with integer times.
+        StepTimesError: a line does not end with two integer times.
     """
     if not path.is_file():
         return np.empty((0, 2), dtype=np.int64)
     rows = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        parts = line.split()
-        if not parts:
+        if not line.strip():
             continue
+        parts = line.rsplit(maxsplit=2)
         try:
             if len(parts) != 3:
                 raise ValueError
-            rows.append((int(parts[1]), int(parts[2])))
+            row = (int(parts[1]), int(parts[2]))
         except ValueError:
             raise StepTimesError(f"{path}:{number}: expected 'NAME START_NS END_NS', got {line[:80]!r}") from None
+        if name is None or parts[0] == name:
+            rows.append(row)
     times = np.array(rows, dtype=np.int64).reshape(-1, 2)
     return times[np.argsort(times[:, 0], kind="stable")]
 

@@ -235,7 +235,9 @@ def _after_recording(
     warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
     gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
     mark("imports_done")
-    baseline = _run_baselines(work, folder, baseline_runs, console) if (work and baseline_runs and code == 0) else None
+    baseline = (
+        _run_baselines(work, folder, baseline_runs, console, step) if (work and baseline_runs and code == 0) else None
+    )
     from launchprof.commands import run_analyze
     from launchprof.trace.columns import prefetch
 
@@ -271,13 +273,13 @@ def _after_recording(
     return ProfileResult(folder, code, analysed)
 
 
-def _run_baselines(work: Workload, folder: Path, runs: int, console: Console) -> list[Any]:
+def _run_baselines(work: Workload, folder: Path, runs: int, console: Console, step: str | None = None) -> list[Any]:
     """Run ``work`` ``runs`` times without nsys, each with ``LAUNCHPROF_STEP_TIMES`` set to
     its own file (:func:`launchprof.baseline.run_files`), and return the step times read
     back (one array per run that exited 0; failed runs and unreadable step files are
     reported and left out, so the analysis of the recorded trace always runs)."""
     from launchprof.baseline import StepTimesError, read_step_times, run_files
-    from launchprof.marker import STEP_TIMES_ENV
+    from launchprof.marker import STEP_NAME, STEP_TIMES_ENV
 
     got = []
     for i, path in enumerate(run_files(folder, runs), start=1):
@@ -292,7 +294,7 @@ def _run_baselines(work: Workload, folder: Path, runs: int, console: Console) ->
             console.print(f"launchprof: baseline run {i} exited with code {done.returncode}; left out", markup=False)
             continue
         try:
-            times = read_step_times(path)
+            times = read_step_times(path, step or STEP_NAME)
         except StepTimesError as exc:
             console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
             continue

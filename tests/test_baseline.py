@@ -121,6 +121,17 @@ def test_read_step_times_sorts_and_rejects_bad_lines(tmp_path: Path) -> None:
         read_step_times(f)
 
 
+def test_read_step_times_keeps_the_named_steps(tmp_path: Path) -> None:
+    """A workload marking two kinds of steps: the profiled run's name picks its own (a new
+    user's script had 10 'decode' and 10 'step' markers: 20 counted, 2.00x overhead)."""
+    f = tmp_path / "t.steps"
+    f.write_text("decode 0 3\nstep 3 4\ndecode 5 8\nstep 8 9\nmy step 10 12\n")
+    assert read_step_times(f, "step").tolist() == [[3, 4], [8, 9]]
+    assert read_step_times(f, "decode").tolist() == [[0, 3], [5, 8]]
+    assert read_step_times(f, "my step").tolist() == [[10, 12]]
+    assert len(read_step_times(f)) == 5
+
+
 MARKER_SCRIPT = """
 import launchprof
 s = launchprof.step()
