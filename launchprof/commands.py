@@ -13,7 +13,7 @@ from launchprof.api import analyze
 from launchprof.errors import NoCudaActivityError
 from launchprof.report.html import prepare_folder
 from launchprof.report.index import write_index
-from launchprof.report.sides import StepFilesJob, start_step_files
+from launchprof.report.sides import StepFilesJob, drop_other_step_files, start_step_files
 from launchprof.report.write import REPORT_FILES, write_report
 from launchprof.timings import mark
 
@@ -88,6 +88,7 @@ def _write_early(early: Any, trace: Path, output: Path, force: bool, baseline: l
     mark("report_done")
     for name, text in early.step_texts.items():
         atomic_write(output / name, text)
+    drop_other_step_files(output, early.step_texts)
     mark("step_files_done")
     write_index(output.resolve().parent)
     mark("index_done")

@@ -86,3 +86,15 @@ def test_empty_step_name_is_one_line(real_trace, tmp_path: Path, command: str) -
     assert done.stderr.strip().splitlines() == [
         "launchprof: error: --step needs the text of an NVTX range (for example --step step)"
     ]
+
+
+def test_force_over_a_report_with_steps_leaves_no_stale_step_files(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A CPU-only trace analysed with --force over a GPU report: the old step files go (a new
+    user's `compare` then read the old trace's steps beside the new summary: 'verified 7.67x')."""
+    assert run("analyze", str(real_trace("mlp_eager")), "-o", "r", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "r" / "steps.csv").exists()
+    cpu = Path(__file__).parent / "data" / "cpu" / "steps_loop_2022.sqlite.xz"
+    assert run("analyze", str(cpu), "-o", "r", "--force", cwd=tmp_path).returncode == 2  # no CUDA activity
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["plotly.min.js", "report.html", "summary.json"]
+    done = run("compare", "r", str(real_trace("mlp_graph")), "-o", "c", cwd=tmp_path)
+    assert done.returncode == 2 and "no steps found" in done.stderr

@@ -22,6 +22,7 @@ import pickle
 import signal
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -97,15 +98,36 @@ def step_file_texts(analysis: Analysis) -> dict[str, str]:
 
 def write_step_files(analysis: Analysis, folder: Path) -> None:
     """Write the step files of ``analysis`` (its ``extra["steps"]``) into ``folder``;
-    nothing when no steps were found.
+    nothing when no steps were found. Step files of an earlier report there that this one
+    does not have are removed (:func:`drop_other_step_files`).
 
     Raises:
         OutputError: a file cannot be written.
     """
     from launchprof.report.html import atomic_write  # jinja2 only when writing
 
-    for name, text in step_file_texts(analysis).items():
+    texts = step_file_texts(analysis)
+    for name, text in texts.items():
         atomic_write(folder / name, text)
+    drop_other_step_files(folder, texts)
+
+
+def drop_other_step_files(folder: Path, written: Iterable[str]) -> None:
+    """Remove the :data:`STEP_FILES` in ``folder`` that are not in ``written``: left by an
+    earlier report there (``--force``), they would make ``compare`` read another trace's
+    steps beside this summary.
+
+    Raises:
+        OutputError: one cannot be removed.
+    """
+    keep = set(written)
+    for name in STEP_FILES:
+        if name in keep:
+            continue
+        try:
+            (folder / name).unlink(missing_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot remove the old {folder / name}: {exc.strerror or exc}") from None
 
 
 class StepFilesJob:
@@ -180,6 +202,7 @@ class StepFilesJob:
                 for rest, _ in staged[i:]:
                     _unlink(rest)
                 raise OutputError(f"cannot write {self._folder / name}: {exc.strerror or exc}") from None
+        drop_other_step_files(self._folder, [name for _, name in staged])
 
 
 class _InProcessJob(StepFilesJob):
@@ -198,6 +221,7 @@ class _InProcessJob(StepFilesJob):
         if commit:
             for name, text in self._texts.items():
                 atomic_write(self._folder / name, text)
+            drop_other_step_files(self._folder, self._texts)
 
 
 def start_step_files(analysis: Analysis, folder: Path) -> StepFilesJob:
