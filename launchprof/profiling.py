@@ -74,6 +74,25 @@ def default_folder(label: str, root: Path = Path("reports"), now: datetime | Non
     return folder
 
 
+def _claim_default_folder(label: str, root: Path = Path("reports")) -> Path:
+    """Create and return a new :func:`default_folder`; two runs started in the same second
+    get two folders (the creation itself is the check: ``mkdir`` without ``exist_ok``).
+
+    Raises:
+        OutputError: the folder cannot be created.
+    """
+    for _ in range(1000):
+        folder = default_folder(label, root)
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            continue  # another run took it between the check and the creation
+        except OSError as exc:
+            raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    raise OutputError(f"cannot find a free folder name for {label} under {root}")
+
+
 def _claim_folder(folder: Path) -> None:
     """Create ``folder``; refuse one that already holds a trace or report (never overwrite)."""
     if folder.exists() and not folder.is_dir():
@@ -134,8 +153,11 @@ def run_profile(
     work = workload(target)
     extra = split_nsys_args(nsys_args)
     nsys_path, _ = locate_nsys(nsys)
-    folder = output if output is not None else default_folder(work.label)
-    _claim_folder(folder)
+    if output is not None:
+        folder = output
+        _claim_folder(folder)
+    else:
+        folder = _claim_default_folder(work.label)
     cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
     if cmd.dropped:
         version = nsys_info(nsys_path).version

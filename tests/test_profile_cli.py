@@ -200,3 +200,36 @@ def test_profile_options_work_without_a_writable_cache(tmp_path: Path, monkeypat
         assert profile_options(str(nsys)) == {"--trace"}
     assert runs.read_text().count("run") == 2  # nothing cached, nothing broken
     profile_options.cache_clear()
+
+
+def test_an_unknown_option_before_the_target_is_named(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text("pass\n")
+    with pytest.raises(TargetError, match=r"no such option of launchprof profile: --force"):
+        workload(["--force", str(script)])
+    with pytest.raises(TargetError, match="is a directory"):
+        workload([f"{tmp_path}/"])
+    done = CliRunner().invoke(app, ["profile", "--bogus", str(script)])
+    assert done.exit_code == 2
+    assert "no such option of launchprof profile: --bogus" in done.output
+
+
+def test_runs_started_together_get_their_own_default_folders(tmp_path: Path) -> None:
+    """Two `launchprof profile` runs in the same second picked the same folder (a traceback)."""
+    import threading
+
+    from launchprof.profiling import _claim_default_folder
+
+    got: list[Path] = []
+    barrier = threading.Barrier(8)
+
+    def claim() -> None:
+        barrier.wait()
+        got.append(_claim_default_folder("loop", tmp_path / "reports"))
+
+    threads = [threading.Thread(target=claim) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(got)) == 8 and all(p.is_dir() for p in got)

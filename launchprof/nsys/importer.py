@@ -112,5 +112,5 @@ def import_qdstrm(qdstrm: Path, nsys: Path, importer: Path | None = None) -> Pat
     if done.returncode != 0 or not target.is_file() or target.stat().st_size == 0:
         _, msg = _failure(exe, done.stdout + done.stderr, done.returncode, "importing with")
         raise NsysError(f"{msg} (the .qdstrm is kept: {qdstrm})")
-    qdstrm.unlink()
+    qdstrm.unlink(missing_ok=True)
     return target

@@ -73,9 +73,16 @@ def workload(target: Sequence[str]) -> Workload:
             raise TargetError(f"no such Python script: {first}")
         return Workload([sys.executable, first, *rest], path.stem)
     if "/" in first:
+        if path.is_dir():
+            raise TargetError(f"{first} is a directory, not a Python script or an executable")
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise TargetError(f"not an executable file: {first}")
     elif shutil.which(first) is None:
+        if first.startswith("-"):  # options of `profile` go before TARGET; unknown ones end up here
+            raise TargetError(
+                f"no such option of launchprof profile: {first} (see launchprof profile --help; "
+                "a program whose name starts with a dash goes after --)"
+            )
         raise TargetError(f"{first} is not a Python script (.py) and not a program on PATH")
     return Workload([first, *rest], path.name)
 
