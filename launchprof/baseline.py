@@ -219,7 +219,8 @@ def describe(section: Mapping[str, Any]) -> str:
     """One line for the terminal: unprofiled vs profiled step period and the corrected speedup."""
     unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
     if unprof is None or prof is None:
-        return f"baseline: {section.get('runs', 0)} runs without nsys, too few steps to compare"
+        runs = int(section.get("runs", 0) or 0)
+        return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
     if section.get("host_ahead_of_gpu"):
         return (
             f"baseline: host step p50 {unprof / 1e3:,.1f} us without nsys, shorter than the GPU's busy time a step "

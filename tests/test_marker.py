@@ -5,8 +5,10 @@ checked end to end in test_profile_e2e.py (sqlite3 on the export)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +78,14 @@ def test_the_command_line_starts_light() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_an_unwritable_step_times_file_is_one_line(tmp_path: Path) -> None:
+    code = "import launchprof\nwith launchprof.step():\n    pass\n"
+    env = {**os.environ, "LAUNCHPROF_STEP_TIMES": str(tmp_path / "missing-folder" / "t.steps")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0
+    target = tmp_path / "missing-folder" / "t.steps"
+    assert done.stderr.strip().splitlines() == [
+        f"launchprof: cannot write the step times to {target} (No such file or directory)"
+    ]

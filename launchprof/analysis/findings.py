@@ -397,7 +397,8 @@ def reinstantiation(ctx: StepContext, analysis: Analysis) -> Finding | None:
         "blocker",
         int(len(hit)),
         _examples(hit["step"]) if len(hit) else [],
-        f"{int(inst.sum())} instantiations and {int(upd.sum())} exec updates for {launches} graph launches "
+        f"{_count(int(inst.sum()), 'instantiation')} and {_count(int(upd.sum()), 'exec update')} "
+        f"for {_count(launches, 'graph launch', 'graph launches')} "
         f"({rebuilt / launches:.2f} per launch); cudaGraphInstantiate p50 {_us(inst_p50)}"
         + (f", cudaGraphExecUpdate p50 {_us(upd_p50)}" if upd.any() else "")
         + f", against a graph launch call of p50 {_us(launch_p50)}: the build cost is paid every step and never repaid",
@@ -562,3 +563,8 @@ def profiler_overhead(
         "Time the loop without nsys, or run launchprof calibrate, to confirm.",
         figures,
     )
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """``"1 instantiation"``, ``"2 instantiations"``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
