@@ -93,9 +93,11 @@ def _claim_default_folder(label: str, root: Path = Path("reports")) -> Path:
     raise OutputError(f"cannot find a free folder name for {label} under {root}")
 
 
-def _claim_folder(folder: Path) -> None:
-    """Create ``folder``; refuse one that already holds a trace or report (never overwrite)."""
-    if folder.exists() and not folder.is_dir():
+def _claim_folder(folder: Path) -> bool:
+    """Create ``folder``; refuse one that already holds a trace or report (never overwrite).
+    True when this call created it."""
+    existed = folder.exists()
+    if existed and not folder.is_dir():
         raise OutputError(f"{folder} exists and is not a folder")
     taken = [name for name in TRACE_FILES if (folder / name).exists()]
     if taken:
@@ -104,6 +106,7 @@ def _claim_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    return not existed
 
 
 def _warm_imports() -> None:
@@ -155,9 +158,9 @@ def run_profile(
     nsys_path, _ = locate_nsys(nsys)
     if output is not None:
         folder = output
-        _claim_folder(folder)
+        created = _claim_folder(folder)
     else:
-        folder = _claim_default_folder(work.label)
+        folder, created = _claim_default_folder(work.label), True
     cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
     if cmd.dropped:
         version = nsys_info(nsys_path).version
@@ -196,7 +199,18 @@ def run_profile(
         if interrupts:
             _rescue_qdstrm(folder / TRACE_STEM, started, console)
         return _after_recording(
-            folder, nsys_path, code, console, bubble_threshold_ns, step, open_report, warm, work, baseline_runs, ready
+            folder,
+            nsys_path,
+            code,
+            console,
+            bubble_threshold_ns,
+            step,
+            open_report,
+            warm,
+            work,
+            baseline_runs,
+            ready,
+            created,
         )
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
@@ -230,6 +244,7 @@ def _after_recording(
     work: Workload | None = None,
     baseline_runs: int = 0,
     ready: EarlyResult | None = None,
+    created: bool = False,
 ) -> ProfileResult:
     with contextlib.ExitStack() as stack:
         shown: list[Any] = []  # the spinner starts only when there is an import or export to wait for
@@ -241,8 +256,13 @@ def _after_recording(
 
         files = finish_trace(folder / TRACE_STEM, nsys_path, progress=progress)
     if files is None:
+        removed = ""
+        if created:  # made by this run and still empty (e.g. a --nsys-arg nsys refused): not left behind
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+                removed = ", removed again"
         error = NsysError(
-            f"nsys wrote no trace into {folder} (nsys exit code {code}); nsys's own messages above say why "
+            f"nsys wrote no trace into {folder} (nsys exit code {code}{removed}); nsys's own messages above say why "
             "(from nsys 2022.4, 'Connection reset by peer' or 'sem_open' mean its agent failed to start: run it again)"
         )
         error.exit_code = code or error.exit_code

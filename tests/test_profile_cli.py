@@ -233,3 +233,17 @@ def test_runs_started_together_get_their_own_default_folders(tmp_path: Path) -> 
     for t in threads:
         t.join()
     assert len(set(got)) == 8 and all(p.is_dir() for p in got)
+
+
+@needs_nsys
+def test_a_flag_nsys_refuses_leaves_no_empty_folder(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text("pass\n")
+    out = tmp_path / "made" / "run"
+    done = CliRunner().invoke(app, ["profile", "-o", str(out), "--nsys-arg=--no-such-flag=1", str(script)])
+    assert done.exit_code != 0 and "nsys wrote no trace" in done.output
+    assert not out.exists()  # created by this run and empty: removed
+    given = tmp_path / "given"
+    given.mkdir()
+    done = CliRunner().invoke(app, ["profile", "-o", str(given), "--nsys-arg=--no-such-flag=1", str(script)])
+    assert done.exit_code != 0 and given.is_dir()  # the user's own folder stays
