@@ -33,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -43,15 +44,31 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = [str(ROOT / "examples" / "cpu" / "steps_loop.py"), "--steps", "400", "--work", "20000"]
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """(wall seconds, time.time() at the start) of ``cmd``; exits on failure."""
+def timed(cmd: list[str], env: dict[str, str] | None = None, watch: Path | None = None) -> tuple[float, float, float]:
+    """(wall seconds, time.time() at the start, seconds until ``watch`` appeared or nan) of
+    ``cmd``; exits on failure. ``watch`` is polled every 2 ms in a thread of this process
+    (the same cost for every command timed): nsys creates ``STEM.sqlite`` once
+    ``STEM.nsys-rep`` is complete, so it splits nsys's time into recording and export."""
+    seen: list[float] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while watch is not None and not stop.wait(0.002):
+            if watch.exists():
+                seen.append(time.perf_counter())
+                return
+
+    poller = threading.Thread(target=poll, daemon=True)
     began = time.time()
     t0 = time.perf_counter()
+    poller.start()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    stop.set()
+    poller.join()
     if done.returncode != 0:
         raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return wall, began
+    return wall, began, (seen[0] - t0) if seen else float("nan")
 
 
 def main() -> None:
@@ -60,28 +77,62 @@ def main() -> None:
     parser.add_argument("--launchprof", default=str(Path(sys.executable).parent / "launchprof"))
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument("--skip-alone", action="store_true", help="do not time the workload without nsys")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+        help="also time launchprof with these environment variables set (repeatable)",
+    )
     parser.add_argument("workload", nargs="*", help="the workload and its arguments (after --)")
     args = parser.parse_args()
     info = nsys_info()
     target = args.workload or DEFAULT
     work = workload(target)
     launchprof = shlex.split(args.launchprof)
-    times: dict[str, list[float]] = {"workload alone": [], "nsys": [], "nsys+import+export": [], "launchprof": []}
+    variants: dict[str, dict[str, str]] = {"launchprof": {}}
+    for spec in args.variant:
+        name, _, assignments = spec.partition(":")
+        variants[f"launchprof {name}"] = dict(a.split("=", 1) for a in assignments.split(",") if a)
+    times: dict[str, list[float]] = {"workload alone": [], "nsys": [], "nsys+import+export": []}
+    times.update({name: [] for name in variants})
+    recorded: dict[str, list[float]] = {name: [] for name in ["nsys", *variants]}  # until STEM.sqlite appeared
     phases: dict[str, list[float]] = {"before nsys": [], "nsys": [], "after nsys": []}
     raw: list[dict[str, float]] = []  # every mark of each launchprof run, seconds after nsys ended
     manual = True
     with tempfile.TemporaryDirectory(prefix="launchprof-bench-") as tmp:
         base = Path(tmp)
         marks = base / "timings.jsonl"
-        env = {**os.environ, "LAUNCHPROF_TIMINGS": str(marks)}
         for i in range(args.repeats):
             if not args.skip_alone:
                 times["workload alone"].append(timed(work.argv)[0])
-            stem = base / f"bare{i}" / "trace"
-            stem.parent.mkdir()
-            times["nsys"].append(timed(nsys_command(info.path, stem, work).argv)[0])
-            if stem.with_suffix(".nsys-rep").exists() and stem.with_suffix(".sqlite").exists():
-                manual = False
+            order = ["nsys", *variants]
+            if i % 2:
+                order.reverse()  # bare first, then last: neither side always runs second
+            for name in order:
+                if name == "nsys":
+                    stem = base / f"bare{i}" / "trace"
+                    stem.parent.mkdir()
+                    wall, _, rec = timed(nsys_command(info.path, stem, work).argv, watch=stem.with_suffix(".sqlite"))
+                    times["nsys"].append(wall)
+                    recorded["nsys"].append(rec)
+                    if stem.with_suffix(".nsys-rep").exists() and stem.with_suffix(".sqlite").exists():
+                        manual = False
+                    continue
+                marks.unlink(missing_ok=True)
+                env = {**os.environ, **variants[name], "LAUNCHPROF_TIMINGS": str(marks)}
+                out = base / f"lp{i}-{len(times[name])}-{name.replace(' ', '_')}"
+                wall, began, rec = timed(
+                    [*launchprof, "profile", "-o", str(out), *target], env=env, watch=out / "trace.sqlite"
+                )
+                times[name].append(wall)
+                recorded[name].append(rec)
+                if name == "launchprof":
+                    m = json.loads(marks.read_text().splitlines()[-1])
+                    phases["before nsys"].append(m["nsys_start"] - began)
+                    phases["nsys"].append(m["nsys_end"] - m["nsys_start"])
+                    phases["after nsys"].append(m["exit"] - m["nsys_end"])
+                    raw.append({k: round(v - m["nsys_end"], 4) for k, v in m.items()})
             if manual:  # nsys left a .qdstrm: the same files by hand
                 stem = base / f"manual{i}" / "trace"
                 stem.parent.mkdir()
@@ -95,14 +146,6 @@ def main() -> None:
                     rep, out = stem.with_suffix(".nsys-rep"), stem.with_suffix(".sqlite")
                     timed([str(info.path), "export", "--type", "sqlite", "-o", str(out), str(rep)])
                 times["nsys+import+export"].append(time.perf_counter() - t0)
-            marks.unlink(missing_ok=True)
-            wall, began = timed([*launchprof, "profile", "-o", str(base / f"lp{i}"), *target], env=env)
-            times["launchprof"].append(wall)
-            m = json.loads(marks.read_text().splitlines()[-1])
-            phases["before nsys"].append(m["nsys_start"] - began)
-            phases["nsys"].append(m["nsys_end"] - m["nsys_start"])
-            phases["after nsys"].append(m["exit"] - m["nsys_end"])
-            raw.append({k: round(v - m["nsys_end"], 4) for k, v in m.items()})
             for entry in base.iterdir():  # run folders, and the index launchprof keeps beside them
                 if entry != marks:
                     shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
@@ -121,6 +164,10 @@ def main() -> None:
         "  after nsys, by mark (s after nsys ended, medians): "
         + ", ".join(f"{k} {statistics.median(r.get(k, float('nan')) for r in raw):.3f}" for k in after)
     )
+    print(
+        "  until STEM.sqlite appeared (the .nsys-rep complete; s after the command started, medians): "
+        + ", ".join(f"{k} {statistics.median(v):.3f}" for k, v in recorded.items() if v)
+    )
     best = {k: min(v) for k, v in times.items()}
     result = {
         "nsys": info.version,
@@ -128,19 +175,23 @@ def main() -> None:
         "repeats": args.repeats,
         "times_s": times,
         "phases_s": phases,
+        "until_sqlite_s": recorded,
+        "variants": variants,
         "marks_after_nsys_end_s": raw,
     }
     for ref in ("nsys", "nsys+import+export"):
         if ref not in times:
             continue
-        over, over_best = med["launchprof"] / med[ref] - 1, best["launchprof"] / best[ref] - 1
-        result[f"overhead_vs_{ref}"] = over
-        paired = statistics.median(b / a - 1 for a, b in zip(times[ref], times["launchprof"], strict=True))
-        result[f"paired_overhead_vs_{ref}"] = paired
-        print(
-            f"  launchprof vs {ref:<20} {over:+.1%} (medians), {over_best:+.1%} (best of each), "
-            f"{paired:+.1%} (median of the runs' ratios, each launchprof run against the bare run before it)"
-        )
+        for name in variants:
+            over, over_best = med[name] / med[ref] - 1, best[name] / best[ref] - 1
+            paired = statistics.median(b / a - 1 for a, b in zip(times[ref], times[name], strict=True))
+            key = "" if name == "launchprof" else "_" + name.split(" ", 1)[1]
+            result[f"overhead_vs_{ref}{key}"] = over
+            result[f"paired_overhead_vs_{ref}{key}"] = paired
+            print(
+                f"  {name} vs {ref:<20} {over:+.1%} (medians), {over_best:+.1%} (best of each), "
+                f"{paired:+.1%} (median of the runs' ratios, each against the bare run of its round)"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
 
