@@ -118,6 +118,9 @@ def same_report(out: Path, tmp: Path) -> None:
     for name in ("summary.json", "report.html", "steps.csv", "step_kernels.csv", "step_timeline.csv"):
         assert (out / name).read_bytes() == (ref / name).read_bytes(), name
     assert not (out / ".launchprof-arrowdir").exists()
+    # The early path's step files are staged by a forked child as hidden files: none is left
+    # (written, or removed when the early result was dropped).
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
 
 
 def test_the_report_is_made_while_nsys_exports(tmp_path: Path) -> None:
