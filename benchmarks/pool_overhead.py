@@ -9,7 +9,7 @@ medians of the two wall times.
 
 Usage::
 
-    python benchmarks/pool_overhead.py FILE.json [FILE.json ...]
+    python benchmarks/pool_overhead.py [--reference nsys+import+export] FILE.json [FILE.json ...]
 """
 
 from __future__ import annotations
@@ -32,13 +32,18 @@ def interval(values: list[float], stat: object, resamples: int = 10_000, seed: i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument(
+        "--reference",
+        default="nsys",
+        help="the bare command to compare with: nsys (default) or nsys+import+export (where nsys left a .qdstrm)",
+    )
     args = parser.parse_args()
     ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
     walls: dict[tuple[str, str], tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
     for path in args.files:
         result = json.loads(path.read_text())
         workload = " ".join(Path(result["workload"][0]).name.split() + result["workload"][1:])
-        bare = result["times_s"]["nsys"]
+        bare = result["times_s"][args.reference]
         for name, times in result["times_s"].items():
             if not name.startswith("launchprof") or not times:
                 continue
