@@ -152,9 +152,10 @@ def _analyse_and_write(
 def _print_summary(analysis: Analysis, summary: Any, output: Path, console: Console, require_gpu: bool) -> None:
     """The terminal lines of run_analyze; raises NoCudaActivityError as it says."""
     for d in summary.devices:
+        # The whole trace (first to last GPU activity), which the verdict's steady steps are not.
         console.print(
-            f"GPU {d.device_id}: {d.kernels} kernels, utilization {d.utilization:.1%}, "
-            f"{d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
+            f"GPU {d.device_id}, whole trace: {d.kernels} kernels over {d.span_ns / 1e9:.3f} s, "
+            f"utilization {d.utilization:.1%}, {d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
             markup=False,
         )
     if not summary.devices:

@@ -58,7 +58,7 @@ def test_analyze_writes_the_three_files(tmp_path: Path) -> None:
     assert summary["schema"] == "launchprof.summary/1"
     assert summary["devices"][0]["kernels"] == 2
     assert summary["devices"][0]["host_wait_ns"] == 1500
-    assert "GPU 0: 2 kernels" in result.stdout
+    assert "GPU 0, whole trace: 2 kernels over" in result.stdout
     assert f"report: {out / 'report.html'}" in result.stdout
     assert result.stderr == ""
 
@@ -221,7 +221,14 @@ def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trace"]["path"] == str(trace)
     assert summary["devices"][0]["kernels"] == 10801
-    assert "GPU 0: 10801 kernels" in proc.stdout
+    # The span printed is first to last GPU activity (DOMAIN.md), counted here by SQL.
+    con = sqlite3.connect(":memory:")
+    con.deserialize(lzma.decompress(trace.read_bytes()))
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    activity = [t for t in ("KERNEL", "MEMCPY", "MEMSET") if f"CUPTI_ACTIVITY_KIND_{t}" in tables]
+    union = " UNION ALL ".join(f"SELECT start s, end e FROM CUPTI_ACTIVITY_KIND_{t}" for t in activity)
+    first, last = con.execute(f"SELECT min(s), max(e) FROM ({union})").fetchone()
+    assert f"GPU 0, whole trace: 10801 kernels over {(last - first) / 1e9:.3f} s," in proc.stdout
     assert trace.exists()
     again = _installed("analyze", str(trace), cwd=tmp_path)
     assert again.returncode != 0
