@@ -247,3 +247,20 @@ def test_a_flag_nsys_refuses_leaves_no_empty_folder(tmp_path: Path) -> None:
     given.mkdir()
     done = CliRunner().invoke(app, ["profile", "-o", str(given), "--nsys-arg=--no-such-flag=1", str(script)])
     assert done.exit_code != 0 and given.is_dir()  # the user's own folder stays
+
+
+@pytest.mark.parametrize("command", [[], ["analyze"], ["profile"], ["compare"], ["doctor"]])
+def test_dash_h_is_help(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "-h"])
+    assert result.exit_code == 0, result.output
+    assert f"Usage: launchprof {' '.join(command)}".rstrip() in " ".join(result.output.split())
+
+
+@needs_nsys
+def test_dash_h_after_the_target_goes_to_the_workload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["-h", "--help"]
+    result = invoke_retrying(["profile", "-o", "out", str(EXAMPLES / "check_args.py"), json.dumps(args), *args])
+    # check_args.py exits 1 when its arguments differ, and profile exits with its code.
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "summary.json").is_file()
