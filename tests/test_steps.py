@@ -197,3 +197,15 @@ def test_cli_step_option_names_a_missing_range_in_one_line(tmp_path: Path) -> No
     assert good.exit_code == 0, good.output
     summary = json.loads((tmp_path / "r2" / "summary.json").read_text())
     assert summary["steps"]["source"] == "nvtx" and summary["steps"]["count"] == 5
+
+
+def test_step_name_is_checked_on_a_trace_without_gpu_work(tmp_path: Path) -> None:
+    """A CPU-only trace (NVTX ranges, no CUDA activity): --step NAME must still exist."""
+    b = TraceBuilder()
+    for i in range(3):
+        b.range("step", 1_000 + i * 10_000, 9_000 + i * 10_000)
+    b.write(tmp_path / "t.sqlite")
+    with pytest.raises(StepError, match=r"no NVTX range named 'stepp' in this trace \(ranges: 'step'\)"):
+        launchprof.analyze(tmp_path / "t.sqlite", step="stepp")
+    a = launchprof.analyze(tmp_path / "t.sqlite", step="step")
+    assert a.devices == [] and a.extra["steps"].source == "none"

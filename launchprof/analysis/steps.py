@@ -322,19 +322,33 @@ def _activity_from_api(link: _Link, activity: pd.DataFrame, api: pd.DataFrame, a
     return merged["step"].fillna(-1).to_numpy(dtype=np.int64)
 
 
+def _check_step_name(analysis: Analysis, step_name: str | None) -> pd.DataFrame:
+    """The NVTX ranges named ``step_name`` (empty frame when no name is given).
+
+    Raises:
+        StepError: a name was given and no range has it.
+    """
+    nvtx = analysis.trace.nvtx
+    if not step_name:
+        return nvtx.iloc[:0]
+    if nvtx.empty:
+        raise StepError(f"no NVTX range named {step_name!r}: this trace has no NVTX ranges")
+    chosen = nvtx.loc[nvtx["text"] == step_name]
+    if chosen.empty:
+        texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
+        raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
+    return chosen
+
+
 def _nvtx_candidates(
     analysis: Analysis, device: DeviceAnalysis, link: _Link, step_name: str | None
 ) -> pd.DataFrame | None:
     nvtx = analysis.trace.nvtx
     if nvtx.empty:
-        if step_name:
-            raise StepError(f"no NVTX range named {step_name!r}: this trace has no NVTX ranges")
+        _check_step_name(analysis, step_name)
         return None
     if step_name:
-        chosen = nvtx.loc[nvtx["text"] == step_name]
-        if chosen.empty:
-            texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
-            raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
+        chosen = _check_step_name(analysis, step_name)
         return _outermost(chosen)
     own = nvtx.loc[(nvtx["domain"] == STEP_DOMAIN) & (nvtx["text"] == STEP_NAME)]
     if len(own):
@@ -525,6 +539,8 @@ def _find_steps(
     if pid is not None:
         devices = _only_pid(devices, pid)
     if not devices:
+        if template is None:
+            _check_step_name(analysis, step_name)  # a mistyped --step is an error with or without GPU work
         return _no_steps("no GPU activity in this trace", None, None)
     device = max(devices, key=lambda d: (d.figures.kernels, -d.device_id))
     pid = _busiest(device)
