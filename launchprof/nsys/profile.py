@@ -200,20 +200,36 @@ def run_nsys(
         raise NsysError(f"cannot run {argv[0]}: {exc.strerror}") from None
     interrupted: list[int] = interrupts if interrupts is not None else []
     first = len(interrupted)
+    pending: list[Callable[[], None]] = []
+    announcing: list[bool] = []
+
+    def announce(callback: Callable[[], None] | None) -> None:
+        # A signal can arrive while the line of the one before is being printed (`timeout
+        # -s INT` signals the command, then its group): that handler runs inside this one,
+        # so it only queues its line, printed after the first. A line that cannot be
+        # printed is dropped: it must not stop the forwarding.
+        if callback is None:
+            return
+        pending.append(callback)
+        if announcing:
+            return
+        announcing.append(True)
+        try:
+            while pending:
+                with contextlib.suppress(Exception):
+                    pending.pop(0)()
+        finally:
+            announcing.clear()
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         repeat = len(interrupted) > first
         interrupted.append(signum)
-        if repeat:
-            if on_repeat:
-                on_repeat()
-            return
-        if on_interrupt:
-            on_interrupt()
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-        except ProcessLookupError:
-            pass
+        if not repeat:  # forwarded before anything is printed (the first print imports rich)
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        announce(on_repeat if repeat else on_interrupt)
 
     previous = {}
     try:
