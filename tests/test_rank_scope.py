@@ -44,3 +44,28 @@ def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
     assert line is not None
     assert line.startswith("verdict: gpu-bound on GPU 0 pid 719 of 2 ranks")
     assert "break-even 1 iteration;" in line and line.endswith("launch-bound rank: 1 (see the ranks)")
+
+
+def test_the_report_page_gives_every_reason_of_the_summary(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A real two-rank DDP trace (H200): the page's diagnosis card says which rank it judged,
+    as summary.json does (the page used to leave that sentence out)."""
+    import html
+    import json
+    import re
+    import shutil
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from launchprof.cli import app
+
+    trace = tmp_path / "ddp_mlp_x2.sqlite.xz"
+    shutil.copy(Path(__file__).parent / "data" / "gpu" / trace.name, trace)
+    result = CliRunner().invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    reasons = json.loads((tmp_path / "out" / "summary.json").read_text())["diagnosis"]["reasons"]
+    assert any(r.startswith("This verdict judges rank 0 (GPU 0, pid 719) of 2 ranks.") for r in reasons)
+    page = (tmp_path / "out" / "report.html").read_text()
+    paragraphs = {html.unescape(p) for p in re.findall(r"<p>(.*?)</p>", page, re.S)}
+    for reason in reasons:
+        assert reason in paragraphs, reason

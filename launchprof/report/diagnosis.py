@@ -7,6 +7,8 @@ table); trace strings reach the page through jinja2 autoescaping or escaped figu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from launchprof.analysis import Analysis
@@ -88,8 +90,11 @@ def durations_figure(d: Diagnosis) -> Figure:
     return _layout(fig, "Kernel duration vs launch-call duration (steady per-launch kernels)")
 
 
-def render_diagnosis(analysis: Analysis) -> str:
-    """The HTML of the diagnosis section ("" when the analysis has no diagnosis)."""
+def render_diagnosis(analysis: Analysis, reasons: Sequence[str] | None = None) -> str:
+    """The HTML of the diagnosis section ("" when the analysis has no diagnosis).
+    ``reasons``: the verdict's reasons as the summary gives them (with several ranks it
+    adds which rank the verdict judged: :func:`~launchprof.report.summary.rank_scope`);
+    default the diagnosis's own."""
     d = analysis.extra.get("diagnosis")
     r = analysis.extra.get("recommendation")
     if not isinstance(d, Diagnosis) or not isinstance(r, Recommendation):
@@ -117,6 +122,7 @@ def render_diagnosis(analysis: Analysis) -> str:
         "diagnosis.html.j2",
         d=d,
         r=r,
+        reasons=list(reasons) if reasons is not None else list(d.reasons),
         steps=steps,
         figures=figs,
         code=code,

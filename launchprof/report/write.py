@@ -90,8 +90,12 @@ def render_files(
         nvtx_period = nvtx_period_p50(analysis.trace.nvtx)
         summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period)
         extra_html = render("baseline.html.j2", b=summary.baseline)
+    reasons = (summary.diagnosis or {}).get("reasons")
     page = render_report(
-        analysis, summary, diagnosis_html=render_diagnosis(analysis) + extra_html, device_figures=device_figures
+        analysis,
+        summary,
+        diagnosis_html=render_diagnosis(analysis, reasons) + extra_html,
+        device_figures=device_figures,
     )
     return summary, page
 
