@@ -303,6 +303,12 @@ def _after_recording(
     baseline = (
         _run_baselines(work, folder, baseline_runs, console, step) if (work and baseline_runs and code == 0) else None
     )
+    if baseline_runs and code != 0:
+        console.print(
+            f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",
+            markup=False,
+            soft_wrap=True,
+        )
     from launchprof.commands import run_analyze
     from launchprof.trace.columns import prefetch
 

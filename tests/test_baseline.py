@@ -215,6 +215,17 @@ def test_profile_with_baseline_runs_end_to_end(tmp_path: Path) -> None:
     assert "baseline: step p50" in done.stdout
 
 
+def test_no_baseline_runs_after_a_failed_workload_and_it_says_so(tmp_path: Path) -> None:
+    done = run_nsys_retrying(
+        [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "2", str(EXAMPLES / "cpu" / "fails.py"), "3"],
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert "launchprof: no baseline runs: the workload failed under nsys (exit code 3)" in done.stdout
+    assert not list((tmp_path / "out").glob("baseline-*"))
+    assert "baseline" not in json.loads((tmp_path / "out" / "summary.json").read_text())
+
+
 def test_a_host_that_ran_ahead_of_the_gpu_gets_no_correction() -> None:
     # a graph a step: the host queues a step every 6 us, the GPU needs 37.6 us of work a step
     runs = [np.array([[i * 6_000, 1] for i in range(10)], dtype=np.int64)]
