@@ -201,9 +201,14 @@ def compare(
     a_side, a_an = _load("AFTER", Path(after), step, bubble_threshold_ns, nsys, progress)
     for label, side in (("BEFORE", b_side), ("AFTER", a_side)):
         if side.table is None and not side.stats.get("period_p50_ns"):
-            raise ReportFolderError(
-                f"{label} {side.path}: no steps found ({side.step_reason}); mark steps with NVTX ranges and give --step"
+            # Steps are GPU work between NVTX ranges (or graph launches): without GPU work
+            # there is nothing to compare, however the steps are marked.
+            hint = (
+                "compare needs traces with GPU work (kernels, memcpy or memset)"
+                if side.step_reason == "no GPU activity in this trace"
+                else "mark steps with NVTX ranges and give --step"
             )
+            raise ReportFolderError(f"{label} {side.path}: no steps found ({side.step_reason}); {hint}")
     if progress:
         progress("comparing steps")
     b_side, a_side = align(b_side, a_side, b_an, a_an)

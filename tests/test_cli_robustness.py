@@ -98,3 +98,18 @@ def test_force_over_a_report_with_steps_leaves_no_stale_step_files(real_trace, t
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["plotly.min.js", "report.html", "summary.json"]
     done = run("compare", "r", str(real_trace("mlp_graph")), "-o", "c", cwd=tmp_path)
     assert done.returncode == 2 and "no steps found" in done.stderr
+
+
+def test_compare_of_a_cpu_only_trace_says_it_needs_gpu_work(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The CPU-only trace has 'step' NVTX ranges: the old hint ('mark steps with NVTX ranges
+    and give --step') sent a new user the wrong way."""
+    cpu = Path(__file__).parent / "data" / "cpu" / "steps_loop_2022.sqlite.xz"
+    for extra in ([], ["--step", "step"]):
+        done = run("compare", str(cpu), str(real_trace("mlp_graph")), "-o", "c", *extra, cwd=tmp_path)
+        assert done.returncode == 2
+        (line,) = done.stderr.strip().splitlines()
+        assert line.startswith("launchprof: error: BEFORE "), line
+        assert line.endswith(
+            "no steps found (no GPU activity in this trace); "
+            "compare needs traces with GPU work (kernels, memcpy or memset)"
+        ), line
