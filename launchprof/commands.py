@@ -29,14 +29,22 @@ def verdict_line(summary: Any) -> str | None:
         line += f" on GPU {steps.get('device_id')} pid {steps.get('pid')} of {ranks['count']} ranks"
     if steps and steps.get("period_p50_ns"):
         line += f" (step period p50 {steps['period_p50_ns'] / 1e3:,.1f} us over {steps.get('steady')} steady steps)"
-    if rec and rec.get("predicted_speedup") and rec.get("predicted_step_ns"):
-        line += (
-            f"; CUDA Graph predicted {rec['predicted_step_ns'] / 1e3:,.1f} us a step, {rec['predicted_speedup']:.2f}x"
-        )
+    graphs = (diag.get("figures") or {}).get("graph_launches_per_step_p50") or 0
+    rebuilt = any(f.get("kind") == "reinstantiation" for f in diag.get("findings") or [])
+    if graphs >= 1:  # as the diagnosis decides it (analysis/diagnose.py)
+        line += f"; already runs as CUDA graphs ({graphs:g} graph launch{'es' if graphs != 1 else ''} a step"
+        line += ", rebuilt every step)" if rebuilt else ")"
+    if graphs >= 1 and not rebuilt:
+        pass  # nothing left to convert: no prediction to print
+    elif rec and rec.get("predicted_speedup") and rec.get("predicted_step_ns"):
+        what = "a graph built once" if graphs >= 1 else "CUDA Graph"
+        line += f"; {what} predicted {rec['predicted_step_ns'] / 1e3:,.1f} us a step, {rec['predicted_speedup']:.2f}x"
         if rec.get("break_even_iterations") is not None:
             n = rec["break_even_iterations"]
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
-    if rec is not None:
+    if graphs >= 1 and rebuilt:
+        line += "; build the graph once (fix the reinstantiation blocker)"
+    elif rec is not None:
         blockers = len(rec.get("blockers") or [])
         line += "; convert" if rec.get("convert") else "; no conversion recommended"
         if rec.get("convert") and blockers:
