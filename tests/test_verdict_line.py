@@ -60,3 +60,13 @@ def test_a_per_launch_trace_keeps_its_prediction(tmp_path: Path) -> None:
     assert launches == 0
     line = _verdict(trace, tmp_path / "out")
     assert "; CUDA Graph predicted " in line and "already" not in line
+
+
+def test_a_predicted_loss_is_not_called_a_gain(tmp_path: Path) -> None:
+    import json
+
+    _verdict(GPU / "two_procs.sqlite.xz", tmp_path / "out")
+    rec = json.loads((tmp_path / "out" / "summary.json").read_text())["recommendation"]
+    speedup = rec["measured_step_ns"] / rec["predicted_step_ns"]
+    assert speedup < 1 and rec["convert"] is False
+    assert rec["reason"] == f"Launch-bound, but a graph is predicted to be slower ({speedup:.2f}x)."

@@ -481,7 +481,12 @@ def _recommend(
             "host-bound": "Host-bound: the CPU's own work between launches sets the pace; a graph would not remove it.",
         }[verdict]
     elif pred.speedup < MIN_SPEEDUP:
-        convert, reason = False, f"Launch-bound, but the predicted gain is only {pred.speedup:.2f}x."
+        convert = False
+        reason = (
+            f"Launch-bound, but a graph is predicted to be slower ({pred.speedup:.2f}x)."
+            if pred.speedup < 1
+            else f"Launch-bound, but the predicted gain is only {pred.speedup:.2f}x."
+        )
     else:
         convert = True
         reason = (
