@@ -102,3 +102,20 @@ def test_installed_command(pair: tuple[Path, Path], tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 1
+
+
+def test_summary_only_folders_say_the_speedup_is_a_ratio_of_means(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Report folders without steps.csv: the speedup is the ratio of the mean step periods,
+    and the line says so with those means (it printed the p50s beside the means' ratio)."""
+    for side in ("mlp_eager", "mlp_graph"):
+        full = tmp_path / f"{side}_full"
+        assert runner.invoke(app, ["analyze", str(real_trace(side)), "-o", str(full)]).exit_code == 0
+        (tmp_path / side).mkdir()
+        shutil.copy(full / "summary.json", tmp_path / side / "summary.json")
+    result = runner.invoke(
+        app, ["compare", str(tmp_path / "mlp_eager"), str(tmp_path / "mlp_graph"), "-o", str(tmp_path / "c")]
+    )
+    means = [json.loads((tmp_path / s / "summary.json").read_text())["steps"]["period_mean_ns"] for s in
+             ("mlp_eager", "mlp_graph")]  # fmt: skip
+    (line,) = [ln for ln in result.output.splitlines() if "Step period" in ln]
+    assert f"Step period mean {means[0] / 1e3:,.1f} us -> {means[1] / 1e3:,.1f} us: {means[0] / means[1]:.2f}x" in line
