@@ -234,6 +234,8 @@ def run_profile(
             baseline_runs,
             ready,
             created,
+            started,
+            bool(interrupts),
         )
     except KeyboardInterrupt:
         raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
@@ -268,6 +270,8 @@ def _after_recording(
     baseline_runs: int = 0,
     ready: EarlyResult | None = None,
     created: bool = False,
+    started: float | None = None,
+    interrupted: bool = False,
 ) -> ProfileResult:
     with contextlib.ExitStack() as stack:
         shown: list[Any] = []  # the spinner starts only when there is an import or export to wait for
@@ -284,10 +288,17 @@ def _after_recording(
             with contextlib.suppress(OSError):
                 folder.rmdir()
                 removed = ", removed again"
-        error = NsysError(
-            f"nsys wrote no trace into {folder} (nsys exit code {code}{removed}); nsys's own messages above say why "
-            "(from nsys 2022.4, 'Connection reset by peer' or 'sem_open' mean its agent failed to start: run it again)"
-        )
+        stranded = stranded_qdstrm(started) if started is not None else None
+        if stranded is not None:  # e.g. the output folder's disk is full: nsys kept it in $TMPDIR
+            why = f"nsys left its recording at {stranded} (import it with QdstrmImporter -i FILE)"
+        elif interrupted:
+            why = "interrupted before nsys had written a trace"
+        else:
+            why = (
+                "nsys's own messages above say why (from nsys 2022.4, 'Connection reset by peer' or 'sem_open' "
+                "mean its agent failed to start: run it again)"
+            )
+        error = NsysError(f"nsys wrote no trace into {folder} (nsys exit code {code}{removed}); {why}")
         error.exit_code = code or error.exit_code
         raise error
     if files.imported:

@@ -264,3 +264,61 @@ def test_dash_h_after_the_target_goes_to_the_workload(tmp_path: Path, monkeypatc
     # check_args.py exits 1 when its arguments differ, and profile exits with its code.
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "summary.json").is_file()
+
+
+def test_a_recording_another_process_still_writes_is_not_taken(tmp_path: Path) -> None:
+    """An interrupted run rescues nsys's stranded .qdstrm from $TMPDIR, but never one that
+    another nsys run is still writing (breaker: run A moved run B's live recording)."""
+    import subprocess
+    import time
+
+    from launchprof.nsys.profile import stranded_qdstrm
+
+    since = time.time() - 1
+    live = tmp_path / "nsys-report-b0b0.qdstrm"
+    live.write_bytes(b"recording")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import time\nf = open({str(live)!r}, 'ab')\nprint('open',flush=True)\ntime.sleep(60)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        assert stranded_qdstrm(since, str(tmp_path)) is None
+    finally:
+        holder.kill()
+        holder.wait()
+    assert stranded_qdstrm(since, str(tmp_path)) == live  # closed now: left behind, so rescued
+
+
+def test_interrupted_before_nsys_wrote_anything_says_so(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    nsys = tmp_path / "nsys"
+    options = "".join(f"\t{f.split('=')[0]}=\n" for f in PROFILE_FLAGS)
+    nsys.write_text(
+        "#!/bin/bash\n"
+        'if [ "$1" = "--version" ]; then echo "NVIDIA Nsight Systems version 2025.3.1.0"; exit 0; fi\n'
+        f"if [ \"$2\" = \"--help\" ]; then printf '%s' '{options}'; exit 0; fi\n"
+        f"trap 'kill $!; exit 130' INT; sleep 30 & touch {tmp_path}/started; wait\n"
+    )
+    nsys.chmod(0o755)
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "LAUNCHPROF_NSYS": str(nsys), "TMPDIR": str(tmp_path / "tmp"), "XDG_CACHE_HOME": str(tmp_path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launchprof", "profile", "-o", str(tmp_path / "out"), str(EXAMPLES / "steps_loop.py")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 30
+    while not (tmp_path / "started").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().endswith("interrupted before nsys had written a trace"), err
+    assert not (tmp_path / "out").exists()

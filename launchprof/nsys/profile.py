@@ -247,15 +247,34 @@ def run_nsys(
             signal.signal(sig, handler)
 
 
+def open_by_a_process(path: Path) -> bool:
+    """Whether any process has ``path`` open (Linux: its ``/proc/PID/fd`` links); False
+    where that cannot be read."""
+    try:
+        target = str(path.resolve())
+        for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+            try:
+                if any(os.readlink(fd) == target for fd in fd_dir.iterdir()):
+                    return True
+            except OSError:
+                continue  # another user's process, or one that just ended
+    except OSError:
+        return False
+    return False
+
+
 def stranded_qdstrm(since: float, folder: str | None = None) -> Path | None:
     """The one ``nsys-report-*.qdstrm`` that nsys left in the temporary folder (``$TMPDIR``
     or /tmp) since ``since`` (a ``time.time()``), which it does when interrupted while
-    writing the trace; None when there is none or more than one (another run's)."""
+    writing the trace or when it cannot write into the output folder; None when there is
+    none or more than one. A recording that a process still has open (another nsys run
+    writing it) is never one."""
     base = Path(folder or os.environ.get("TMPDIR") or "/tmp")
     try:
         found = [p for p in base.glob("nsys-report-*.qdstrm") if p.is_file() and p.stat().st_mtime >= since]
     except OSError:
         return None
+    found = [p for p in found if not open_by_a_process(p)]
     return found[0] if len(found) == 1 else None
 
 
