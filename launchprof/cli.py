@@ -213,6 +213,11 @@ def profile(
     from launchprof.profiling import run_profile
 
     mark("parsed")
+    # SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: forwarded to nsys while it
+    # runs (launchprof.nsys.profile.run_nsys), later a baseline run is stopped and what was
+    # recorded is kept, as after Ctrl-C (they ended launchprof silently, leaving children).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _as_ctrl_c)
     try:
         result = run_profile(
             target,
@@ -317,6 +322,10 @@ def calibrate(
 
 def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
+
+
+def _as_ctrl_c(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 # Set by a command whose process holds nothing left to clean up when it ends (analyze of

@@ -202,6 +202,65 @@ def test_two_signals_at_once_stop_the_workload_and_are_reported_in_order(tmp_pat
         assert_report(run / "out")
 
 
+def _workloads_left_in(folder: Path, script: str = "steps_loop.py") -> list[int]:
+    """PIDs of ``script`` processes still running in ``folder``."""
+    left = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if (
+                entry.name.isdigit()
+                and Path(os.readlink(entry / "cwd")) == folder
+                and script.encode() in (entry / "cmdline").read_bytes()
+            ):
+                left.append(int(entry.name))
+        except OSError:
+            continue
+    return left
+
+
+def test_sighup_is_forwarded_like_ctrl_c(tmp_path: Path) -> None:
+    """A closed terminal (SIGHUP) ended launchprof silently while nsys and the workload ran on."""
+    proc = _start_forever(tmp_path)
+    try:
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        _kill_left_in(tmp_path)
+    assert proc.returncode == 130, err
+    assert "interrupted: stopping the workload" in out
+    assert_report(tmp_path / "out")
+    assert _workloads_left_in(tmp_path) == []
+
+
+def test_sigterm_during_a_baseline_run_stops_it(tmp_path: Path) -> None:
+    """SIGTERM after nsys exited ended launchprof silently and its baseline run went on."""
+    script = tmp_path / "endless_baseline.py"  # 5 steps under nsys, endless without (a baseline run)
+    script.write_text(
+        "import os, time\nimport launchprof\nn = 0\n"
+        "while n < 5 or os.environ.get('LAUNCHPROF_STEP_TIMES'):\n"
+        "    with launchprof.step():\n        time.sleep(0.01)\n    n += 1\n"
+    )
+    proc = subprocess.Popen(
+        [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "1", str(script)],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "baseline run 1 of 1" in line:
+                break
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        _kill_left_in(tmp_path)
+    assert proc.returncode == 130, err
+    assert "launchprof: error: interrupted; everything recorded so far is kept in out" in err
+    assert (tmp_path / "out" / "trace.sqlite").is_file()
+    assert _workloads_left_in(tmp_path, script.name) == []
+
+
 def test_broken_importer_is_named_and_qdstrm_kept(tmp_path: Path) -> None:
     """A QdstrmImporter copied away from its libraries fails to load (a real loader error)."""
     from launchprof.nsys.locate import find_importer, find_nsys

@@ -185,7 +185,7 @@ def run_nsys(
 ) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
     through live) and return its exit code (128 + N when nsys itself dies of signal N;
-    130 when it was interrupted and exited 0). The first SIGINT/SIGTERM received meanwhile
+    130 when it was interrupted and exited 0). The first SIGINT/SIGTERM/SIGHUP received meanwhile
     is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later
     ones are not forwarded (a second SIGINT makes nsys abandon the trace it is writing)
     and ``on_repeat`` is called. The signal numbers received are appended to
@@ -233,7 +233,7 @@ def run_nsys(
 
     previous = {}
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
             previous[sig] = signal.signal(sig, forward)
     except ValueError:  # not the main thread: signals cannot be handled here
         pass
