@@ -85,9 +85,12 @@ def step_name(step: str | None) -> str | None:
     return step
 
 
+MAX_LABEL = 100  # characters of a default folder's name taken from the input's (file names end at 255 bytes)
+
+
 def default_output(stem: str) -> Path:
-    """``reports/<stem>`` under the current folder."""
-    return Path("reports") / stem
+    """``reports/<stem>`` under the current folder (``stem`` cut to :data:`MAX_LABEL` characters)."""
+    return Path("reports") / stem[:MAX_LABEL]
 
 
 @app.callback(invoke_without_command=True)
@@ -352,6 +355,11 @@ def main() -> None:
             os._exit(exc.code or 0)
         raise
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # a path given (or made from one) longer than the file system takes
+            with contextlib.suppress(Exception):
+                sys.stderr.write(f"launchprof: error: file name too long: {exc.filename}\n")
+                sys.stderr.flush()
+            os._exit(2)
         if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EBADF, errno.EIO):
             raise
         with contextlib.suppress(Exception):

@@ -65,7 +65,7 @@ class ProfileResult:
 def default_folder(label: str, root: Path = Path("reports"), now: datetime | None = None) -> Path:
     """``reports/<label>-<UTC time>``, with ``-2``, ``-3``... appended if it exists."""
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in label) or "workload"
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in label)[:100] or "workload"  # names end at 255 bytes
     base = root / f"{safe}-{stamp}"
     folder, n = base, 1
     while folder.exists():

@@ -113,3 +113,18 @@ def test_compare_of_a_cpu_only_trace_says_it_needs_gpu_work(real_trace, tmp_path
             "no steps found (no GPU activity in this trace); "
             "compare needs traces with GPU work (kernels, memcpy or memset)"
         ), line
+
+
+def test_a_file_name_too_long_is_one_line(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A path longer than the file system takes was a traceback (breaker)."""
+    done = run("analyze", str(real_trace("mlp_graph")), "-o", "L" * 300, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"launchprof: error: file name too long: {'L' * 300}"]
+
+
+def test_a_long_trace_name_gets_a_shorter_default_folder(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    trace = tmp_path / f"{'t' * 240}.sqlite"  # a legal name (244 bytes): its folder would be too
+    shutil.copy(real_trace("mlp_graph"), trace)
+    done = run("analyze", str(trace), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "reports" / ("t" * 100) / "report.html").exists()
