@@ -58,12 +58,17 @@ def read_step_times(path: Path, name: str | None = None) -> np.ndarray:
     Each line is ``NAME START_NS END_NS`` (:mod:`launchprof.marker`; NAME may hold spaces).
 
     Raises:
-        StepTimesError: a line does not end with two integer times.
+        StepTimesError: the file is not UTF-8 text, or a line does not end with two integer
+            times that fit in 64 bits.
     """
     if not path.is_file():
         return np.empty((0, 2), dtype=np.int64)
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise StepTimesError(f"{path}: not a step-times file (not UTF-8 text at byte {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         parts = line.rsplit(maxsplit=2)
@@ -71,6 +76,8 @@ def read_step_times(path: Path, name: str | None = None) -> np.ndarray:
             if len(parts) != 3:
                 raise ValueError
             row = (int(parts[1]), int(parts[2]))
+            if not all(-(2**63) <= t < 2**63 for t in row):  # ns in an int64, as perf_counter_ns gives
+                raise ValueError
         except ValueError:
             raise StepTimesError(f"{path}:{number}: expected 'NAME START_NS END_NS', got {line[:80]!r}") from None
         if name is None or parts[0] == name:
@@ -221,6 +228,11 @@ def describe(section: Mapping[str, Any]) -> str:
     if unprof is None or prof is None:
         runs = int(section.get("runs", 0) or 0)
         return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
+    if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
+        return (
+            f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: "
+            "no ratio (a zero period)"
+        )
     if section.get("host_ahead_of_gpu"):
         return (
             f"baseline: host step p50 {unprof / 1e3:,.1f} us without nsys, shorter than the GPU's busy time a step "

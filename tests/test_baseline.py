@@ -238,3 +238,20 @@ def test_a_host_that_ran_ahead_of_the_gpu_gets_no_correction() -> None:
     # the same host pace against 5 us of GPU work a step: the host sets the pace, corrected
     slow = baseline_section(runs, {"period_p50_ns": 9_000.0, "busy_p50_ns": 5_000.0}, None)
     assert slow["host_ahead_of_gpu"] is False and slow["overhead_ratio"] == pytest.approx(1.5)
+
+
+def test_read_step_times_rejects_non_text_and_out_of_range_times(tmp_path: Path) -> None:
+    """Both were tracebacks in a --baseline-runs run (breaker); now the run is left out."""
+    garbage = tmp_path / "g.steps"
+    garbage.write_bytes(b"step 1 2\n\xfb\xfc\n")
+    with pytest.raises(StepTimesError, match="not UTF-8 text at byte 9"):
+        read_step_times(garbage)
+    big = tmp_path / "b.steps"
+    big.write_text("step 99999999999999999999999 1\n")
+    with pytest.raises(StepTimesError, match=r"b.steps:1: expected 'NAME START_NS END_NS'"):
+        read_step_times(big)
+
+
+def test_describe_without_a_ratio() -> None:
+    section = {"period_p50_ns": 0.0, "profiled_period_p50_ns": 1500.0, "overhead_ratio": None, "runs": 2}
+    assert describe(section) == "baseline: step p50 0.0 us without nsys vs 1.5 us under nsys: no ratio (a zero period)"
