@@ -138,9 +138,15 @@ def split_nsys_args(values: Sequence[str]) -> list[str]:
     """``--nsys-arg`` values, each split like a shell would (``"--delay 5"`` -> two words).
 
     Raises:
-        TargetError: a value sets ``--output``/``-o``, which launchprof owns.
+        TargetError: a value sets ``--output``/``-o``, which launchprof owns, or cannot be
+            split (an unbalanced quote).
     """
-    words = [w for v in values for w in shlex.split(v)]
+    words = []
+    for v in values:
+        try:
+            words += shlex.split(v)
+        except ValueError as exc:  # "No closing quotation", "No escaped character"
+            raise TargetError(f"--nsys-arg {v!r}: {str(exc).lower()}") from None
     for w in words:
         if w in ("-o", "--output") or w.startswith(("--output=", "-o=")):
             raise TargetError("--nsys-arg cannot set nsys's --output; use launchprof's --output DIR")

@@ -75,6 +75,8 @@ def test_nsys_args_are_split_and_output_is_refused() -> None:
     for bad in (["-o x"], ["--output=x"], ["--output", "x"]):
         with pytest.raises(TargetError, match="use launchprof's --output"):
             split_nsys_args(bad)
+    with pytest.raises(TargetError, match=r"^--nsys-arg '\"unbalanced': no closing quotation$"):
+        split_nsys_args(['"unbalanced'])  # was a ValueError traceback (breaker)
 
 
 @needs_nsys
