@@ -98,7 +98,13 @@ def export_command(nsys: str, rep: Path, folder: Path) -> list[str]:
     if "--tables" in export_help(nsys):
         cmd.append("--tables=" + ",".join(f"^{t}$" for t in EXPORTED_TABLES))
     nice = shutil.which("nice")  # the export yields the CPU to nsys's own (background_priority)
-    return [*([nice, "-n", str(BACKGROUND_NICE)] if nice else []), *cmd, "--output", str(folder), str(rep)]
+    return [
+        *([nice, "-n", str(BACKGROUND_NICE)] if nice else []),
+        *cmd,
+        "--output",
+        str(folder.absolute()),  # absolute: a relative path starting with '-' would read as an option
+        str(rep.absolute()),
+    ]
 
 
 def wanted(nsys_argv: list[str]) -> bool:

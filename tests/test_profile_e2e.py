@@ -293,3 +293,10 @@ def test_open_shows_the_report_in_the_browser(tmp_path: Path) -> None:
     done = profile("-o", "out", "--open", str(EXAMPLES / "fails.py"), "0", cwd=tmp_path, env={"BROWSER": str(browser)})
     assert done.returncode == 0, done.stderr
     assert seen.read_text().strip() == (tmp_path / "out" / "report.html").resolve().as_uri()
+
+
+def test_an_output_folder_named_like_an_option(tmp_path: Path) -> None:
+    """'-o -weird': nsys recorded, then read the relative path as an option when exporting (breaker)."""
+    done = profile("-o", "-weird", str(EXAMPLES / "steps_loop.py"), "--steps", "3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert_report(tmp_path / "-weird")

@@ -23,7 +23,11 @@ def export_sqlite(report: Path, nsys: str | None = None, output: Path | None = N
     if target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
         return target
     exe = find_nsys(nsys)
-    cmd = [str(exe), "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(target), str(report)]
+    # Absolute paths: a relative one starting with '-' (an --output named '-x') is read as an option.
+    cmd = [
+        str(exe), "export", "--type", "sqlite", "--force-overwrite", "true",
+        "--output", str(Path(target).absolute()), str(Path(report).absolute()),
+    ]  # fmt: skip
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
     except OSError as exc:

@@ -104,7 +104,7 @@ def import_qdstrm(qdstrm: Path, nsys: Path, importer: Path | None = None) -> Pat
             "$LAUNCHPROF_QDSTRM_IMPORTER to its path (the .qdstrm is kept)"
         )
     target = qdstrm.with_suffix(".nsys-rep")
-    cmd = [str(exe), "-i", str(qdstrm), "-o", str(target)]
+    cmd = [str(exe), "-i", str(Path(qdstrm).absolute()), "-o", str(Path(target).absolute())]  # no path read as option
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
     except OSError as exc:
