@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,12 +11,23 @@ from rich.console import Console
 
 from launchprof.analysis import Analysis
 from launchprof.api import analyze
-from launchprof.errors import NoCudaActivityError
+from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.report.html import prepare_folder
 from launchprof.report.index import write_index
 from launchprof.report.sides import StepFilesJob, drop_other_step_files, start_step_files
 from launchprof.report.write import REPORT_FILES, write_report
 from launchprof.timings import mark
+
+
+def _update_index(output: Path) -> None:
+    """``index.html`` beside the report folder (:func:`~launchprof.report.index.write_index`);
+    a parent folder that cannot take it (read-only, e.g. a writable folder under a shared
+    read-only one) is said in one line on stderr, not an error: the report is written."""
+    try:
+        write_index(output.resolve().parent)
+    except OutputError as exc:
+        sys.stderr.write(f"launchprof: note: the index of reports was not updated: {exc}\n")
+        sys.stderr.flush()
 
 
 def verdict_line(summary: Any) -> str | None:
@@ -98,7 +110,7 @@ def _write_early(early: Any, trace: Path, output: Path, force: bool, baseline: l
         atomic_write(output / name, text)
     drop_other_step_files(output, early.step_texts)
     mark("step_files_done")
-    write_index(output.resolve().parent)
+    _update_index(output)
     mark("index_done")
     return summary
 
@@ -152,7 +164,7 @@ def _analyse_and_write(
         for job in jobs:  # the report was written: the step files go in
             job.finish(True)
         mark("step_files_done")
-        write_index(output.resolve().parent)
+        _update_index(output)
         mark("index_done")
     return analysis, summary
 
@@ -214,7 +226,7 @@ def run_compare(
         )
         status.update("writing comparison")
         doc = write_compare(result, output, force=force, before_path=str(before), after_path=str(after))
-        write_index(output.resolve().parent)
+        _update_index(output)
     speed = "" if doc.speedup is None else f": {doc.speedup:.2f}x per step"
     if doc.speedup_ci is not None:
         speed += f" (95% CI {doc.speedup_ci[0]:.2f}-{doc.speedup_ci[1]:.2f}x)"
@@ -324,7 +336,7 @@ def run_analyze_many(
     if len(ranks) > MAX_RANK_LINES:
         console.print(f"... and {len(ranks) - MAX_RANK_LINES} more ranks in combined.json", markup=False)
     console.print(f"combined report: {output / 'combined.html'}", markup=False)
-    write_index(output.resolve().parent)
+    _update_index(output)
     failed = [r for r in combined.reports if r.error is not None]
     if failed:
         raise TraceError(

@@ -128,3 +128,28 @@ def test_a_long_trace_name_gets_a_shorter_default_folder(real_trace, tmp_path: P
     done = run("analyze", str(trace), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "reports" / ("t" * 100) / "report.html").exists()
+
+
+def test_a_read_only_parent_folder_does_not_fail_the_report(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A writable output folder under a read-only one (a cluster's /scratch/$USER): the
+    report was written, then the index beside it failed the command (breaker)."""
+    parent, sub = tmp_path / "ro", tmp_path / "ro" / "sub"
+    parent.mkdir()
+    mounted: list[Path] = []
+    try:
+        for point in (parent, sub):
+            point.mkdir(exist_ok=True)
+            if subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(point)], capture_output=True
+            ).returncode:
+                pytest.skip("cannot mount a tmpfs here")
+            mounted.append(point)
+        subprocess.run(["mount", "-o", "remount,ro", str(parent)], check=True, capture_output=True)
+        out = sub  # the index goes beside it, into the read-only parent
+        done = run("analyze", str(real_trace("mlp_graph")), "-o", str(out), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert (out / "report.html").is_file() and (out / "summary.json").is_file()
+        assert done.stderr.startswith("launchprof: note: the index of reports was not updated: ")
+    finally:
+        for point in reversed(mounted):
+            subprocess.run(["umount", str(point)], capture_output=True)
