@@ -153,3 +153,13 @@ def test_a_read_only_parent_folder_does_not_fail_the_report(real_trace, tmp_path
     finally:
         for point in reversed(mounted):
             subprocess.run(["umount", str(point)], capture_output=True)
+
+
+def test_staged_step_files_of_an_interrupted_run_are_removed(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """An interrupted analyze left '.steps.csv.XXXX' files that --force kept (breaker)."""
+    assert run("analyze", str(real_trace("mlp_eager")), "-o", "r", cwd=tmp_path).returncode == 0
+    for name in ("steps.csv", "step_kernels.csv", "step_timeline.csv"):
+        (tmp_path / "r" / f".{name}.k3x9q1").write_text("partial")
+    assert run("analyze", str(real_trace("mlp_eager")), "-o", "r", "--force", cwd=tmp_path).returncode == 0
+    assert [p.name for p in (tmp_path / "r").iterdir() if p.name.startswith(".")] == []
+    assert (tmp_path / "r" / "steps.csv").is_file()

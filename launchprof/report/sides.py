@@ -130,6 +130,14 @@ def drop_other_step_files(folder: Path, written: Iterable[str]) -> None:
             raise OutputError(f"cannot remove the old {folder / name}: {exc.strerror or exc}") from None
 
 
+def drop_staged_leftovers(folder: Path) -> None:
+    """Remove the staged step files (``.steps.csv.XXXX``: :func:`_stage`) an interrupted run
+    left in ``folder``; never raises."""
+    for name in STEP_FILES:
+        for leftover in folder.glob(f".{name}.*"):
+            _unlink(str(leftover))
+
+
 class StepFilesJob:
     """Step files (and the report page's device figures) being made by a forked child:
     see :func:`start_step_files`."""
@@ -192,6 +200,7 @@ class StepFilesJob:
         if not commit:
             for tmp, _ in staged:
                 _unlink(tmp)
+            drop_staged_leftovers(self._folder)  # staged, but the reply was cut short (interrupted)
             return
         if reply.get("error"):
             raise OutputError(str(reply["error"]))
@@ -238,6 +247,7 @@ def start_step_files(analysis: Analysis, folder: Path) -> StepFilesJob:
     notebook kernel, is not safe); the child only writes files and its reply, and exits
     with ``os._exit``.
     """
+    drop_staged_leftovers(folder)  # of an earlier run that was interrupted
     if sys.platform != "linux" or not hasattr(os, "fork"):
         return _InProcessJob(analysis, folder)
     read_end, write_end = os.pipe()
