@@ -163,3 +163,24 @@ def test_staged_step_files_of_an_interrupted_run_are_removed(real_trace, tmp_pat
     assert run("analyze", str(real_trace("mlp_eager")), "-o", "r", "--force", cwd=tmp_path).returncode == 0
     assert [p.name for p in (tmp_path / "r").iterdir() if p.name.startswith(".")] == []
     assert (tmp_path / "r" / "steps.csv").is_file()
+
+
+def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
+    """Reading a named pipe blocked for ever (breaker)."""
+    fifo = tmp_path / "trace.sqlite"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [LAUNCHPROF, "analyze", str(fifo), "-o", "r"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"launchprof: error: {fifo} is not a regular file (expected an nsys .sqlite export)"
+
+
+def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from launchprof.calibrate.store import cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")
+    assert cache_dir() == tmp_path / ".cache" / "launchprof"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "abs"))
+    assert cache_dir() == tmp_path / "abs" / "launchprof"

@@ -20,8 +20,10 @@ class CalibrationError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "launchprof"
+    """``$XDG_CACHE_HOME/launchprof``, or ``~/.cache/launchprof`` when that variable is unset,
+    empty or relative (the XDG Base Directory spec: relative paths are invalid and ignored)."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "launchprof"
 
 
 def _slug(text: str) -> str:

@@ -81,6 +81,8 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise TraceError(f"no such file: {path}")
     if path.is_dir():
         raise TraceError(f"{path} is a directory, not an nsys .sqlite export")
+    if not path.is_file():  # a FIFO or device: reading it could block for ever
+        raise TraceError(f"{path} is not a regular file (expected an nsys .sqlite export)")
     try:
         with path.open("rb") as fh:
             head = fh.read(16)
