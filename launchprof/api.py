@@ -32,17 +32,28 @@ def _decompress_xz(path: Path, folder: Path) -> Path:
 
 
 def resolve_trace(path: str | Path, nsys: str | None = None) -> Path:
-    """The SQLite file to read for ``path``: itself, or the export of a ``.nsys-rep``.
+    """The SQLite file to read for ``path``: itself, the export of a ``.nsys-rep``, or of
+    the ``.nsys-rep`` imported from a ``.qdstrm`` (an nsys recording not yet imported, as
+    an interrupted ``launchprof profile`` or an nsys without its importer leaves: imported
+    next to it with QdstrmImporter, which then removes the ``.qdstrm`` as nsys does).
 
     Raises:
         TraceError: missing file, a folder, or an unknown suffix.
-        NsysError: a ``.nsys-rep`` could not be exported.
+        NsysError: a ``.nsys-rep`` could not be exported, or a ``.qdstrm`` imported.
     """
     p = Path(path)
     if not p.exists():
         raise TraceError(f"no such file: {p}")
     if p.is_dir():
         raise TraceError(f"{p} is a directory; give an nsys .sqlite or .nsys-rep file")
+    if p.suffix == ".qdstrm":
+        from launchprof.nsys.importer import import_qdstrm
+        from launchprof.nsys.locate import locate_nsys
+
+        rep = p.with_suffix(".nsys-rep")
+        if not rep.exists():
+            rep = import_qdstrm(p, locate_nsys(nsys)[0])
+        p = rep
     if p.suffix == ".nsys-rep":
         return export_sqlite(p, nsys)
     return p

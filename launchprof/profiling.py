@@ -244,7 +244,12 @@ def run_profile(
             bool(interrupts),
         )
     except KeyboardInterrupt:
-        raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}") from None
+        kept = next(
+            (folder / f"{TRACE_STEM}{s}" for s in (".nsys-rep", ".qdstrm") if (folder / f"{TRACE_STEM}{s}").exists()),
+            None,
+        )
+        again = f"; analyse it with: launchprof analyze {kept}" if kept is not None else ""
+        raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}{again}") from None
 
 
 def _rescue_qdstrm(stem: Path, since: float, console: Console) -> None:

@@ -300,3 +300,24 @@ def test_an_output_folder_named_like_an_option(tmp_path: Path) -> None:
     done = profile("-o", "-weird", str(EXAMPLES / "steps_loop.py"), "--steps", "3", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert_report(tmp_path / "-weird")
+
+
+def test_analyze_imports_a_qdstrm(tmp_path: Path) -> None:
+    """What an interrupted import leaves (trace.qdstrm) could not be analysed: 'not an SQLite file' (breaker)."""
+    from launchprof.nsys.locate import find_nsys
+
+    rec = run_nsys_retrying(
+        [str(find_nsys()), "profile", "--trace=nvtx,osrt", "--sample=none", "--cpuctxsw=none", "-o", "rec",
+         sys.executable, str(EXAMPLES / "steps_loop.py"), "--steps", "5"],
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    if not (tmp_path / "rec.qdstrm").exists():
+        pytest.skip(f"this nsys imports its recordings itself ({rec.returncode})")
+    done = subprocess.run(
+        [LAUNCHPROF, "analyze", "rec.qdstrm", "-o", "out"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 2, done.stderr  # a CPU-only trace: analyze says it has no CUDA activity
+    assert "no CUDA activity" in done.stderr
+    assert (tmp_path / "rec.nsys-rep").is_file() and (tmp_path / "rec.sqlite").is_file()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert len(nvtx_ranges(tmp_path / "rec.sqlite")) == 5 and summary["devices"] == []
