@@ -376,3 +376,26 @@ def test_prediction_in_a_report_folder_is_checked(tmp_path: Path, predicted: flo
     assert check.evidence["measured_over_predicted"] == pytest.approx(measured / predicted)
     assert check.passed is passed  # passes when measured / predicted >= 0.8
     assert c.verdict == "verified"  # the prediction is evidence, not the verdict
+
+
+def test_a_side_whose_steps_take_no_time_gives_no_speedup(tmp_path: Path) -> None:
+    """Every BEFORE kernel at one instant: the period p50 is 0 and the speedup 0, which the
+    comparison document refused with a pydantic traceback (breaker)."""
+    import sqlite3
+
+    from typer.testing import CliRunner
+
+    from launchprof.cli import app
+
+    before, _ = build(tmp_path, "eager", eager_run)
+    con = sqlite3.connect(before)
+    con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 5000000, end = 5000000")
+    con.commit()
+    con.close()
+    after, _ = build(tmp_path, "graph", graph_run)
+    result = CliRunner().invoke(app, ["compare", str(before), str(after), "-o", str(tmp_path / "c")])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    doc = json.loads((tmp_path / "c" / "compare.json").read_text())
+    assert doc["speedup"] is None
+    assert "a side's steady step period is 0: no speedup" in doc["notes"]

@@ -45,6 +45,7 @@ evaluated (``passed`` None) decides nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -398,9 +399,14 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
     return Check(
         "same_work",
         False,
-        f"{_kinds(len(diff))} {verb} per steady step ({kb:g} vs {ka:g} kernels per step): {listed}{more}.",
+        f"{_kinds(len(diff))} {verb} per steady step ({_per_step(kb)} vs {_per_step(ka)} kernels per step): "
+        f"{listed}{more}.",
         evidence,
     )
+
+
+def _per_step(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def check_faster(
@@ -618,6 +624,10 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
         statistic = "mean" if (fb.period_mean_ns and fa.period_mean_ns) else "p50"
         method = f"ratio of mean steady step periods; {CI_LEVEL:.0%} normal interval (delta method)"
         notes.append("no per-step table on one side (report folder without steps.csv): summary statistics used")
+    if speedup is not None and not (math.isfinite(speedup) and speedup > 0):
+        # A side's steady steps take no time (e.g. every activity at one instant): no ratio.
+        speedup, ci, method = None, None, "none"
+        notes.append("a side's steady step period is 0: no speedup")
     kernels = kernel_table(before, after)
     checks = [
         check_converted(fb, fa),
