@@ -195,7 +195,9 @@ def test_two_signals_at_once_stop_the_workload_and_are_reported_in_order(tmp_pat
             out, err = proc.communicate(timeout=120)
         finally:
             _kill_left_in(run)
-        assert proc.returncode == 130, err
+        if proc.returncode != 130 and NSYS_FLAKE in err:
+            continue  # nsys 2022.4 failed to reach its agent (conftest.run_nsys_retrying): not under test
+        assert proc.returncode == 130, out + err
         first, second = out.find("interrupted: stopping the workload"), out.find("still writing the trace")
         assert first >= 0, out
         assert second == -1 or first < second, out  # the two signals may also arrive as one
