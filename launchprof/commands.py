@@ -78,9 +78,12 @@ def run_analyze(
     require_gpu: bool = False,
     baseline: list[Any] | None = None,
     early: Any = None,
+    workload: dict[str, Any] | None = None,
 ) -> None:
     """Analyse ``trace`` and write its report into ``output``; print where it went.
     ``baseline``: step times of unprofiled runs (:mod:`launchprof.baseline`), or None.
+    ``workload``: the summary's ``workload`` section (``profile``: the failed run's
+    ``exit_code``), or None.
     ``early``: the analysis already made while nsys exported ``trace``
     (:class:`launchprof.early.EarlyResult`): only the files are written.
 
@@ -89,20 +92,24 @@ def run_analyze(
             after the report, which holds what can be said, was written).
     """
     if early is not None:
-        analysis, summary = early.analysis, _write_early(early, trace, output, force, baseline)
+        analysis, summary = early.analysis, _write_early(early, trace, output, force, baseline, workload)
     else:
-        analysis, summary = _analyse_and_write(trace, output, force, bubble_threshold_ns, nsys, console, step, baseline)
+        analysis, summary = _analyse_and_write(
+            trace, output, force, bubble_threshold_ns, nsys, console, step, baseline, workload
+        )
     _print_summary(analysis, summary, output, console, require_gpu)
 
 
-def _write_early(early: Any, trace: Path, output: Path, force: bool, baseline: list[Any] | None) -> Any:
+def _write_early(
+    early: Any, trace: Path, output: Path, force: bool, baseline: list[Any] | None, workload: dict[str, Any] | None
+) -> Any:
     """Write the report and step files of an early analysis (run_analyze)."""
     from launchprof.report.html import atomic_write
     from launchprof.report.write import render_files, write_rendered
 
     rendered = early.rendered
-    if rendered is None or baseline is not None:
-        rendered = render_files(early.analysis, str(trace), baseline, early.figures)
+    if rendered is None or baseline is not None or workload is not None:
+        rendered = render_files(early.analysis, str(trace), baseline, early.figures, workload)
     summary, page = rendered
     write_rendered(output, summary, page, force)
     mark("report_done")
@@ -124,6 +131,7 @@ def _analyse_and_write(
     console: Console,
     step: str | None,
     baseline: list[Any] | None,
+    workload: dict[str, Any] | None = None,
 ) -> tuple[Analysis, Any]:
     """Analyse ``trace`` and write its report (run_analyze); the analysis and summary."""
     jobs: list[StepFilesJob] = []
@@ -154,6 +162,7 @@ def _analyse_and_write(
                 baseline=baseline,
                 step_files=not jobs,
                 device_figures=jobs[0].figures() if jobs else None,
+                workload=workload,
             )
         except BaseException:
             for job in jobs:  # reap the child, drop its files; the first error is the one to report

@@ -347,6 +347,7 @@ def _after_recording(
             step=step,
             baseline=baseline,
             early=ready if (ready is not None and not files.imported and not files.exported) else None,
+            workload={"exit_code": code} if code != 0 else None,
         )
     except LaunchprofError as exc:
         if code == 0:

@@ -255,3 +255,18 @@ def test_read_step_times_rejects_non_text_and_out_of_range_times(tmp_path: Path)
 def test_describe_without_a_ratio() -> None:
     section = {"period_p50_ns": 0.0, "profiled_period_p50_ns": 1500.0, "overhead_ratio": None, "runs": 2}
     assert describe(section) == "baseline: step p50 0.0 us without nsys vs 1.5 us under nsys: no ratio (a zero period)"
+
+
+def test_a_failed_workload_is_recorded_in_the_summary_and_page(tmp_path: Path) -> None:
+    done = run_nsys_retrying(
+        [LAUNCHPROF, "profile", "-o", "out", str(EXAMPLES / "cpu" / "fails.py"), "5"], cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 5, done.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["workload"] == {"exit_code": 5}
+    assert "The workload exited with code 5." in (tmp_path / "out" / "report.html").read_text()
+    ok = run_nsys_retrying(
+        [LAUNCHPROF, "profile", "-o", "ok", str(EXAMPLES / "cpu" / "fails.py"), "0"], cwd=tmp_path, timeout=300
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "workload" not in json.loads((tmp_path / "ok" / "summary.json").read_text())

@@ -109,11 +109,12 @@ class Summary(_Model):
     recommendation: dict[str, Any] | None = None
     ranks: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
+    workload: dict[str, Any] | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json(self) -> str:
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
         # ``ranks`` appears only when the trace has several ranks (older summaries unchanged).
-        exclude = {k for k in ("ranks", "baseline") if getattr(self, k) is None} or None
+        exclude = {k for k in ("ranks", "baseline", "workload") if getattr(self, k) is None} or None
         return self.model_dump_json(by_alias=True, indent=2, exclude=exclude) + "\n"

@@ -58,17 +58,19 @@ def write_report(
     baseline: list[Any] | None = None,
     step_files: bool = True,
     device_figures: list[EmbeddedFigure] | None = None,
+    workload: dict[str, Any] | None = None,
 ) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
     the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
     reads (unless ``step_files`` is False: the caller writes them). ``device_figures``:
     the page's device figures when already made (see :func:`render_report`).
+    ``workload``: what ``profile`` knows of the run (``exit_code`` when it failed), or None.
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
             written.
     """
-    summary, page = render_files(analysis, trace_path, baseline, device_figures)
+    summary, page = render_files(analysis, trace_path, baseline, device_figures, workload)
     write_rendered(folder, summary, page, force)
     if step_files:
         write_step_files(analysis, folder)
@@ -80,9 +82,11 @@ def render_files(
     trace_path: str | None = None,
     baseline: list[Any] | None = None,
     device_figures: list[EmbeddedFigure] | None = None,
+    workload: dict[str, Any] | None = None,
 ) -> tuple[Summary, str]:
     """The summary and the report page of :func:`write_report`, not yet written."""
     summary = build_summary(analysis, trace_path)
+    summary.workload = workload
     extra_html = ""
     if baseline is not None:
         from launchprof.baseline import baseline_section, nvtx_period_p50
