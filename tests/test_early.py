@@ -105,17 +105,31 @@ def test_an_interrupted_run_analyses_the_sqlite_file(tmp_path: Path) -> None:
     assert b"interrupted" in stdout + stderr
     marks = json.loads(marks_file.read_text().splitlines()[-1])
     assert "analysis_done" in marks  # the usual path analysed trace.sqlite
-    same_report(out, tmp_path)
+    same_report(out, tmp_path, exit_code=130)
 
 
-def same_report(out: Path, tmp: Path) -> None:
-    """``out`` holds what ``launchprof analyze out/trace.sqlite`` writes."""
+def same_report(out: Path, tmp: Path, exit_code: int = 0) -> None:
+    """``out`` holds what ``launchprof analyze out/trace.sqlite`` writes (and, for a run
+    whose workload exited ``exit_code`` != 0, the summary's ``workload`` section and the
+    page's card that says so)."""
+    import re
+
     ref = tmp / "reference"
     done = subprocess.run(
         [*LAUNCHPROF, "analyze", "-o", str(ref), str(out / "trace.sqlite")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    for name in ("summary.json", "report.html", "steps.csv", "step_kernels.csv", "step_timeline.csv"):
+    names = ["summary.json", "report.html", "steps.csv", "step_kernels.csv", "step_timeline.csv"]
+    if exit_code:
+        got = json.loads((out / "summary.json").read_text())
+        assert got.pop("workload") == {"exit_code": exit_code}
+        assert got == json.loads((ref / "summary.json").read_text())
+        card = re.compile(r'<div class="card" id="workload-failed".*?</div>', re.S)
+        page = (out / "report.html").read_text()
+        assert len(card.findall(page)) == 1
+        assert card.sub("", page) == (ref / "report.html").read_text()
+        names = names[2:]
+    for name in names:
         assert (out / name).read_bytes() == (ref / name).read_bytes(), name
     assert not (out / ".launchprof-arrowdir").exists()
     # The early path's step files are staged by a forked child as hidden files: none is left
