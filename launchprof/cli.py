@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import gc
-import math
-import os
 import signal
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional, cast
+from typing import Annotated, Optional
 
 import typer
 
-if TYPE_CHECKING:
-    from rich.console import Console
-
-from launchprof import __version__
+from launchprof import __version__, console, options
+from launchprof.entry import QUICK_EXIT, main, profile_command
 from launchprof.errors import LaunchprofError, OptionError
-from launchprof.timings import dump, mark
 
 app = typer.Typer(
     name="launchprof",
@@ -31,58 +23,40 @@ app = typer.Typer(
 )
 
 
-class _LazyConsole:
-    """A rich Console made on first use: importing rich took 20-40 ms, which ``profile``
-    would otherwise spend before it starts nsys."""
-
-    def __init__(self, **options: Any) -> None:
-        self._options = options
-        self._console: Console | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._options)
-        return getattr(self._console, name)
-
-
-err = cast("Console", _LazyConsole(stderr=True, highlight=False))
-out = cast("Console", _LazyConsole(highlight=False, soft_wrap=True))
+err, out = console.err, console.out
 
 
 def fail(exc: LaunchprofError) -> typer.Exit:
     """Print ``launchprof: error: ...`` on one line and return the Exit to raise."""
-    err.print(f"launchprof: error: {exc}", markup=False, soft_wrap=True)
-    return typer.Exit(exc.exit_code)
+    return typer.Exit(console.print_error(exc))
 
 
-MAX_BUBBLE_THRESHOLD_US = 1e9  # 1000 s: longer than any gap a threshold could sort
+MAX_BUBBLE_THRESHOLD_US = options.MAX_BUBBLE_THRESHOLD_US
 
 
 def threshold_ns(us: float) -> int:
-    """``--bubble-threshold`` in ns.
+    """``--bubble-threshold`` in ns (:func:`launchprof.options.bubble_threshold_ns`).
 
     Raises:
         typer.Exit: (after one error line) a value that is not a finite number of us in
             [0, :data:`MAX_BUBBLE_THRESHOLD_US`].
     """
-    if not (math.isfinite(us) and 0 <= us <= MAX_BUBBLE_THRESHOLD_US):
-        raise fail(
-            OptionError(f"--bubble-threshold must be a number of us from 0 to {MAX_BUBBLE_THRESHOLD_US:g}, not {us:g}")
-        )
-    return int(round(us * 1000))
+    try:
+        return options.bubble_threshold_ns(us)
+    except OptionError as exc:
+        raise fail(exc) from None
 
 
 def step_name(step: str | None) -> str | None:
-    """``--step`` as given; None when not given.
+    """``--step`` as given; None when not given (:func:`launchprof.options.step_text`).
 
     Raises:
         typer.Exit: (after one error line) an empty or blank name.
     """
-    if step is not None and not step.strip():
-        raise fail(OptionError("--step needs the text of an NVTX range (for example --step step)"))
-    return step
+    try:
+        return options.step_text(step)
+    except OptionError as exc:
+        raise fail(exc) from None
 
 
 MAX_LABEL = 100  # characters of a default folder's name taken from the input's (file names end at 255 bytes)
@@ -161,7 +135,7 @@ def analyze(
                 workers=workers,
             )
             return
-        _QUICK_EXIT.append(True)
+        QUICK_EXIT.append(True)
         # SIGTERM unwinds like Ctrl-C (the child's staged step files are removed), exit 143
         signal.signal(signal.SIGTERM, _terminated)
         run_analyze(
@@ -213,37 +187,9 @@ def profile(
     Options go before TARGET; everything after TARGET goes to the workload unchanged
     (use -- before TARGET when it starts with a dash other than -m).
     """
-    from launchprof.profiling import run_profile
-
-    mark("parsed")
-    # SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: forwarded to nsys while it
-    # runs (launchprof.nsys.profile.run_nsys), later a baseline run is stopped and what was
-    # recorded is kept, as after Ctrl-C (they ended launchprof silently, leaving children).
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _as_ctrl_c)
-    try:
-        result = run_profile(
-            target,
-            out,
-            output,
-            nsys,
-            nsys_arg or (),
-            threshold_ns(bubble_threshold),
-            step_name(step),
-            open_report,
-            baseline_runs=baseline_runs,
-        )
-    except LaunchprofError as exc:
-        raise fail(exc) from None
-    _QUICK_EXIT.append(True)  # trace, report and baseline runs are done: nothing left to tear down
-    if result.exit_code != 0:
-        err.print(
-            f"launchprof: the workload exited with code {result.exit_code}; "
-            f"its trace is kept in {result.folder}" + ("" if result.analysed else " (not analysed)"),
-            markup=False,
-            soft_wrap=True,
-        )
-        raise typer.Exit(result.exit_code)
+    raise typer.Exit(
+        profile_command(target, output, nsys, nsys_arg, step, bubble_threshold, open_report, baseline_runs)
+    )
 
 
 @app.command()
@@ -327,55 +273,7 @@ def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def _as_ctrl_c(_signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-# Set by a command whose process holds nothing left to clean up when it ends (analyze of
-# one trace, profile): main() then leaves without tearing down its objects one by one.
-_QUICK_EXIT: list[bool] = []
-
-
-def main() -> None:
-    """Entry point of the ``launchprof`` script.
-
-    After ``analyze`` of one trace or ``profile`` (files written and closed, children
-    reaped), the process flushes its output and ends with ``os._exit``: freeing a large
-    analysis object by object at interpreter exit took ~0.1 s for a 150k-kernel trace.
-    When the terminal output itself cannot be written (stdout on a full disk, a closed
-    pipe), one line on stderr says so and the exit status is 1.
-    """
-    mark("main")
-    try:
-        app(prog_name="launchprof")
-    except SystemExit as exc:
-        if _QUICK_EXIT and (exc.code is None or isinstance(exc.code, int)):
-            dump()
-            _flush()
-            os._exit(exc.code or 0)
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ENAMETOOLONG:  # a path given (or made from one) longer than the file system takes
-            with contextlib.suppress(Exception):
-                sys.stderr.write(f"launchprof: error: file name too long: {exc.filename}\n")
-                sys.stderr.flush()
-            os._exit(2)
-        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EBADF, errno.EIO):
-            raise
-        with contextlib.suppress(Exception):
-            sys.stderr.write(f"launchprof: error: cannot write the output: {exc.strerror}\n")
-            sys.stderr.flush()
-        os._exit(1)
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        if stream is None:  # closed at start (``>&-``)
-            continue
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe (``| head``), a full disk: nothing more to say
-            pass
+__all__ = ["app", "main"]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,35 @@
+"""Checks of option values shared by the commands (no Typer here: ``launchprof profile``
+checks its options before Typer is imported, see :mod:`launchprof.entry`)."""
+
+from __future__ import annotations
+
+import math
+
+from launchprof.errors import OptionError
+
+MAX_BUBBLE_THRESHOLD_US = 1e9  # 1000 s: longer than any gap a threshold could sort
+
+
+def bubble_threshold_ns(us: float) -> int:
+    """``--bubble-threshold`` (us) in ns.
+
+    Raises:
+        OptionError: a value that is not a finite number of us in
+            [0, :data:`MAX_BUBBLE_THRESHOLD_US`].
+    """
+    if not (math.isfinite(us) and 0 <= us <= MAX_BUBBLE_THRESHOLD_US):
+        raise OptionError(
+            f"--bubble-threshold must be a number of us from 0 to {MAX_BUBBLE_THRESHOLD_US:g}, not {us:g}"
+        )
+    return int(round(us * 1000))
+
+
+def step_text(step: str | None) -> str | None:
+    """``--step`` as given; None when not given.
+
+    Raises:
+        OptionError: an empty or blank name.
+    """
+    if step is not None and not step.strip():
+        raise OptionError("--step needs the text of an NVTX range (for example --step step)")
+    return step
