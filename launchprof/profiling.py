@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 import webbrowser
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -123,15 +123,55 @@ WARM_SQLITE = ("adbc_driver_manager", "adbc_driver_sqlite")
 WARM_ARROW = ("launchprof.trace.arrowdir", "pyarrow.ipc", "launchprof.report.figures", "launchprof.report.sides")
 
 
-def _warm_imports(modules: Sequence[str]) -> None:
-    background_priority()  # the workload and nsys come first
-    import importlib
+WARM_ENV = "LAUNCHPROF_WARM_AT"  # "start": import while the workload runs (the default before)
 
-    import launchprof.commands  # noqa: F401
 
-    for name in modules:
-        with contextlib.suppress(ImportError):  # a missing one is met (and reported) where it is used
-            importlib.import_module(name)
+class WarmUp(threading.Thread):
+    """Imports the analysis modules ``modules`` (besides :mod:`launchprof.commands`) in the
+    background, at low priority (:func:`~launchprof.early.background_priority`), once the
+    workload has exited (:func:`~launchprof.nsys.watch.wait_for_workload_exit`): nsys then
+    writes its report for 1.4 s or more, while the imports took 1.4-1.7 s of one CPU on
+    the H200 machine, where they slowed down the workload they ran beside
+    (benchmarks/README.md). ``ready``: true once the report is complete (the imports start
+    then at the latest). With ``$LAUNCHPROF_WARM_AT=start`` they start at once.
+
+    :meth:`nsys_started` gives the nsys process to watch; :meth:`nsys_exited` ends the wait.
+    """
+
+    def __init__(self, modules: Sequence[str], ready: Callable[[], bool] = lambda: False) -> None:
+        super().__init__(name="launchprof-warm-up", daemon=True)
+        self.modules = tuple(modules)
+        self.ready = ready
+        self.waited = ""  # why the wait ended (watch.wait_for_workload_exit), for benchmarks
+        self._pid: int | None = None
+        self._nsys_seen = threading.Event()
+        self._nsys_gone = threading.Event()
+
+    def nsys_started(self, pid: int) -> None:
+        self._pid = pid
+        self._nsys_seen.set()
+
+    def nsys_exited(self) -> None:
+        self._nsys_gone.set()
+        self._nsys_seen.set()
+
+    def run(self) -> None:
+        background_priority()  # the workload and nsys come first
+        if os.environ.get(WARM_ENV) != "start":
+            self._nsys_seen.wait()
+            if self._pid is not None:
+                from launchprof.nsys.watch import wait_for_workload_exit
+
+                self.waited = wait_for_workload_exit(self._pid, self._nsys_gone, self.ready)
+        mark("warm_start")
+        import importlib
+
+        import launchprof.commands  # noqa: F401
+
+        for name in self.modules:
+            with contextlib.suppress(ImportError):  # a missing one is met (and reported) where it is used
+                importlib.import_module(name)
+        mark("warm_done")
 
 
 def split_nsys_args(values: Sequence[str]) -> list[str]:
@@ -197,8 +237,10 @@ def run_profile(
             soft_wrap=True,
         )
     use_early = wanted(cmd.argv)
-    warm = threading.Thread(
-        target=_warm_imports, args=(WARM_MODULES + (WARM_ARROW if use_early else WARM_SQLITE),), daemon=True
+    stem = folder / TRACE_STEM
+    warm = WarmUp(
+        WARM_MODULES + (WARM_ARROW if use_early else WARM_SQLITE),
+        ready=lambda: stem.with_suffix(".sqlite").exists() or stem.with_suffix(".qdstrm").exists(),
     )
     warm.start()
     early = None
@@ -209,18 +251,24 @@ def run_profile(
     interrupts: list[int] = []
     started = time.time()
     mark("nsys_start")
-    code = run_nsys(
-        cmd.argv,
-        on_interrupt=lambda: console.print(
-            "launchprof: interrupted: stopping the workload; nsys is writing the trace", markup=False, soft_wrap=True
-        ),
-        on_repeat=lambda: console.print(
-            "launchprof: nsys is still writing the trace; waiting for it (kill -9 to abandon it)",
-            markup=False,
-            soft_wrap=True,
-        ),
-        interrupts=interrupts,
-    )
+    try:
+        code = run_nsys(
+            cmd.argv,
+            on_interrupt=lambda: console.print(
+                "launchprof: interrupted: stopping the workload; nsys is writing the trace",
+                markup=False,
+                soft_wrap=True,
+            ),
+            on_repeat=lambda: console.print(
+                "launchprof: nsys is still writing the trace; waiting for it (kill -9 to abandon it)",
+                markup=False,
+                soft_wrap=True,
+            ),
+            interrupts=interrupts,
+            on_start=warm.nsys_started,
+        )
+    finally:
+        warm.nsys_exited()
     mark("nsys_end")
     try:
         # Interrupted: nsys may have written less than it recorded; analyse what it wrote.

@@ -182,6 +182,7 @@ def run_nsys(
     on_interrupt: Callable[[], None] | None = None,
     on_repeat: Callable[[], None] | None = None,
     interrupts: list[int] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
     through live) and return its exit code (128 + N when nsys itself dies of signal N;
@@ -189,7 +190,7 @@ def run_nsys(
     is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later
     ones are not forwarded (a second SIGINT makes nsys abandon the trace it is writing)
     and ``on_repeat`` is called. The signal numbers received are appended to
-    ``interrupts``.
+    ``interrupts``. ``on_start`` is called with nsys's process id once it runs.
 
     Raises:
         NsysError: nsys cannot be started.
@@ -198,6 +199,8 @@ def run_nsys(
         proc = _start_group(argv)
     except OSError as exc:
         raise NsysError(f"cannot run {argv[0]}: {exc.strerror}") from None
+    if on_start is not None:
+        on_start(proc.pid)
     interrupted: list[int] = interrupts if interrupts is not None else []
     first = len(interrupted)
     pending: list[Callable[[], None]] = []

@@ -1,0 +1,141 @@
+"""launchprof.nsys.watch: the wait for the workload's exit, against the real nsys (Debian's
+2022.4 in CI), and `launchprof profile` importing its analysis modules only after it.
+
+The workloads write the time (time.time()) at which they end into a file: the wait must
+end after that, and before nsys exits (nsys 2022.4 writes its recording for a second or
+more after the workload)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_nsys_retrying
+
+from launchprof.nsys.profile import nsys_command, workload
+from launchprof.nsys.watch import _parents, children, find_launcher, wait_for_workload_exit
+
+LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
+needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+
+ENDS_LATER = """
+import sys, time
+time.sleep(float(sys.argv[2]))
+open(sys.argv[1], "w").write(repr(time.time()))
+"""
+
+
+@needs_nsys
+def test_the_wait_ends_when_the_workload_exits_not_when_nsys_does(tmp_path: Path) -> None:
+    script = tmp_path / "ends_later.py"
+    script.write_text(ENDS_LATER)
+    for _attempt in range(3):  # nsys 2022.4 now and then fails to reach its agent (conftest)
+        ended = tmp_path / "ended"
+        ended.unlink(missing_ok=True)
+        argv = nsys_command(
+            Path(shutil.which("nsys") or "nsys"), tmp_path / f"t{_attempt}", workload([str(script), str(ended), "0.5"])
+        ).argv
+        nsys = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        why = wait_for_workload_exit(nsys.pid, threading.Event())
+        waited = time.time()
+        nsys.wait(timeout=300)
+        nsys_end = time.time()
+        if ended.exists():
+            break
+    else:
+        pytest.skip("nsys did not run the workload in 3 attempts")
+    assert why == "exited"
+    assert float(ended.read_text()) <= waited < nsys_end, (float(ended.read_text()), waited, nsys_end)
+
+
+def test_a_process_without_a_launcher_gives_up_after_find_s() -> None:
+    plain = subprocess.Popen(["sleep", "5"])
+    try:
+        began = time.monotonic()
+        why = wait_for_workload_exit(plain.pid, threading.Event(), find_s=0.3)
+        assert why == "no-launcher"
+        assert 0.3 <= time.monotonic() - began < 2.0
+    finally:
+        plain.kill()
+        plain.wait()
+
+
+def test_nsys_exiting_or_the_report_ends_the_wait() -> None:
+    plain = subprocess.Popen(["sleep", "5"])
+    try:
+        done = threading.Event()
+        threading.Timer(0.2, done.set).start()
+        assert wait_for_workload_exit(plain.pid, done) == "done"
+        assert wait_for_workload_exit(plain.pid, threading.Event(), ready=lambda: True) == "ready"
+    finally:
+        plain.kill()
+        plain.wait()
+
+
+def test_a_launcher_is_found_by_its_name_and_its_children_followed(tmp_path: Path) -> None:
+    """A stand-in tree: a shell (the "nsys" process) runs a script named nsys-launcher,
+    whose child sleeps 0.5 s; then the script itself becomes a sleep with no child. The
+    launcher is found under the shell, and the wait ends once its child is gone."""
+    launcher = tmp_path / "nsys-launcher"
+    launcher.write_text("#!/bin/sh\nsleep 0.5\nexec sleep 5\n")
+    launcher.chmod(0o755)
+    parent = subprocess.Popen(["/bin/sh", "-c", f"{launcher}; true"])
+    try:
+        deadline = time.monotonic() + 5
+        found = None
+        while found is None and time.monotonic() < deadline:
+            found = find_launcher(parent.pid)
+        assert found is not None
+        assert open(f"/proc/{found}/comm").read().strip() == "nsys-launcher"
+        began = time.monotonic()
+        assert wait_for_workload_exit(parent.pid, threading.Event()) == "exited"
+        assert 0.3 < time.monotonic() - began < 3.0
+    finally:
+        subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
+        parent.kill()
+        parent.wait()
+
+
+def test_children_from_task_files_and_from_the_parent_fields_agree() -> None:
+    kids = [subprocess.Popen(["sleep", "3"]) for _ in range(2)]
+    try:
+        me = os.getpid()
+        from_tasks = sorted(children(me) or [])
+        from_stat = sorted(c for c, p in _parents().items() if p == me)
+        assert from_tasks == from_stat == sorted(k.pid for k in kids)
+    finally:
+        for k in kids:
+            k.kill()
+            k.wait()
+
+
+@needs_nsys
+@pytest.mark.parametrize("setting", ["", "start"])
+def test_profile_imports_its_analysis_after_the_workload_exits(tmp_path: Path, setting: str) -> None:
+    """The warm-up imports begin (timings mark ``warm_start``) after the workload's last
+    moment; with LAUNCHPROF_WARM_AT=start, before it (while it sleeps)."""
+    script = tmp_path / "ends_later.py"
+    script.write_text(ENDS_LATER)
+    timings = tmp_path / "timings.jsonl"
+    env = {**os.environ, "LAUNCHPROF_TIMINGS": str(timings), "LAUNCHPROF_WARM_AT": setting}
+    done = run_nsys_retrying(
+        [LAUNCHPROF, "profile", "-o", str(tmp_path / "out"), str(script), str(tmp_path / "ended"), "1.0"],
+        cwd=tmp_path,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    marks = json.loads(timings.read_text().splitlines()[-1])
+    ended = float((tmp_path / "ended").read_text())
+    assert marks["warm_start"] <= marks["warm_done"]
+    if setting == "start":
+        assert marks["warm_start"] < ended
+    else:
+        assert marks["nsys_start"] < ended <= marks["warm_start"] < marks["nsys_end"]
