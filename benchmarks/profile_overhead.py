@@ -44,11 +44,38 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = [str(ROOT / "examples" / "cpu" / "steps_loop.py"), "--steps", "400", "--work", "20000"]
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None, watch: Path | None = None) -> tuple[float, float, float]:
+RETRIES: list[str] = []  # commands run again after nsys failed to reach its agent
+
+
+def timed(
+    cmd: list[str],
+    env: dict[str, str] | None = None,
+    watch: Path | None = None,
+    again: Path | None = None,
+    remake: bool = False,
+) -> tuple[float, float, float]:
     """(wall seconds, time.time() at the start, seconds until ``watch`` appeared or nan) of
     ``cmd``; exits on failure. ``watch`` is polled every 2 ms in a thread of this process
     (the same cost for every command timed): nsys creates ``STEM.sqlite`` once
-    ``STEM.nsys-rep`` is complete, so it splits nsys's time into recording and export."""
+    ``STEM.nsys-rep`` is complete, so it splits nsys's time into recording and export.
+
+    A run in which nsys failed to start its agent (nsys exit 1, no trace: "End of file"
+    from nsys 2025.3 now and then, "Connection reset by peer" from 2022.4) is run once
+    more, with ``again`` (the run's folder) removed first (made again, empty, with
+    ``remake``), and counted in ``RETRIES``."""
+    try:
+        return _timed(cmd, env, watch)
+    except SystemExit:
+        if again is None:
+            raise
+        RETRIES.append(" ".join(cmd))
+        shutil.rmtree(again, ignore_errors=True)
+        if remake:
+            again.mkdir()
+        return _timed(cmd, env, watch)
+
+
+def _timed(cmd: list[str], env: dict[str, str] | None, watch: Path | None) -> tuple[float, float, float]:
     seen: list[float] = []
     stop = threading.Event()
 
@@ -113,7 +140,8 @@ def main() -> None:
                 if name == "nsys":
                     stem = base / f"bare{i}" / "trace"
                     stem.parent.mkdir()
-                    wall, _, rec = timed(nsys_command(info.path, stem, work).argv, watch=stem.with_suffix(".sqlite"))
+                    argv = nsys_command(info.path, stem, work).argv
+                    wall, _, rec = timed(argv, watch=stem.with_suffix(".sqlite"), again=stem.parent, remake=True)
                     times["nsys"].append(wall)
                     recorded["nsys"].append(rec)
                     if stem.with_suffix(".nsys-rep").exists() and stem.with_suffix(".sqlite").exists():
@@ -123,7 +151,7 @@ def main() -> None:
                 env = {**os.environ, **variants[name], "LAUNCHPROF_TIMINGS": str(marks)}
                 out = base / f"lp{i}-{len(times[name])}-{name.replace(' ', '_')}"
                 wall, began, rec = timed(
-                    [*launchprof, "profile", "-o", str(out), *target], env=env, watch=out / "trace.sqlite"
+                    [*launchprof, "profile", "-o", str(out), *target], env=env, watch=out / "trace.sqlite", again=out
                 )
                 times[name].append(wall)
                 recorded[name].append(rec)
@@ -178,6 +206,7 @@ def main() -> None:
         "until_sqlite_s": recorded,
         "variants": variants,
         "marks_after_nsys_end_s": raw,
+        "retried": RETRIES,
     }
     for ref in ("nsys", "nsys+import+export"):
         if ref not in times:

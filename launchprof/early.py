@@ -135,7 +135,9 @@ class EarlyAnalysis:
 
     ``stem``: nsys's ``--output`` (``STEM.nsys-rep``, ``STEM.sqlite``); ``warm``: the
     thread importing the analysis modules, joined before this thread imports anything;
-    ``render``: also render the summary and page (no baseline runs to wait for).
+    ``render``: also render the summary and page (no baseline runs to wait for);
+    ``after``: set once the workload has exited (nsys writes its report only then), before
+    which the report is not looked for.
     """
 
     def __init__(
@@ -146,6 +148,7 @@ class EarlyAnalysis:
         step: str | None,
         warm: threading.Thread | None = None,
         render: bool = True,
+        after: threading.Event | None = None,
     ) -> None:
         self.stem = stem
         self.nsys = nsys
@@ -153,6 +156,7 @@ class EarlyAnalysis:
         self.step = step
         self.warm = warm
         self.render = render
+        self.after = after
         self.result: EarlyResult | None = None
         self.error: str | None = None
         self._nsys_done = threading.Event()
@@ -175,6 +179,9 @@ class EarlyAnalysis:
         try:
             if not exports_arrowdir(str(self.nsys)):
                 return
+            while self.after is not None and not self.after.wait(0.1):
+                if self._nsys_done.is_set():
+                    return
             while not self._report_ready():
                 if self._nsys_done.wait(POLL_S):
                     return

@@ -143,6 +143,7 @@ class WarmUp(threading.Thread):
         self.modules = tuple(modules)
         self.ready = ready
         self.waited = ""  # why the wait ended (watch.wait_for_workload_exit), for benchmarks
+        self.workload_gone = threading.Event()  # set when the wait ends (the workload exited, or no telling)
         self._pid: int | None = None
         self._nsys_seen = threading.Event()
         self._nsys_gone = threading.Event()
@@ -163,6 +164,7 @@ class WarmUp(threading.Thread):
                 from launchprof.nsys.watch import wait_for_workload_exit
 
                 self.waited = wait_for_workload_exit(self._pid, self._nsys_gone, self.ready)
+        self.workload_gone.set()
         mark("warm_start")
         import importlib
 
@@ -246,7 +248,13 @@ def run_profile(
     early = None
     if use_early:  # analyse while nsys writes its SQLite export (launchprof.early)
         early = EarlyAnalysis(
-            folder / TRACE_STEM, nsys_path, bubble_threshold_ns, step, warm=warm, render=not baseline_runs
+            folder / TRACE_STEM,
+            nsys_path,
+            bubble_threshold_ns,
+            step,
+            warm=warm,
+            render=not baseline_runs,
+            after=warm.workload_gone,
         ).start()
     interrupts: list[int] = []
     started = time.time()
