@@ -165,6 +165,7 @@ class WarmUp(threading.Thread):
 
                 self.waited = wait_for_workload_exit(self._pid, self._nsys_gone, self.ready)
         self.workload_gone.set()
+        mark(f"warm_start_{self.waited or WARM_ENV}")
         mark("warm_start")
         import importlib
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import run_nsys_retrying
 
+from launchprof.nsys import watch
 from launchprof.nsys.profile import nsys_command, workload
 from launchprof.nsys.watch import _parents, children, find_launcher, wait_for_workload_exit
 
@@ -79,10 +80,16 @@ def test_nsys_exiting_or_the_report_ends_the_wait() -> None:
         plain.wait()
 
 
-def test_a_launcher_is_found_by_its_name_and_its_children_followed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pidfds", [True, False], ids=["pidfd", "polling"])
+def test_a_launcher_is_found_by_its_name_and_its_children_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfds: bool
+) -> None:
     """A stand-in tree: a shell (the "nsys" process) runs a script named nsys-launcher,
     whose child sleeps 0.5 s; then the script itself becomes a sleep with no child. The
-    launcher is found under the shell, and the wait ends once its child is gone."""
+    launcher is found under the shell, and the wait ends once its child is gone (blocked
+    on the child's pidfd, or reading /proc where there are no pidfds)."""
+    if not pidfds:
+        monkeypatch.setattr(watch, "_pidfds", lambda pids: None)
     launcher = tmp_path / "nsys-launcher"
     launcher.write_text("#!/bin/sh\nsleep 0.5\nexec sleep 5\n")
     launcher.chmod(0o755)

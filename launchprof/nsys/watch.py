@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import glob
 import os
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -94,6 +95,38 @@ def find_launcher(root: int, depth: int = 3) -> int | None:
     return None
 
 
+def _pidfds(pids: list[int]) -> list[int] | None:
+    """A pidfd (readable once the process has exited) for each of ``pids``; None where the
+    kernel has none (Linux < 5.3, some sandboxes): then the wait polls."""
+    opened: list[int] = []
+    try:
+        for pid in pids:
+            opened.append(os.pidfd_open(pid))
+    except (AttributeError, OSError):
+        for fd in opened:
+            os.close(fd)
+        return None
+    return opened
+
+
+def _wait_exits(fds: list[int], done: threading.Event, ready: Callable[[], bool], tick_s: float) -> str | None:
+    """Block until every pidfd in ``fds`` is readable (closing them); ``"done"``/``"ready"``
+    when that came first (checked every ``tick_s``), None when the processes exited."""
+    try:
+        left = list(fds)
+        while left:
+            readable, _, _ = select.select(left, [], [], tick_s)
+            left = [fd for fd in left if fd not in readable]
+            if left and done.is_set():
+                return "done"
+            if left and ready():
+                return "ready"
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def wait_for_workload_exit(
     nsys_pid: int,
     done: threading.Event,
@@ -110,6 +143,10 @@ def wait_for_workload_exit(
     * ``"done"``: ``done`` was set (nsys exited);
     * ``"no-launcher"``: no launcher under nsys within ``find_s`` seconds;
     * ``"no-proc"``: no ``/proc`` to read.
+
+    /proc is read every ``poll_s`` until the launcher's first children are seen (0.3-0.4 s
+    after nsys starts); then the wait blocks on their pidfds, so nothing is read while
+    the workload runs (where pidfds are missing, /proc is read every ``poll_s`` instead).
     """
     if not os.path.isdir("/proc/self/task"):
         return "no-proc"
@@ -127,6 +164,11 @@ def wait_for_workload_exit(
         kids = children(launcher)
         if kids:
             had_child = True
+            fds = _pidfds(kids)
+            if fds is not None:
+                why = _wait_exits(fds, done, ready, max(poll_s, 0.1))
+                if why is not None:
+                    return why
         elif had_child or kids is None:
             return "exited"
     return "done"
