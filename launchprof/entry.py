@@ -36,6 +36,7 @@ VALUE_OPTIONS = {
 }
 FLAG_OPTIONS = {"--open": "open_report"}
 MAX_BASELINE_RUNS = 100  # launchprof.cli.profile's --baseline-runs max
+COMMANDS = ("analyze", "profile", "doctor", "compare", "calibrate")  # launchprof.cli's
 
 
 def profile_defaults() -> dict[str, Any]:
@@ -195,9 +196,7 @@ def main() -> None:
         params = parse_profile(sys.argv[2:]) if sys.argv[1:2] == ["profile"] else None
         if params is not None:
             raise SystemExit(profile_command(**params))
-        from launchprof.cli import app
-
-        app(prog_name="launchprof")
+        raise SystemExit(_typer_app())
     except SystemExit as exc:
         if QUICK_EXIT and (exc.code is None or isinstance(exc.code, int)):
             dump()
@@ -216,6 +215,45 @@ def main() -> None:
             sys.stderr.write(f"launchprof: error: cannot write the output: {exc.strerror}\n")
             sys.stderr.flush()
         os._exit(1)
+
+
+def _typer_app() -> int:
+    """Run the Typer app on ``sys.argv`` and return the exit status. A usage error (an
+    unknown option or command, a missing argument, a value of the wrong type) is one line
+    on stderr, exit status 2, instead of Typer's usage box; no arguments at all print the
+    help, as Typer does."""
+    try:
+        from typer._click import exceptions as click_errors  # Typer 0.28 carries its own click
+    except ImportError:  # pragma: no cover - Typer < 0.28
+        from click import exceptions as click_errors  # type: ignore[no-redef]
+
+    from typer import Abort
+
+    from launchprof.cli import app
+
+    try:
+        code = app(prog_name="launchprof", standalone_mode=False)
+    except click_errors.NoArgsIsHelpError:
+        return _standalone(app)
+    except click_errors.ClickException as exc:
+        where = exc.ctx.command_path if isinstance(exc, click_errors.UsageError) and exc.ctx else "launchprof"
+        if where == "launchprof" and sys.argv[1:2] and sys.argv[1] in COMMANDS:
+            where = f"launchprof {sys.argv[1]}"  # an option's error found before its command's context was made
+        message = " ".join(exc.format_message().split())
+        sys.stderr.write(f"launchprof: error: {message} (see {where} --help)\n")
+        return exc.exit_code
+    except Abort:  # EOF on a prompt (launchprof asks none)
+        sys.stderr.write("launchprof: aborted\n")
+        return 1
+    return code if isinstance(code, int) else 0
+
+
+def _standalone(app: Any) -> int:
+    try:
+        app(prog_name="launchprof")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
 
 
 def _flush() -> None:

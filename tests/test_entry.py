@@ -146,3 +146,44 @@ def test_nsys_starts_before_typer_is_imported(tmp_path: Path) -> None:
 def test_the_installed_command_takes_the_entry_point() -> None:
     script = Path(sys.executable).with_name("launchprof")
     assert "launchprof.entry" in script.read_text(), script.read_text()
+
+
+LAUNCHPROF = str(Path(sys.executable).with_name("launchprof"))
+
+
+@pytest.mark.parametrize(
+    ("words", "names"),
+    [
+        (["profile", "--baseline-runs", "abc", "x.py"], ["--baseline-runs", "launchprof profile --help"]),
+        (["profile", "--nsys-arg"], ["--nsys-arg", "launchprof profile --help"]),
+        (["profile"], ["target", "launchprof profile --help"]),
+        (["analyze", "--bubble-threshold", "x", "t.sqlite"], ["--bubble-threshold", "launchprof analyze --help"]),
+        (["analyze", "--workers", "-1", "a", "b"], ["--workers", "launchprof analyze --help"]),
+        (["compare", "only-one"], ["after", "launchprof compare --help"]),
+        (["compare", "--nope", "a", "b"], ["--nope", "launchprof compare --help"]),
+        (["bogus"], ["bogus", "launchprof --help"]),
+    ],
+)
+def test_a_usage_error_is_one_line(tmp_path: Path, words: list[str], names: list[str]) -> None:
+    done = subprocess.run([LAUNCHPROF, *words], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("launchprof: error: "), done.stderr
+    for name in names:
+        assert name in lines[0]
+
+
+def test_no_arguments_still_print_the_help(tmp_path: Path) -> None:
+    done = subprocess.run([LAUNCHPROF], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "Usage: launchprof" in " ".join((done.stdout + done.stderr).split())
+    assert "analyze" in done.stdout + done.stderr
+
+
+def test_the_command_names_the_entry_knows_are_the_apps() -> None:
+    import typer
+
+    from launchprof.entry import COMMANDS
+
+    assert sorted(COMMANDS) == sorted(typer.main.get_command(cli.app).commands)  # type: ignore[attr-defined]
