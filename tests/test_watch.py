@@ -21,7 +21,7 @@ from conftest import run_nsys_retrying
 
 from launchprof.nsys import watch
 from launchprof.nsys.profile import nsys_command, workload
-from launchprof.nsys.watch import _parents, children, find_launcher, wait_for_workload_exit
+from launchprof.nsys.watch import find_launcher, wait_for_workload_exit
 
 LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
 needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
@@ -111,16 +111,22 @@ def test_a_launcher_is_found_by_its_name_and_its_children_followed(
 
 
 def test_children_from_task_files_and_from_the_parent_fields_agree() -> None:
-    kids = [subprocess.Popen(["sleep", "3"]) for _ in range(2)]
-    try:
-        me = os.getpid()
-        from_tasks = sorted(children(me) or [])
-        from_stat = sorted(c for c, p in _parents().items() if p == me)
-        assert from_tasks == from_stat == sorted(k.pid for k in kids)
-    finally:
-        for k in kids:
-            k.kill()
-            k.wait()
+    """In a fresh process (the test process may have children of earlier tests coming and
+    going): two live children and one exited, not yet reaped, seen the same both ways."""
+    code = (
+        "import json, os, subprocess, time\n"
+        "from launchprof.nsys.watch import _parents, children\n"
+        "kids = [subprocess.Popen(['sleep', '3']) for _ in range(2)]\n"
+        "gone = subprocess.Popen(['true'])\n"
+        "time.sleep(0.3)\n"  # `true` has exited: a zombie until waited for
+        "me = os.getpid()\n"
+        "print(json.dumps([sorted(children(me) or []), sorted(c for c, p in _parents().items() if p == me), "
+        "sorted(k.pid for k in kids)]))\n"
+        "for k in kids: k.kill()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    from_tasks, from_stat, expected = json.loads(done.stdout)
+    assert from_tasks == from_stat == expected, done.stderr
 
 
 @needs_nsys
