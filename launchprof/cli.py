@@ -164,7 +164,7 @@ def profile(
         ),
     ],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="folder (default: reports/<target>-<UTC time>)")
+        Optional[str], typer.Option("--output", "-o", help="folder (default: reports/<target>-<UTC time>)")
     ] = None,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
     nsys_arg: Annotated[

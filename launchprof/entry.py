@@ -56,10 +56,6 @@ def profile_defaults() -> dict[str, Any]:
 def _convert(param: str, value: str) -> Any:
     """The value as Typer gives it; raises ValueError where Typer would refuse or convert
     otherwise."""
-    if param == "output":
-        if not value:
-            raise ValueError(value)
-        return Path(value)
     if param == "bubble_threshold":
         return float(value)
     if param == "baseline_runs":
@@ -75,7 +71,7 @@ def parse_profile(args: Sequence[str]) -> dict[str, Any] | None:
     the Typer command ``launchprof.cli.profile`` would parse them, or None when ARGS hold
     anything this reader leaves to Typer: ``-h``/``--help``, an option it does not know
     (``-m`` before a module name excepted: TARGET), ``--opt=`` on a flag, a value Typer
-    would check or convert (a number out of range or malformed, an empty path), an option
+    would check or convert (a number out of range or malformed), an option
     without its value, or no TARGET. Options come before TARGET; from TARGET (or after
     ``--``) every word goes to the workload unchanged, as Typer does with this command's
     settings (no interspersed options, unknown options kept)."""
@@ -127,7 +123,7 @@ def _as_ctrl_c(_signum: int, _frame: object) -> None:
 
 def profile_command(
     target: Sequence[str],
-    output: Path | None,
+    output: str | None,
     nsys: str | None,
     nsys_arg: Sequence[str] | None,
     step: str | None,
@@ -140,7 +136,7 @@ def profile_command(
     workload's (said in one line when not 0), or the error's after its one line."""
     from launchprof.console import err, out, print_error
     from launchprof.errors import LaunchprofError
-    from launchprof.options import bubble_threshold_ns, step_text
+    from launchprof.options import bubble_threshold_ns, non_empty, step_text
     from launchprof.profiling import run_profile
 
     mark("parsed")
@@ -153,8 +149,8 @@ def profile_command(
         result = run_profile(
             target,
             out,
-            output,
-            nsys,
+            None if output is None else Path(non_empty("--output", output, "a folder")),
+            None if nsys is None else non_empty("--nsys", nsys, "the path of the nsys executable"),
             nsys_arg or (),
             bubble_threshold_ns(bubble_threshold),
             step_text(step),
@@ -203,6 +199,11 @@ def main() -> None:
             _flush()
             os._exit(exc.code or 0)
         raise
+    except KeyboardInterrupt:  # while the modules were imported (later, each command says what was kept)
+        with contextlib.suppress(Exception):
+            sys.stderr.write("launchprof: interrupted\n")
+            sys.stderr.flush()
+        raise SystemExit(130) from None
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:  # a path given (or made from one) longer than the file system takes
             with contextlib.suppress(Exception):

@@ -19,9 +19,20 @@ def bubble_threshold_ns(us: float) -> int:
     """
     if not (math.isfinite(us) and 0 <= us <= MAX_BUBBLE_THRESHOLD_US):
         raise OptionError(
-            f"--bubble-threshold must be a number of us from 0 to {MAX_BUBBLE_THRESHOLD_US:g}, not {us:g}"
+            f"--bubble-threshold must be a number of us from 0 to {MAX_BUBBLE_THRESHOLD_US:g}, not {us!r}"
         )
     return int(round(us * 1000))
+
+
+def non_empty(option: str, value: str, what: str) -> str:
+    """``value`` of ``option`` when it is not empty (an empty path is not the current folder).
+
+    Raises:
+        OptionError: an empty value.
+    """
+    if not value:
+        raise OptionError(f"{option} needs {what}, not an empty word")
+    return value
 
 
 def step_text(step: str | None) -> str | None:

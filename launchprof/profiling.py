@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from launchprof.early import EarlyAnalysis, EarlyResult, background_priority, wanted
 from launchprof.errors import LaunchprofError, NsysError, OutputError
-from launchprof.nsys.locate import locate_nsys, nsys_info
+from launchprof.nsys.locate import check_importer_setting, locate_nsys, nsys_info
 from launchprof.nsys.profile import (
     TRACE_STEM,
     TargetError,
@@ -50,7 +50,20 @@ class Interrupted(LaunchprofError):
     exit_code = 130
 
 
-TRACE_FILES = ("trace.nsys-rep", "trace.sqlite", "trace.qdstrm", "summary.json", "report.html", "baseline-1.steps")
+# What a run writes into its folder (launchprof.report.sides.STEP_FILES spelled out: that
+# module imports pandas); profile never overwrites any of them.
+TRACE_FILES = (
+    "trace.nsys-rep",
+    "trace.sqlite",
+    "trace.qdstrm",
+    "summary.json",
+    "report.html",
+    "plotly.min.js",
+    "steps.csv",
+    "step_kernels.csv",
+    "step_timeline.csv",
+    "baseline-1.steps",
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +119,23 @@ def _claim_folder(folder: Path) -> bool:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    _check_writable(folder)
     return not existed
+
+
+def _check_writable(folder: Path) -> None:
+    """Create and remove a file in ``folder``: a folder nsys cannot write into (read-only,
+    another user's) is refused before the workload runs, not after.
+
+    Raises:
+        OutputError: the file cannot be created.
+    """
+    probe = folder / f".launchprof-write-check-{os.getpid()}"
+    try:
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise OutputError(f"cannot write into {folder}: {exc.strerror or exc}") from None
 
 
 # Imported while nsys runs, besides launchprof.commands (pandas and the report modules):
@@ -144,6 +173,7 @@ class WarmUp(threading.Thread):
         self.ready = ready
         self.waited = ""  # why the wait ended (watch.wait_for_workload_exit), for benchmarks
         self.workload_gone = threading.Event()  # set when the wait ends (the workload exited, or no telling)
+        self.workload_exited = threading.Event()  # set when the workload is known to have exited
         self._pid: int | None = None
         self._nsys_seen = threading.Event()
         self._nsys_gone = threading.Event()
@@ -158,13 +188,21 @@ class WarmUp(threading.Thread):
 
     def run(self) -> None:
         background_priority()  # the workload and nsys come first
-        if os.environ.get(WARM_ENV) != "start":
-            self._nsys_seen.wait()
-            if self._pid is not None:
-                from launchprof.nsys.watch import wait_for_workload_exit
+        at_start = os.environ.get(WARM_ENV) == "start"
+        if at_start:
+            self._import()
+        self._nsys_seen.wait()
+        if self._pid is not None:
+            from launchprof.nsys.watch import wait_for_workload_exit
 
-                self.waited = wait_for_workload_exit(self._pid, self._nsys_gone, self.ready)
+            self.waited = wait_for_workload_exit(self._pid, self._nsys_gone, self.ready)
+            if self.waited in ("exited", "ready"):
+                self.workload_exited.set()
         self.workload_gone.set()
+        if not at_start:
+            self._import()
+
+    def _import(self) -> None:
         mark(f"warm_start_{self.waited or WARM_ENV}")
         mark("warm_start")
         import importlib
@@ -225,6 +263,7 @@ def run_profile(
     work = workload(target)
     extra = split_nsys_args(nsys_args)
     nsys_path, _ = locate_nsys(nsys)
+    check_importer_setting()
     if output is not None:
         folder = output
         created = _claim_folder(folder)
@@ -269,12 +308,13 @@ def run_profile(
                 soft_wrap=True,
             ),
             on_repeat=lambda: console.print(
-                "launchprof: nsys is still writing the trace; waiting for it (kill -9 to abandon it)",
+                "launchprof: interrupted: nsys is still writing the trace; waiting for it (kill -9 to abandon it)",
                 markup=False,
                 soft_wrap=True,
             ),
             interrupts=interrupts,
             on_start=warm.nsys_started,
+            hold=warm.workload_exited.is_set,  # a SIGINT would make nsys abandon the trace it writes
         )
     finally:
         warm.nsys_exited()

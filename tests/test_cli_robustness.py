@@ -24,12 +24,12 @@ def run(*args: str, cwd: Path, stdout: object = subprocess.PIPE) -> subprocess.C
     )
 
 
-@pytest.mark.parametrize("value", ["inf", "nan", "-1", "1e30"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "1e30", "1000000000.0001"])
 def test_bubble_threshold_out_of_range_is_one_line(real_trace, tmp_path: Path, value: str) -> None:  # type: ignore[no-untyped-def]
     done = run("analyze", str(real_trace("mlp_eager")), "-o", "r", f"--bubble-threshold={value}", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        f"launchprof: error: --bubble-threshold must be a number of us from 0 to 1e+09, not {float(value):g}"
+        f"launchprof: error: --bubble-threshold must be a number of us from 0 to 1e+09, not {float(value)!r}"
     ]
     assert not (tmp_path / "r").exists()  # refused before anything was written
 

@@ -67,6 +67,7 @@ COMMON = [
     ["--bubble-threshold", "1_0", "--baseline-runs", " 5", "x.py"],  # Python's int/float spellings
     ["--bubble-threshold", "nan", "x.py"],  # a float Typer passes on (the body refuses it)
     ["--step", "", "x.py"],  # likewise
+    ["-o", "", "--nsys=", "x.py"],  # likewise
     ["-", "a"],
     ["", "a"],
     ["/usr/bin/env", "python3", "x.py"],
@@ -81,7 +82,6 @@ LEFT_TO_TYPER = [
     ["--baseline-runs", "-1", "x.py"],
     ["--baseline-runs", "abc", "x.py"],
     ["--bubble-threshold", "fast", "x.py"],
-    ["-o", "", "x.py"],
     ["-o"],
     ["-o", "out"],
     ["--unknown", "x.py"],

@@ -97,7 +97,10 @@ def import_qdstrm(qdstrm: Path, nsys: Path, importer: Path | None = None) -> Pat
         NsysError: no importer found, it cannot start (the missing library and its package
             are named), or it failed / wrote no report.
     """
-    exe = importer or find_importer(nsys)
+    try:
+        exe = importer or find_importer(nsys)
+    except NsysError as exc:
+        raise NsysError(f"{exc} (the .qdstrm is kept: {qdstrm})") from None
     if exe is None:
         raise NsysError(
             f"nsys left only {qdstrm} and no QdstrmImporter was found near {nsys}; set "

@@ -168,6 +168,18 @@ def nsys_own_importer(nsys: Path) -> Path:
     return nsys.resolve().parent.parent / "host-linux-x64" / IMPORTER_NAME
 
 
+def check_importer_setting() -> None:
+    """Refuse a ``$LAUNCHPROF_QDSTRM_IMPORTER`` that is set but not an executable file
+    (``launchprof profile`` asks before the workload runs, not after).
+
+    Raises:
+        NsysError: it is set and not an executable file.
+    """
+    env = os.environ.get("LAUNCHPROF_QDSTRM_IMPORTER")
+    if env and not _executable(Path(env)):
+        raise NsysError(f"QdstrmImporter not found at {env} (given by $LAUNCHPROF_QDSTRM_IMPORTER)")
+
+
 def find_importer(nsys: Path) -> Path | None:
     """The first existing, executable QdstrmImporter among :func:`importer_candidates`, or
     None. It is not run here (see :func:`launchprof.nsys.importer.check_importer`).
@@ -175,9 +187,7 @@ def find_importer(nsys: Path) -> Path | None:
     Raises:
         NsysError: ``$LAUNCHPROF_QDSTRM_IMPORTER`` is set but not an executable file.
     """
-    env = os.environ.get("LAUNCHPROF_QDSTRM_IMPORTER")
-    if env and not _executable(Path(env)):
-        raise NsysError(f"QdstrmImporter not found at {env} (given by $LAUNCHPROF_QDSTRM_IMPORTER)")
+    check_importer_setting()
     for path in importer_candidates(nsys):
         if _executable(path):
             return path

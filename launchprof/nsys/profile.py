@@ -67,11 +67,15 @@ def workload(target: Sequence[str]) -> Workload:
         if not rest or not rest[0]:
             raise TargetError("-m needs a module name")
         return Workload([sys.executable, "-m", *rest], rest[0])
+    if not first:
+        raise TargetError("the target is an empty word: give a Python script, -m module, or an executable")
     path = Path(first)
+    # A name starting with '-' would be read as an option by Python or nsys: ./-name instead.
+    command = os.path.join(".", first) if first.startswith("-") else first
     if first.endswith(".py"):
         if not path.is_file():
             raise TargetError(f"no such Python script: {first}")
-        return Workload([sys.executable, first, *rest], path.stem)
+        return Workload([sys.executable, command, *rest], path.stem)
     if "/" in first:
         if path.is_dir():
             raise TargetError(f"{first} is a directory, not a Python script or an executable")
@@ -84,7 +88,9 @@ def workload(target: Sequence[str]) -> Workload:
                 "a program whose name starts with a dash goes after --)"
             )
         raise TargetError(f"{first} is not a Python script (.py) and not a program on PATH")
-    return Workload([first, *rest], path.name)
+    elif first.startswith("-"):  # a program on PATH named -name
+        command = shutil.which(first) or first
+    return Workload([command, *rest], path.name)
 
 
 OPTIONS_CACHE = "nsys-profile-options.json"
@@ -153,9 +159,18 @@ class NsysCommand:
     dropped: list[str]
 
 
+def output_argument(stem: Path) -> str:
+    """``STEM`` as ``nsys profile --output`` takes it literally: absolute (nsys expands a
+    leading ``~``), each ``%`` doubled (nsys expands ``%p``, ``%h``, ``%q{VAR}``, and
+    ``%%`` to ``%``; seen with nsys 2022.4: ``-o 'pct%p'`` recorded elsewhere). ``nsys
+    export --output`` takes its path as given."""
+    return str(stem.absolute()).replace("%", "%%")
+
+
 def nsys_command(nsys: Path, output_stem: Path, work: Workload, extra: Sequence[str] = ()) -> NsysCommand:
     """``nsys profile FLAGS --output STEM EXTRA -- workload``: :data:`PROFILE_FLAGS` minus
-    those this nsys does not know (and minus those ``extra`` overrides), then ``extra``."""
+    those this nsys does not know (and minus those ``extra`` overrides), then ``extra``
+    (``STEM`` as :func:`output_argument` writes it)."""
     known = profile_options(str(nsys))
     overridden = {e.split("=", 1)[0] for e in extra if e.startswith("--")}
     flags, dropped = [], []
@@ -167,7 +182,7 @@ def nsys_command(nsys: Path, output_stem: Path, work: Workload, extra: Sequence[
             dropped.append(flag)
         else:
             flags.append(flag)
-    argv = [str(nsys), "profile", *flags, f"--output={output_stem}", *extra, *work.argv]
+    argv = [str(nsys), "profile", *flags, f"--output={output_argument(output_stem)}", *extra, *work.argv]
     return NsysCommand(argv, dropped)
 
 
@@ -183,6 +198,7 @@ def run_nsys(
     on_repeat: Callable[[], None] | None = None,
     interrupts: list[int] | None = None,
     on_start: Callable[[int], None] | None = None,
+    hold: Callable[[], bool] | None = None,
 ) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
     through live) and return its exit code (128 + N when nsys itself dies of signal N;
@@ -190,7 +206,10 @@ def run_nsys(
     is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later
     ones are not forwarded (a second SIGINT makes nsys abandon the trace it is writing)
     and ``on_repeat`` is called. The signal numbers received are appended to
-    ``interrupts``. ``on_start`` is called with nsys's process id once it runs.
+    ``interrupts``. ``on_start`` is called with nsys's process id once it runs. While
+    ``hold()`` is true (the workload has exited and nsys is writing the trace, which a
+    SIGINT makes nsys 2022.4 abandon: it left an incomplete recording in /tmp) no signal is
+    forwarded at all: ``on_repeat`` is called instead, and nsys finishes.
 
     Raises:
         NsysError: nsys cannot be started.
@@ -225,7 +244,7 @@ def run_nsys(
             announcing.clear()
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        repeat = len(interrupted) > first
+        repeat = len(interrupted) > first or (hold is not None and hold())
         interrupted.append(signum)
         if not repeat:  # forwarded before anything is printed (the first print imports rich)
             try:
@@ -326,7 +345,7 @@ def record_quietly(
         NsysError: nsys did not finish within ``timeout_s``, wrote no trace, or the
             import/export failed.
     """
-    cmd = [str(nsys), "profile", *flags, "--export=sqlite", f"--output={stem}", *argv]
+    cmd = [str(nsys), "profile", *flags, "--export=sqlite", f"--output={output_argument(stem)}", *argv]
     try:
         subprocess.run(cmd, capture_output=True, check=False, timeout=timeout_s)
     except subprocess.TimeoutExpired:
