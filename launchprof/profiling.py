@@ -162,7 +162,9 @@ class WarmUp(threading.Thread):
     writes its report for 1.4 s or more, while the imports took 1.4-1.7 s of one CPU on
     the H200 machine, where they slowed down the workload they ran beside
     (benchmarks/README.md). ``ready``: true once the report is complete (the imports start
-    then at the latest). With ``$LAUNCHPROF_WARM_AT=start`` they start at once.
+    then at the latest). With ``$LAUNCHPROF_WARM_AT=start`` they start at once, and the
+    wait follows them. :attr:`workload_exited` is set once the workload is known to have
+    exited (``run_nsys`` then holds back the first Ctrl-C).
 
     :meth:`nsys_started` gives the nsys process to watch; :meth:`nsys_exited` ends the wait.
     """
@@ -315,6 +317,12 @@ def run_profile(
             interrupts=interrupts,
             on_start=warm.nsys_started,
             hold=warm.workload_exited.is_set,  # a SIGINT would make nsys abandon the trace it writes
+            on_hold=lambda: console.print(
+                "launchprof: interrupted: the workload has exited and nsys is writing the trace; waiting for it "
+                "(Ctrl-C again stops nsys, which may lose the trace)",
+                markup=False,
+                soft_wrap=True,
+            ),
         )
     finally:
         warm.nsys_exited()

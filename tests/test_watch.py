@@ -158,8 +158,8 @@ def test_profile_imports_its_analysis_after_the_workload_exits(tmp_path: Path, s
 @needs_nsys
 def test_ctrl_c_after_the_workload_exited_is_not_forwarded_and_the_trace_is_kept(tmp_path: Path) -> None:
     """A SIGINT that reached nsys 2022.4 while it wrote the trace (the workload done) made
-    it abandon the recording, and the run lost everything. Now launchprof keeps it from
-    nsys, says it waits, and the report is written (exit status 130: interrupted)."""
+    it abandon the recording, and the run lost everything. Now launchprof keeps the first
+    one from nsys, says it waits, and the report is written (exit status 130)."""
     script = tmp_path / "ends_later.py"
     script.write_text(ENDS_LATER)
     for attempt in range(3):
@@ -185,6 +185,40 @@ def test_ctrl_c_after_the_workload_exited_is_not_forwarded_and_the_trace_is_kept
     else:
         pytest.skip("nsys did not run the workload in 3 attempts")
     assert proc.returncode == 130, stdout + stderr
-    assert "still writing the trace" in stdout
+    assert "the workload has exited and nsys is writing the trace; waiting for it" in stdout
     for name in ("trace.nsys-rep", "trace.sqlite", "summary.json", "report.html"):
         assert (out / name).is_file(), (name, stdout, stderr)
+
+
+def test_after_a_held_signal_the_next_one_reaches_nsys_and_no_more(tmp_path: Path) -> None:
+    """run_nsys with hold() true: the first of three SIGINTs is held (on_hold), the second
+    forwarded (nsys may still have to stop a workload's daemon), the third only announced.
+    The stand-in nsys counts the SIGINTs it gets."""
+    fake = tmp_path / "nsys"
+    got = tmp_path / "got"
+    fake.write_text(
+        "#!/usr/bin/env python3\n"
+        "import signal, sys, time\n"
+        f"def count(*_):\n    open({str(got)!r}, 'a').write('INT\\n')\n"
+        "signal.signal(signal.SIGINT, count)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(3)\n"
+    )
+    fake.chmod(0o755)
+    code = (
+        "import os, signal, sys, threading, time\n"
+        "from launchprof.nsys.profile import run_nsys\n"
+        "said = []\n"
+        "def send():\n"
+        "    time.sleep(1.0)\n"
+        "    for _ in range(3):\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        time.sleep(0.3)\n"
+        "threading.Thread(target=send, daemon=True).start()\n"
+        f"rc = run_nsys([{str(fake)!r}], on_interrupt=lambda: said.append('interrupt'),\n"
+        "    on_repeat=lambda: said.append('repeat'), hold=lambda: True, on_hold=lambda: said.append('hold'))\n"
+        "print(rc, said)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-1] == "130 ['hold', 'interrupt', 'repeat']", done.stdout + done.stderr
+    assert got.read_text().splitlines() == ["INT"]

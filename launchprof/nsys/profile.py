@@ -199,6 +199,7 @@ def run_nsys(
     interrupts: list[int] | None = None,
     on_start: Callable[[int], None] | None = None,
     hold: Callable[[], bool] | None = None,
+    on_hold: Callable[[], None] | None = None,
 ) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
     through live) and return its exit code (128 + N when nsys itself dies of signal N;
@@ -206,10 +207,12 @@ def run_nsys(
     is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later
     ones are not forwarded (a second SIGINT makes nsys abandon the trace it is writing)
     and ``on_repeat`` is called. The signal numbers received are appended to
-    ``interrupts``. ``on_start`` is called with nsys's process id once it runs. While
+    ``interrupts``. ``on_start`` is called with nsys's process id once it runs. When
     ``hold()`` is true (the workload has exited and nsys is writing the trace, which a
-    SIGINT makes nsys 2022.4 abandon: it left an incomplete recording in /tmp) no signal is
-    forwarded at all: ``on_repeat`` is called instead, and nsys finishes.
+    SIGINT made nsys 2022.4 abandon: it left an incomplete recording in /tmp), the first
+    signal is not forwarded: ``on_hold`` is called and nsys goes on; a second one is
+    (nsys still waits out a workload's daemon child, which only it can stop). nsys gets
+    one SIGINT at most.
 
     Raises:
         NsysError: nsys cannot be started.
@@ -221,7 +224,7 @@ def run_nsys(
     if on_start is not None:
         on_start(proc.pid)
     interrupted: list[int] = interrupts if interrupts is not None else []
-    first = len(interrupted)
+    first = len(interrupted)  # the caller's list may hold signals of earlier runs
     pending: list[Callable[[], None]] = []
     announcing: list[bool] = []
 
@@ -243,15 +246,24 @@ def run_nsys(
         finally:
             announcing.clear()
 
+    held: list[bool] = []
+    forwarded: list[bool] = []
+
     def forward(signum: int, _frame: FrameType | None) -> None:
-        repeat = len(interrupted) > first or (hold is not None and hold())
         interrupted.append(signum)
-        if not repeat:  # forwarded before anything is printed (the first print imports rich)
-            try:
-                os.killpg(proc.pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        announce(on_repeat if repeat else on_interrupt)
+        if forwarded:
+            announce(on_repeat)
+            return
+        if not held and hold is not None and hold():
+            held.append(True)
+            announce(on_hold)
+            return
+        forwarded.append(True)
+        try:  # forwarded before anything is printed (the first print imports rich)
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+        announce(on_interrupt)
 
     previous = {}
     try:
