@@ -12,10 +12,10 @@ from rich.console import Console
 from launchprof.analysis import Analysis
 from launchprof.api import analyze
 from launchprof.errors import NoCudaActivityError, OutputError
-from launchprof.report.html import prepare_folder
+from launchprof.report.folder import FolderWriter
 from launchprof.report.index import write_index
-from launchprof.report.sides import StepFilesJob, drop_other_step_files, start_step_files
-from launchprof.report.write import REPORT_FILES, write_report
+from launchprof.report.sides import StepFilesJob, start_step_files, step_file_texts
+from launchprof.report.write import commit_report, open_report_folder, render_files
 from launchprof.timings import mark
 
 
@@ -104,18 +104,17 @@ def _write_early(
     early: Any, trace: Path, output: Path, force: bool, baseline: list[Any] | None, workload: dict[str, Any] | None
 ) -> Any:
     """Write the report and step files of an early analysis (run_analyze)."""
-    from launchprof.report.html import atomic_write
-    from launchprof.report.write import render_files, write_rendered
+    from launchprof.report.write import render_files
 
     rendered = early.rendered
-    if rendered is None or baseline is not None or workload is not None:
-        rendered = render_files(early.analysis, str(trace), baseline, early.figures, workload)
-    summary, page = rendered
-    write_rendered(output, summary, page, force)
+    with open_report_folder(output, force) as writer:
+        if rendered is None or baseline is not None or workload is not None:
+            rendered = render_files(early.analysis, str(trace), baseline, early.figures, workload)
+        summary, page = rendered
+        for name, text in early.step_texts.items():
+            writer.stage(name, text)
+        commit_report(writer, summary, page)
     mark("report_done")
-    for name, text in early.step_texts.items():
-        atomic_write(output / name, text)
-    drop_other_step_files(output, early.step_texts)
     mark("step_files_done")
     _update_index(output)
     mark("index_done")
@@ -135,14 +134,15 @@ def _analyse_and_write(
 ) -> tuple[Analysis, Any]:
     """Analyse ``trace`` and write its report (run_analyze); the analysis and summary."""
     jobs: list[StepFilesJob] = []
+    writers: list[FolderWriter] = []
 
     def steps_found(found: Analysis) -> None:
-        # The step files do not depend on the diagnosis: a child process writes them
-        # meanwhile (report.sides.start_step_files).
-        prepare_folder(output, force, REPORT_FILES)
-        jobs.append(start_step_files(found, output))
+        # The step files do not depend on the diagnosis: a child process writes them into
+        # the staging folder meanwhile (report.sides.start_step_files).
+        writers.append(open_report_folder(output, force))
+        jobs.append(start_step_files(found, writers[0].staging))
 
-    with console.status("loading trace") as status:
+    with console.status("loading trace") as status, contextlib.ExitStack() as stack:
         try:
             analysis = analyze(
                 trace,
@@ -152,27 +152,33 @@ def _analyse_and_write(
                 step=step,
                 steps_found=steps_found,
             )
+            for writer in writers:
+                stack.enter_context(writer)  # the staging folder goes, whatever happens
             mark("analysis_done")
             status.update("writing report")
-            summary = write_report(
+            summary, page = render_files(
                 analysis,
-                output,
-                force=force,
                 trace_path=str(trace),
                 baseline=baseline,
-                step_files=not jobs,
                 device_figures=jobs[0].figures() if jobs else None,
                 workload=workload,
             )
+            if not writers:
+                writers.append(stack.enter_context(open_report_folder(output, force)))
+                for name, text in step_file_texts(analysis).items():
+                    writers[0].stage(name, text)
+            for job in jobs:  # the step files, staged by the child
+                job.finish(True)
+            mark("step_files_done")
+            commit_report(writers[0], summary, page)
         except BaseException:
-            for job in jobs:  # reap the child, drop its files; the first error is the one to report
+            for job in jobs:  # reap the child; the first error is the one to report
                 with contextlib.suppress(Exception):
                     job.finish(False)
+            for writer in writers:
+                writer.close()
             raise
         mark("report_done")
-        for job in jobs:  # the report was written: the step files go in
-            job.finish(True)
-        mark("step_files_done")
         _update_index(output)
         mark("index_done")
     return analysis, summary

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from launchprof.analysis.side import SideData
 from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures, evidence_json
 from launchprof.report.compare_schema import CheckDoc, CompareDoc, KernelDoc, SideDoc
-from launchprof.report.html import atomic_write, embed, fmt_us, prepare_folder, render, write_plotlyjs
+from launchprof.report.html import embed, fmt_us, render
 
 COMPARE_FILES = ("compare.json", "compare.html")
 KIND_COLORS = {
@@ -227,8 +227,11 @@ def write_compare(
     """
     doc = build_compare_doc(c, before_path, after_path)
     page = render_compare(c, doc)
-    prepare_folder(folder, force, COMPARE_FILES)
-    write_plotlyjs(folder)
-    atomic_write(folder / "compare.json", doc.to_json())
-    atomic_write(folder / "compare.html", page)
+    from launchprof.report.folder import FolderWriter, stage_plotlyjs
+
+    with FolderWriter(folder, force, COMPARE_FILES, (*COMPARE_FILES, "plotly.min.js")) as writer:
+        writer.stage("compare.html", page)
+        writer.stage("compare.json", doc.to_json())
+        stage_plotlyjs(writer)
+        writer.commit(order=("compare.html", "compare.json"))
     return doc

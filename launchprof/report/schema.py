@@ -110,11 +110,13 @@ class Summary(_Model):
     ranks: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
     workload: dict[str, Any] | None = None
+    files: dict[str, str] | None = Field(default=None, description="SHA-256 (hex) of each step file written beside")
+    run_id: str | None = Field(default=None, description="16 hex digits of the SHA-256 of this JSON without it")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json(self) -> str:
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
         # ``ranks`` appears only when the trace has several ranks (older summaries unchanged).
-        exclude = {k for k in ("ranks", "baseline", "workload") if getattr(self, k) is None} or None
+        exclude = {k for k in ("ranks", "baseline", "workload", "files", "run_id") if getattr(self, k) is None} or None
         return self.model_dump_json(by_alias=True, indent=2, exclude=exclude) + "\n"

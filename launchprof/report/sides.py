@@ -368,6 +368,51 @@ def side_from_folder(folder: Path) -> SideData:
         raise ReportFolderError(f"its summary.json or step files are damaged ({type(exc).__name__}: {exc})") from None
 
 
+def _check_one_run(folder: Path, summary: dict[str, Any]) -> None:
+    """Refuse a folder whose files are not all of one run: ``summary.json`` lists the
+    SHA-256 of the step files written with it (``files``) and ``report.html`` carries its
+    ``run_id`` (:func:`launchprof.report.write.commit_report`). A summary without them
+    (an older launchprof) is not checked.
+
+    A step file that is missing is not an error (the comparison then uses the summary's
+    step statistics, as for an older report).
+
+    Raises:
+        ReportFolderError: a step file is not the one written with the summary, or the
+            page is another run's.
+    """
+    import hashlib
+    import re
+
+    files, run_id = summary.get("files"), summary.get("run_id")
+    if not isinstance(files, dict) or not isinstance(run_id, str):
+        return
+    for name in STEP_FILES:
+        path = folder / name
+        if not path.exists():  # copied without it: compared from summary.json, as an older report
+            continue
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as exc:
+            raise ReportFolderError(f"its {name} cannot be read: {exc.strerror or exc}") from None
+        if digest != files.get(name):
+            raise ReportFolderError(
+                f"its {name} is not of the run that wrote summary.json (run {run_id}): the folder mixes two runs' "
+                "files; write the report again"
+            )
+    try:
+        with (folder / "report.html").open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return
+    found = re.search(r'<meta name="launchprof-run" content="([0-9a-f]+)">', head)
+    if found is not None and found.group(1) != run_id:
+        raise ReportFolderError(
+            f"its report.html is of run {found.group(1)}, its summary.json of run {run_id}: the folder mixes two runs' "
+            "files; write the report again"
+        )
+
+
 def _side_from_folder(folder: Path) -> SideData:
     summary_path = folder / "summary.json"
     if not summary_path.is_file():
@@ -378,6 +423,7 @@ def _side_from_folder(folder: Path) -> SideData:
         raise ReportFolderError(f"its summary.json is not readable JSON ({exc})") from None
     if not isinstance(summary, dict) or not str(summary.get("schema", "")).startswith("launchprof.summary/"):
         raise ReportFolderError("its summary.json is not a launchprof summary (no 'schema': 'launchprof.summary/...')")
+    _check_one_run(folder, summary)
     stats = summary.get("steps") or {}
     launches = summary.get("launches") or {}
     devices = summary.get("devices") or []

@@ -1,25 +1,26 @@
-"""Write an analysis report folder: ``summary.json`` and ``report.html``."""
+"""Write an analysis report folder: ``summary.json`` and ``report.html`` (and the step
+files and ``plotly.min.js``), whole or not at all (:mod:`launchprof.report.folder`)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from pathlib import Path
 from typing import Any
 
 from launchprof.analysis import Analysis
 from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
-from launchprof.report.html import (
-    EmbeddedFigure,
-    atomic_write_all,
-    prepare_folder,
-    render,
-    write_plotlyjs,
-)
+from launchprof.report.folder import FolderWriter, stage_plotlyjs
+from launchprof.report.html import EmbeddedFigure, render
 from launchprof.report.schema import Summary
-from launchprof.report.sides import write_step_files
+from launchprof.report.sides import STEP_FILES, step_file_texts
 from launchprof.report.summary import build_summary
 
 REPORT_FILES = ("summary.json", "report.html")
+# Every file a report run writes: one not written this time is removed on commit.
+OWNED_FILES = (*REPORT_FILES, *STEP_FILES, "plotly.min.js")
+RUN_META = '<meta name="launchprof-run" content="{}">'
 
 
 def render_report(
@@ -50,6 +51,48 @@ def _process_names(analysis: Analysis, pids: list[int]) -> dict[int, str]:
     return {int(p): str(n) for p, n in zip(wanted["pid"], wanted["name"], strict=False)}
 
 
+def open_report_folder(folder: Path, force: bool = False) -> FolderWriter:
+    """A :class:`~launchprof.report.folder.FolderWriter` for a report folder.
+
+    Raises:
+        OutputError: ``folder`` holds a report and ``force`` is False, or cannot be written.
+    """
+    return FolderWriter(folder, force, REPORT_FILES, OWNED_FILES)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
+    """Stage ``summary.json``, ``report.html`` and ``plotly.min.js`` beside the step files
+    already staged in ``writer``, then move them all into the folder (summary last).
+
+    ``summary.files`` gets the SHA-256 of each staged step file and ``summary.run_id`` the
+    first 16 hex digits of the SHA-256 of the summary's JSON without it; the page carries
+    the run id in ``<meta name="launchprof-run">``. Both depend only on what is written,
+    so the same trace still gives the same files byte for byte, and a folder whose files
+    come from different runs is told apart (:func:`launchprof.report.sides.side_from_folder`).
+
+    Raises:
+        OutputError: a file cannot be written, or the folder is busy or holds a report
+            (see :meth:`FolderWriter.commit`).
+    """
+    staged = set(writer.staged())
+    summary.files = {name: _sha256(writer.staging / name) for name in STEP_FILES if name in staged}
+    summary.run_id = None
+    summary.run_id = hashlib.sha256(summary.to_json().encode("utf-8")).hexdigest()[:16]
+    head = '<meta charset="utf-8">'
+    writer.stage("report.html", page.replace(head, head + "\n" + RUN_META.format(summary.run_id), 1))
+    writer.stage("summary.json", summary.to_json())
+    stage_plotlyjs(writer)
+    writer.commit(order=("report.html", "summary.json"))
+
+
 def write_report(
     analysis: Analysis,
     folder: Path,
@@ -59,21 +102,28 @@ def write_report(
     step_files: bool = True,
     device_figures: list[EmbeddedFigure] | None = None,
     workload: dict[str, Any] | None = None,
+    writer: FolderWriter | None = None,
 ) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
     the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
-    reads (unless ``step_files`` is False: the caller writes them). ``device_figures``:
-    the page's device figures when already made (see :func:`render_report`).
-    ``workload``: what ``profile`` knows of the run (``exit_code`` when it failed), or None.
+    reads (unless ``step_files`` is False: the caller has staged them in ``writer``), all
+    at once (:func:`commit_report`). ``device_figures``: the page's device figures when
+    already made (see :func:`render_report`). ``workload``: what ``profile`` knows of the
+    run (``exit_code`` when it failed), or None. ``writer``: the folder's writer when the
+    caller opened it (:func:`open_report_folder`; ``folder`` and ``force`` are then its own).
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
             written.
     """
     summary, page = render_files(analysis, trace_path, baseline, device_figures, workload)
-    write_rendered(folder, summary, page, force)
-    if step_files:
-        write_step_files(analysis, folder)
+    with contextlib.ExitStack() as stack:
+        if writer is None:
+            writer = stack.enter_context(open_report_folder(folder, force))
+        if step_files:
+            for name, text in step_file_texts(analysis).items():
+                writer.stage(name, text)
+        commit_report(writer, summary, page)
     return summary
 
 
@@ -102,15 +152,3 @@ def render_files(
         device_figures=device_figures,
     )
     return summary, page
-
-
-def write_rendered(folder: Path, summary: Summary, page: str, force: bool = False) -> None:
-    """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` (from :func:`render_files`) into ``folder``.
-
-    Raises:
-        OutputError: as :func:`write_report`.
-    """
-    prepare_folder(folder, force, REPORT_FILES)
-    write_plotlyjs(folder)
-    # Both files or neither: a failed write never leaves a new summary beside an old page.
-    atomic_write_all({folder / "summary.json": summary.to_json(), folder / "report.html": page})

@@ -1,0 +1,243 @@
+"""Write a report folder whole or not at all (issue 17).
+
+Every file of a run (``summary.json``, ``report.html``, the step files, ``plotly.min.js``)
+is first written into a staging folder of its own beside the target
+(``.<name>.staging-XXXX``; inside the target when its parent cannot be written), then
+moved into the target with ``os.replace``, one file after another, while the run holds an
+exclusive ``flock`` on the lock file ``.<name>.lock`` beside the target and with SIGINT,
+SIGTERM and SIGHUP held back. So:
+
+- two runs into one folder never interleave their files: without ``--force`` the second
+  one fails with one line (the folder is busy, or holds the first one's report once it
+  has the lock); with ``--force`` it waits for the lock and replaces the report whole;
+- an interrupted run (Ctrl-C, SIGTERM before the swap) removes its staging folder and
+  leaves the old report as it was; a signal during the swap is handled after it (the
+  new report is then whole);
+- a staging folder left by a killed run (SIGKILL, a crash) is removed by the next run:
+  each run holds a ``flock`` on its own staging folder, which the kernel drops with the
+  process.
+
+Files of the folder that no run writes (``profile``'s trace, anything of the user's) are
+left where they are. What a power loss or SIGKILL during the swap could still leave mixed
+is caught by ``compare``: ``summary.json`` lists the SHA-256 of every step file and its
+``run_id`` is in ``report.html`` (:func:`launchprof.report.write.commit_report`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from launchprof.errors import OutputError
+
+_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _writable_dir(path: Path) -> bool:
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
+
+
+def _oserror(what: str, path: Path, exc: OSError) -> OutputError:
+    if exc.errno == errno.ENOSPC:
+        return OutputError(f"cannot {what} {path}: no space left on that disk")
+    return OutputError(f"cannot {what} {path}: {exc.strerror or exc}")
+
+
+class FolderWriter:
+    """The files of one run for ``folder``, staged, then committed under the folder's lock.
+
+    Use as a context manager: leaving it without :meth:`commit` (an error, an
+    interruption) removes the staging folder and leaves ``folder`` untouched.
+
+    Args:
+        folder: the report folder (made, with its parents, when missing).
+        force: replace an earlier report; else a folder holding any of ``produced``
+            (checked now and again under the lock) is refused.
+        produced: the names whose presence means "this folder holds a report".
+        owned: every name a run of this kind may write; those not staged are removed from
+            ``folder`` on commit (a step file of an earlier report must not stay beside
+            this one's summary).
+
+    Raises:
+        OutputError: ``folder`` is a file, holds a report and ``force`` is False, or
+            neither it nor its parent can be written.
+    """
+
+    def __init__(self, folder: Path, force: bool, produced: Iterable[str], owned: Iterable[str]) -> None:
+        self.folder = folder
+        self.force = force
+        self.produced = tuple(produced)
+        self.owned = tuple(owned)
+        self._committed = False
+        self._own_fd = -1
+        self._check_existing()
+        parent = folder.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _oserror("create", parent, exc) from None
+        if _writable_dir(parent):
+            self._beside, prefix = parent, f".{folder.name}."
+        else:  # e.g. a writable folder under a read-only one: stage inside it
+            self._make_folder()
+            if not _writable_dir(folder):
+                raise OutputError(f"{folder} is not writable")
+            self._beside, prefix = folder, ".launchprof."
+        self._lock_path = self._beside / f"{prefix}lock"
+        self._drop_leftovers(prefix)
+        try:
+            self.staging = Path(tempfile.mkdtemp(prefix=f"{prefix}staging-", dir=self._beside))
+        except OSError as exc:
+            raise _oserror("write into", self._beside, exc) from None
+        try:
+            self._own_fd = os.open(self.staging / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(self._own_fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            self.close()
+            raise _oserror("write into", self._beside, exc) from None
+
+    def _check_existing(self) -> None:
+        folder = self.folder
+        if folder.exists() and not folder.is_dir():
+            raise OutputError(f"{folder} exists and is not a folder")
+        if not self.force and folder.is_dir() and any((folder / n).exists() for n in self.produced):
+            raise OutputError(
+                f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
+            )
+
+    def _make_folder(self) -> None:
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _oserror("create", self.folder, exc) from None
+
+    def _drop_leftovers(self, prefix: str) -> None:
+        """Remove staging folders of runs that no longer exist (their flock is free)."""
+        for old in self._beside.glob(f"{prefix}staging-*"):
+            try:
+                fd = os.open(old / ".lock", os.O_RDWR)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # a live run's
+            shutil.rmtree(old, ignore_errors=True)
+            os.close(fd)
+
+    def stage(self, name: str, text: str) -> None:
+        """Write ``text`` as ``name`` into the staging folder.
+
+        Raises:
+            OutputError: it cannot be written (disk full, ...).
+        """
+        path = self.staging / name
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise _oserror("write", self.folder / name, exc) from None
+
+    def staged(self) -> list[str]:
+        """Names staged so far (sorted)."""
+        return sorted(p.name for p in self.staging.iterdir() if p.name != ".lock")
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        try:
+            fd = os.open(self._lock_path, os.O_CREAT | os.O_RDWR, 0o666)
+        except OSError as exc:
+            raise _oserror("lock", self._lock_path, exc) from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.force else fcntl.LOCK_NB))
+            except BlockingIOError:
+                raise OutputError(
+                    f"another launchprof run is writing a report into {self.folder}; "
+                    "wait for it, use --force to replace its report, or --output to choose another folder"
+                ) from None
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def commit(self, order: Iterable[str] = ()) -> None:
+        """Move the staged files into the folder (``order`` first, in that order, then the
+        rest; put ``summary.json`` last) and remove the staging folder.
+
+        Raises:
+            OutputError: the folder is busy (no ``force``) or now holds a report (no
+                ``force``), or a file cannot be moved.
+        """
+        names = self.staged()
+        ordered = [n for n in names if n not in order] + [n for n in order if n in names]
+        with self._locked():
+            self._check_existing()
+            self._make_folder()
+            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+            try:
+                for name in self.owned:
+                    for leftover in self.folder.glob(f".{name}.*"):  # staged in place by an older launchprof
+                        _unlink(leftover)
+                    if name not in names:
+                        try:
+                            (self.folder / name).unlink(missing_ok=True)
+                        except OSError as exc:
+                            raise _oserror("remove the old", self.folder / name, exc) from None
+                for name in ordered:
+                    try:
+                        os.replace(self.staging / name, self.folder / name)
+                    except OSError as exc:
+                        raise _oserror("write", self.folder / name, exc) from None
+                self._committed = True
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        self.close()
+
+    def close(self) -> None:
+        """Remove the staging folder (what was not committed is dropped); never raises."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if self._own_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._own_fd)
+            self._own_fd = -1
+
+    def __enter__(self) -> FolderWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def stage_plotlyjs(writer: FolderWriter) -> None:
+    """Stage ``plotly.min.js`` (the installed plotly's): a hard link to the package's file
+    where the file system allows it, else a copy.
+
+    Raises:
+        OutputError: it cannot be written.
+    """
+    from launchprof.report.plainfig import plotly_package_file
+
+    source = plotly_package_file("package_data", "plotly.min.js")
+    target = writer.staging / "plotly.min.js"
+    try:
+        os.link(source, target)
+        return
+    except OSError:  # another file system, protected hard links: copy instead
+        _unlink(target)
+    try:
+        shutil.copyfile(source, target)
+    except OSError as exc:
+        raise _oserror("write", writer.folder / "plotly.min.js", exc) from None
