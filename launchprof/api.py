@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import lzma
 import shutil
 import tempfile
@@ -22,12 +23,26 @@ TRACE_SUFFIXES = (".sqlite", ".sqlite.xz", ".nsys-rep")
 
 
 def _decompress_xz(path: Path, folder: Path) -> Path:
+    """Decompress ``path`` into ``folder`` (the temporary folder, ``$TMPDIR``).
+
+    Raises:
+        TraceError: not a valid .xz file, or the temporary folder cannot take it (full:
+            said as such, not as an error writing the report).
+    """
     target = folder / path.name[: -len(".xz")]
     try:
         with lzma.open(path) as src, target.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
     except (lzma.LZMAError, EOFError) as exc:
         raise TraceError(f"{path} is not a valid .xz file ({exc})") from None
+    except OSError as exc:
+        if exc.filename is not None and Path(exc.filename) == path:
+            raise TraceError(f"cannot read {path}: {exc.strerror or exc}") from None
+        why = "it is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else (exc.strerror or str(exc))
+        raise TraceError(
+            f"cannot decompress {path} into the temporary folder {folder.parent} ($TMPDIR): {why}; "
+            "set TMPDIR to a folder with room, or decompress it yourself (xz -dk)"
+        ) from None
     return target
 
 
@@ -57,6 +72,21 @@ def resolve_trace(path: str | Path, nsys: str | None = None) -> Path:
     if p.suffix == ".nsys-rep":
         return export_sqlite(p, nsys)
     return p
+
+
+def _temporary_folder() -> tempfile.TemporaryDirectory[str]:
+    """A temporary folder for a decompressed trace.
+
+    Raises:
+        TraceError: none can be made (``$TMPDIR`` full, missing or read-only).
+    """
+    try:
+        return tempfile.TemporaryDirectory(prefix="launchprof-")
+    except OSError as exc:
+        raise TraceError(
+            f"cannot make a temporary folder in {tempfile.gettempdir()} ($TMPDIR) to decompress the trace: "
+            f"{exc.strerror or exc}"
+        ) from None
 
 
 def analyze(
@@ -99,7 +129,7 @@ def analyze(
     """
     sqlite = resolve_trace(path, nsys)
     if sqlite.name.endswith(".xz"):
-        with tempfile.TemporaryDirectory(prefix="launchprof-") as tmp:
+        with _temporary_folder() as tmp:
             if progress:
                 progress("decompressing")
             trace = load_trace(_decompress_xz(sqlite, Path(tmp)), progress=progress)

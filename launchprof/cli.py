@@ -140,7 +140,7 @@ def analyze(
         signal.signal(signal.SIGTERM, _terminated)
         run_analyze(
             Path(trace[0]),
-            output or default_output(Path(trace[0]).name.split(".")[0]),
+            output or default_output(options.trace_stem(Path(trace[0]).name)),
             force,
             threshold_ns(bubble_threshold),
             nsys,

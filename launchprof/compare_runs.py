@@ -34,6 +34,7 @@ from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
 from launchprof.api import analyze
 from launchprof.errors import LaunchprofError
+from launchprof.options import trace_stem
 from launchprof.report.sides import ReportFolderError, side_from_folder
 
 
@@ -66,8 +67,7 @@ def default_name(before: Path, after: Path) -> str:
     """``compare-<before stem>-vs-<after stem>`` (folder name for a report folder)."""
 
     def stem(p: Path) -> str:
-        name = p.resolve().name if p.is_dir() else p.name
-        return name.split(".")[0] or "run"
+        return p.resolve().name if p.is_dir() else trace_stem(p.name)
 
     return f"compare-{stem(before)}-vs-{stem(after)}"
 

@@ -15,6 +15,31 @@ if TYPE_CHECKING:
     from launchprof.errors import LaunchprofError
 
 
+def _drop_output(console: Console) -> None:
+    """``rich.console.Console.on_broken_pipe`` for launchprof: the reader of stdout has gone
+    (``launchprof analyze X | head -1``): the rest of the output goes to ``/dev/null`` and
+    the command goes on, so it ends with the exit status it would have had (rich's own
+    handler exits 1 at once, silently: for ``compare`` a failed verification's status)."""
+    import os
+    import sys
+
+    console.quiet = True
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no stdout to redirect: output is dropped all the same
+        pass
+
+
+def quiet_on_broken_pipe() -> None:
+    """Make every rich Console (launchprof's, and Typer's help) drop its output once stdout
+    is closed (:func:`_drop_output`) instead of exiting 1."""
+    from rich.console import Console
+
+    Console.on_broken_pipe = _drop_output  # type: ignore[method-assign,assignment]
+
+
 class _LazyConsole:
     """A rich Console made on first use."""
 
@@ -26,6 +51,7 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
+            quiet_on_broken_pipe()
             self._console = Console(**self._options)
         return getattr(self._console, name)
 

@@ -173,6 +173,8 @@ def profile_command(
     return result.exit_code
 
 
+BROKEN_PIPE_EXIT = 141  # 128 + SIGPIPE, the status a shell gives a command killed by a closed pipe
+
 # Set by a command whose process holds nothing left to clean up when it ends (analyze of
 # one trace, profile): main() then leaves without tearing down its objects one by one.
 QUICK_EXIT: list[bool] = []
@@ -184,8 +186,11 @@ def main() -> None:
     After ``analyze`` of one trace or ``profile`` (files written and closed, children
     reaped), the process flushes its output and ends with ``os._exit``: freeing a large
     analysis object by object at interpreter exit took ~0.1 s for a 150k-kernel trace.
-    When the terminal output itself cannot be written (stdout on a full disk, a closed
-    pipe), one line on stderr says so and the exit status is 1.
+    When the terminal output itself cannot be written (stdout on a full disk), one line
+    on stderr says so and the exit status is 1. A closed stdout (``| head -1``) is not an
+    error: the rest of the output is dropped and the command ends with the status it would
+    have had (:func:`launchprof.console.quiet_on_broken_pipe`); where the output did not go
+    through rich, quietly with :data:`BROKEN_PIPE_EXIT`.
     """
     mark("main")
     try:
@@ -210,7 +215,9 @@ def main() -> None:
                 sys.stderr.write(f"launchprof: error: file name too long: {exc.filename}\n")
                 sys.stderr.flush()
             os._exit(2)
-        if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EBADF, errno.EIO):
+        if exc.errno == errno.EPIPE:  # stdout's reader has gone (not through rich): as a shell would say it
+            os._exit(BROKEN_PIPE_EXIT)
+        if exc.errno not in (errno.ENOSPC, errno.EBADF, errno.EIO):
             raise
         with contextlib.suppress(Exception):
             sys.stderr.write(f"launchprof: error: cannot write the output: {exc.strerror}\n")
@@ -231,7 +238,9 @@ def _typer_app() -> int:
     from typer import Abort
 
     from launchprof.cli import app
+    from launchprof.console import quiet_on_broken_pipe
 
+    quiet_on_broken_pipe()  # Typer's help goes through a rich Console of its own
     try:
         code = app(prog_name="launchprof", standalone_mode=False)
     except click_errors.NoArgsIsHelpError:

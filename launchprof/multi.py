@@ -36,6 +36,7 @@ from typing import Any
 
 from launchprof.analysis.ranks import CrossRank, RankRecord, cross_rank, find_ranks
 from launchprof.errors import LaunchprofError, TraceError
+from launchprof.options import trace_stem
 from launchprof.report.html import prepare_folder
 
 COMBINED_FILES = ("combined.json", "combined.html")
@@ -91,9 +92,9 @@ def expand_traces(args: Sequence[str]) -> list[str] | None:
 
 
 def folder_names(paths: Sequence[str]) -> list[str]:
-    """One report folder name per trace: its stem (the name up to the first dot); a
+    """One report folder name per trace: its stem (:func:`launchprof.options.trace_stem`); a
     stem used twice gets ``-<position>`` appended."""
-    stems = [Path(p).name.split(".")[0] or "trace" for p in paths]
+    stems = [trace_stem(Path(p).name) for p in paths]
     return [s if stems.count(s) == 1 else f"{s}-{i}" for i, s in enumerate(stems)]
 
 

@@ -44,3 +44,18 @@ def step_text(step: str | None) -> str | None:
     if step is not None and not step.strip():
         raise OptionError("--step needs the text of an NVTX range (for example --step step)")
     return step
+
+
+TRACE_SUFFIXES = (".sqlite.xz", ".sqlite", ".nsys-rep", ".qdstrm")
+
+
+def trace_stem(name: str) -> str:
+    """A trace file's name without its trace suffix (:data:`TRACE_SUFFIXES`, else the last
+    one): ``run.v1.sqlite`` -> ``run.v1``, so that ``run.v1.sqlite`` and ``run.v2.sqlite``
+    get report folders of their own (``name.split(".")[0]`` gave both ``run``); ``trace``
+    for a name that is all suffix."""
+    for suffix in TRACE_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)] or "trace"
+    stem, dot, _ = name.rpartition(".")
+    return (stem if dot else name) or "trace"

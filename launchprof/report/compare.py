@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 from launchprof.analysis.side import SideData
 from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures, evidence_json
 from launchprof.report.compare_schema import CheckDoc, CompareDoc, KernelDoc, SideDoc
-from launchprof.report.html import embed, fmt_us, render
+from launchprof.report.html import embed, fmt_us, printable, render
 
 COMPARE_FILES = ("compare.json", "compare.html")
 KIND_COLORS = {
@@ -70,9 +70,9 @@ def build_compare_doc(c: Comparison, before_path: str | None = None, after_path:
     before = _side_doc(c.before, c.before_figures)
     after = _side_doc(c.after, c.after_figures)
     if before_path is not None:
-        before = before.model_copy(update={"path": before_path})
+        before = before.model_copy(update={"path": printable(before_path)})
     if after_path is not None:
-        after = after.model_copy(update={"path": after_path})
+        after = after.model_copy(update={"path": printable(after_path)})
     return CompareDoc(
         verdict=c.verdict,  # type: ignore[arg-type]
         speedup=c.speedup,

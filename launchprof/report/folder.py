@@ -2,7 +2,8 @@
 
 Every file of a run (``summary.json``, ``report.html``, the step files, ``plotly.min.js``)
 is first written into a staging folder of its own beside the target
-(``.<name>.staging-XXXX``; inside the target when its parent cannot be written), then
+(``.<name>.staging-XXXX``; inside the target when its parent cannot be written or is
+another file system: ``.launchprof.staging-XXXX``), then
 moved into the target with ``os.replace``, one file after another, while the run holds an
 exclusive ``flock`` on the lock file ``.<name>.lock`` beside the target and with SIGINT,
 SIGTERM and SIGHUP held back. So:
@@ -88,9 +89,9 @@ class FolderWriter:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _oserror("create", parent, exc) from None
-        if _writable_dir(parent):
+        if _writable_dir(parent) and not (folder.is_dir() and folder.stat().st_dev != parent.stat().st_dev):
             self._beside, prefix = parent, f".{folder.name}."
-        else:  # e.g. a writable folder under a read-only one: stage inside it
+        else:  # a writable folder under a read-only one, a mount point: stage inside it
             self._make_folder()
             if not _writable_dir(folder):
                 raise OutputError(f"{folder} is not writable")

@@ -71,7 +71,23 @@ def fmt_num(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+def printable(text: str) -> str:
+    """A name from the file system as text that can be written as UTF-8: Linux file names
+    are bytes, and Python gives a byte that is not UTF-8 as a lone surrogate
+    (``os.fsdecode``), which no UTF-8 file, JSON or page can hold; each becomes U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def fs_url(name: str) -> str:
+    """A file or folder name as a relative URL: its bytes percent-encoded (a name that is
+    not UTF-8 is linked as it is on disk)."""
+    from urllib.parse import quote
+
+    return quote(os.fsencode(name))
+
+
 _ENV.globals.update(us=fmt_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num)
+_ENV.filters.update(printable=printable, fs_url=fs_url)
 
 
 @dataclass(frozen=True)

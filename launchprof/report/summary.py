@@ -8,6 +8,7 @@ from typing import Any
 from launchprof.analysis import Analysis
 from launchprof.analysis.steps import Steps, step_stats
 from launchprof.analysis.timeline import TimelineFigures
+from launchprof.report.html import printable
 from launchprof.report.schema import (
     Bubbles,
     DeviceSummary,
@@ -78,7 +79,7 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
         extra["diagnosis"] = {**extra["diagnosis"], "reasons": [*extra["diagnosis"].get("reasons", []), scope]}
     return Summary(
         trace=TraceInfo(
-            path=trace_path if trace_path is not None else str(trace.path),
+            path=printable(trace_path if trace_path is not None else str(trace.path)),
             nsys_version=trace.schema.nsys_version,
             schema_version=trace.schema.schema_version,
         ),

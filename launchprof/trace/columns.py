@@ -194,6 +194,25 @@ def select(table: str, columns: Sequence[str], strict: bool) -> str:
     return f'SELECT {", ".join(exprs)} FROM "{table}"'
 
 
+def ro_uri(path: Path) -> str:
+    """The SQLite URI that opens ``path`` read-only: its bytes percent-encoded (a file name
+    need not be UTF-8 on Linux), and ``immutable=1`` for a WAL-mode file in a folder that
+    cannot be written (a read-only mount) with no ``-wal`` file holding pages: SQLite would
+    otherwise need to create the ``-shm`` file beside it, and fails ("unable to open")."""
+    resolved = path.resolve()
+    uri = f"file:{quote(os.fsencode(resolved))}?mode=ro"
+    try:
+        with resolved.open("rb") as fh:
+            wal = fh.read(20)[18:20] == b"\x02\x02"  # header bytes 18-19: file format versions, 2 = WAL
+    except OSError:
+        return uri
+    if wal and not os.access(resolved.parent, os.W_OK):
+        wal_file = resolved.with_name(resolved.name + "-wal")
+        if not (wal_file.exists() and wal_file.stat().st_size > 0):
+            uri += "&immutable=1"
+    return uri
+
+
 class Reader:
     """Reads numeric columns of a table into :class:`Column` s (ADBC first, then sqlite3).
 
@@ -213,7 +232,7 @@ class Reader:
                 import adbc_driver_manager
                 import adbc_driver_sqlite
 
-                db = adbc_driver_sqlite.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro")
+                db = adbc_driver_sqlite.connect(ro_uri(self.path))
                 self._adbc = (db, adbc_driver_manager.AdbcConnection(db))
             except Exception:  # the driver is missing or cannot open the file: use sqlite3
                 self._adbc_failed = True
@@ -356,7 +375,7 @@ class _Prefetch:
 
     def _read_rows(self, key: tuple[Any, ...]) -> None:
         try:
-            con = sqlite3.connect(f"file:{quote(str(self.path.resolve()))}?mode=ro", uri=True)
+            con = sqlite3.connect(ro_uri(self.path), uri=True)
             try:
                 con.text_factory = decode_text
                 rows = con.execute(key[1]).fetchall()
@@ -405,7 +424,7 @@ def prefetch(path: str | os.PathLike[str]) -> None:
         job = _Prefetch(p, stamp)
         _PENDING[key] = job
     try:
-        con = sqlite3.connect(f"file:{quote(key)}?mode=ro", uri=True)
+        con = sqlite3.connect(ro_uri(Path(key)), uri=True)
         try:
             tables = table_columns(con)
         finally:

@@ -28,7 +28,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -54,6 +53,7 @@ from launchprof.trace.columns import (
     narrow,
     nvtx_select,
     prefetch,
+    ro_uri,
     table_columns,
     take_prefetched_rows,
 )
@@ -85,17 +85,22 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise TraceError(f"{path} is not a regular file (expected an nsys .sqlite export)")
     try:
         with path.open("rb") as fh:
-            head = fh.read(16)
+            head = fh.read(20)
     except OSError as exc:
         raise TraceError(f"cannot read {path}: {exc.strerror}") from None
     if len(head) == 0:
         raise TraceError(f"{path} is empty (0 bytes), not an nsys .sqlite export")
-    if head != SQLITE_MAGIC:
+    if head[:16] != SQLITE_MAGIC:
         raise TraceError(f"{path} is not an SQLite file (expected an nsys .sqlite export)")
     try:
-        con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+        con = sqlite3.connect(ro_uri(path), uri=True)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
+        if head[18:20] == b"\x02\x02" and isinstance(exc, sqlite3.OperationalError):
+            raise TraceError(
+                f"cannot open {path}: a WAL-mode SQLite file whose -wal file cannot be read here without "
+                f"write access to its folder ({exc}); copy it with its -wal file to a writable folder"
+            ) from None
         raise TraceError(f"{path} is a damaged SQLite file ({exc})") from None
     con.text_factory = decode_text
     return con
