@@ -97,12 +97,14 @@ def test_exposed_communication_and_straggler_by_hand(tmp_path: Path) -> None:
 
 def test_launch_bound_rank_from_steady_host_wait(tmp_path: Path) -> None:
     view = cross_rank(find_ranks(launchprof.analyze(_three_ranks(tmp_path))))
-    # rank 1 (pid 200): the GPU waits for the next step's launch: 0 + 7000 + 7000 + 3000 ns
-    # over four periods of 10000 ns (its step 2 ends at 28000, step 3 starts at 31000).
-    assert view.rows.loc[1, "steady_host_wait_ratio"] == 17_000 / 40_000
+    # rank 1 (pid 200): the GPU waits for the next step's launch after each steady step:
+    # 7000 + 7000 + 3000 + 7000 ns over the four periods of 10000 ns that span those gaps
+    # (its step 2 ends at 28000, step 3 starts at 31000; issue 17: the gap before step 0,
+    # none, was counted and the one after step 3 was not: 17000).
+    assert view.rows.loc[1, "steady_host_wait_ratio"] == 24_000 / 40_000
     assert bool(view.rows.loc[1, "launch_bound"])
-    # rank 0 waits the same 0 + 7000 + 7000 + 3000 ns (its collective of step 2 also ends at 28000)
-    assert view.rows.loc[0, "steady_host_wait_ratio"] == 17_000 / 40_000
+    # rank 0 waits the same 7000 + 7000 + 3000 + 7000 ns (its collective of step 2 also ends at 28000)
+    assert view.rows.loc[0, "steady_host_wait_ratio"] == 24_000 / 40_000
     assert view.most_launch_bound == 0  # equal ratios: the lowest rank
 
 

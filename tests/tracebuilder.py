@@ -175,9 +175,17 @@ class TraceBuilder:
         )
 
     def range(
-        self, text: str, start: int, end: int, pid: int = 100, tid: int | None = None, domain: str | None = None
+        self,
+        text: str,
+        start: int,
+        end: int,
+        pid: int = 100,
+        tid: int | None = None,
+        domain: str | None = None,
+        event_type: int = 59,
     ) -> None:
-        """An NVTX push/pop range; ``domain`` adds a domain-create event on first use."""
+        """An NVTX push/pop range (``event_type`` 60: a start/end range); ``domain`` adds a
+        domain-create event on first use."""
         domain_id = 0
         if domain:
             known = [r for r in self.nvtx if r["eventType"] == 75 and r["text"] == domain]
@@ -198,7 +206,13 @@ class TraceBuilder:
                 )
         self.nvtx.append(
             dict(
-                start=start, end=end, eventType=59, text=text, globalTid=gtid(pid, tid), domainId=domain_id, textId=None
+                start=start,
+                end=end,
+                eventType=event_type,
+                text=text,
+                globalTid=gtid(pid, tid),
+                domainId=domain_id,
+                textId=None,
             )
         )
 

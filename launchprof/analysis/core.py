@@ -180,7 +180,7 @@ class _SubmitEnds:
 
     def __init__(self, api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray) -> None:
         self.api_end, self.pid, self.correlation_id = api_end, pid, correlation_id
-        self.values = np.empty(len(pid), np.float64)
+        self.values = np.empty(len(pid), np.int64)
         self.known = np.zeros(len(pid), bool)
         self.looked_up = False
 

@@ -5,8 +5,9 @@ the steady-state steps, their kernels (with names and launch configuration), the
 CUDA API calls, and the cause of each GPU idle gap (``gap_causes``).
 
 Gap causes (DOMAIN.md, "Host-wait"): every idle gap between busy intervals of the
-process's stepped activity belongs to the step of the activity that ends it (so a step
-owns its inner gaps and the gap before it). A host-wait gap (the submitting call ended
+process's stepped activity belongs to the step of the busy interval before it (so a step
+owns its inner gaps and the gap after it: the window of its period, first activity to the
+next step's first activity). A host-wait gap (the submitting call ended
 after the gap began) is
 
 - ``sync`` when a synchronizing call (:data:`~launchprof.analysis.callkinds.SYNC_CALLS`
@@ -322,6 +323,11 @@ def _gap_causes(
         return pd.DataFrame(empty, index=pd.RangeIndex(n_steps), columns=columns)
     nxt = u.order[u.first_row[1:]]  # the activity row that ends each gap
     nxt = nxt + kept.start if isinstance(kept, slice) else kept[nxt]
+    # A gap counts for the step whose period spans it: the step of the busy interval
+    # before it (the gap after a step's last activity is that step's, as its period runs
+    # to the next step's start; issue 17: it was the next step's, one gap off the window).
+    before = u.order[u.first_row[:-1]]
+    before = before + kept.start if isinstance(kept, slice) else kept[before]
     gap_start, gap_end = u.gap_starts, u.gap_ends
     call = act_call[nxt]
     api_start, api_end = api["start"].to_numpy(), api["end"].to_numpy()
@@ -329,6 +335,7 @@ def _gap_causes(
     host_wait = has_call & (api_end[call if has_call.all() else np.maximum(call, 0)] > gap_start)
     if not host_wait.all():  # gaps stay in time order
         gap_start, gap_end, call, nxt = gap_start[host_wait], gap_end[host_wait], call[host_wait], nxt[host_wait]
+        before = before[host_wait]
     gap_pid = act["pid"].to_numpy()[nxt]
     # Sync: a synchronizing call of the process blocked across the gap's start.
     is_sync_call = api_classes(analysis.trace)["sync"].to_numpy()
@@ -351,7 +358,7 @@ def _gap_causes(
     cause[is_sync] = 0
     # Sum per (step, cause). Float sums of int ns are exact below 2**53 ns (104 days):
     # the gaps are disjoint, so no sum exceeds the trace's span.
-    flat, length = step_of[nxt], gap_end - gap_start
+    flat, length = step_of[before], gap_end - gap_start
     flat *= len(columns)  # a new array (a gather): scaled in place
     flat += cause
     if int(length.sum()) < 2**53:

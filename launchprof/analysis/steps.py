@@ -66,7 +66,8 @@ class Steps:
             (first activity start, last activity end), ``kernels``, ``memops``,
             ``busy_ns`` (union inside the step), ``bubbles``, ``bubble_ns`` (gaps inside
             the step >= threshold), ``host_wait_ns`` (gaps inside the step, and the gap
-            before it, whose next activity's submitting call ended after the gap began),
+            after it up to the next step's first activity - the window of its
+            ``period_ns`` - whose next activity's submitting call ended after the gap began),
             ``lead_gap_ns`` (idle from the previous step's last activity to this step's
             first; 0 for the first step), ``period_ns`` (next step's gpu_start - this
             one's; NaN for the last), ``launch_calls``, ``launch_call_ns``,
@@ -137,18 +138,20 @@ def _group_cummax(group: np.ndarray, values: np.ndarray) -> np.ndarray:
 def _outermost(ranges: pd.DataFrame) -> pd.DataFrame:
     """``ranges`` without those nested inside an earlier range of the same thread (a
     recursive or re-entered range text would otherwise hide its outer range), sorted by
-    start (stable)."""
+    start (stable). Nested means contained: ``nvtxRangeStart/End`` ranges may overlap
+    without nesting (each step's range ending inside the next), and both are kept."""
     tid = ranges["tid"].to_numpy()
     start = ranges["start"].to_numpy()
     end = ranges["end"].to_numpy()
-    order = np.lexsort((start, tid))  # by thread, then start (stable, as sort_values)
+    order = np.lexsort((-end, start, tid))  # by thread, then start, the longer first (stable)
     tid_s = tid[order]
     thread = np.cumsum(np.r_[True, tid_s[1:] != tid_s[:-1]]) - 1 if tid_s.size else tid_s
     run_end = _group_cummax(thread, end[order])
-    # Nested: an earlier range of the same thread ends after this one starts.
+    # Nested: an earlier range of the same thread (which starts at or before this one)
+    # ends at or after this one's end.
     nested = np.zeros(order.size, bool)
     same = thread[1:] == thread[:-1]
-    nested[1:] = same & (run_end[:-1] > start[order][1:])
+    nested[1:] = same & (run_end[:-1] >= end[order][1:])
     kept = order[~nested]
     return ranges.iloc[kept[np.argsort(start[kept], kind="stable")]]
 
@@ -156,7 +159,8 @@ def _outermost(ranges: pd.DataFrame) -> pd.DataFrame:
 def _project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     """Index (into ``ranges``, sorted by start) of the range on the same thread that
     contains each API call's start; -1 where none does. ``ranges`` must not nest on a
-    thread (see :func:`_outermost`). Of ranges with the same start, the last counts."""
+    thread (see :func:`_outermost`); where they overlap, the one that started last holds
+    the call. Of ranges with the same start, the last counts."""
     out = np.full(len(api), -1, dtype=np.int64)
     if ranges.empty or api.empty:
         return out
@@ -323,7 +327,8 @@ def _activity_from_api(link: _Link, activity: pd.DataFrame, api: pd.DataFrame, a
 
 
 def _check_step_name(analysis: Analysis, step_name: str | None) -> pd.DataFrame:
-    """The NVTX ranges named ``step_name`` (empty frame when no name is given).
+    """The NVTX ranges named ``step_name`` (empty frame when no name is given): by text,
+    else by ``domain:text`` (the name the summary gives the steps).
 
     Raises:
         StepError: a name was given and no range has it.
@@ -334,6 +339,9 @@ def _check_step_name(analysis: Analysis, step_name: str | None) -> pd.DataFrame:
     if nvtx.empty:
         raise StepError(f"no NVTX range named {step_name!r}: this trace has no NVTX ranges")
     chosen = nvtx.loc[nvtx["text"] == step_name]
+    if chosen.empty and ":" in step_name:  # ``domain:text``, as the summary names the steps
+        labels = nvtx["domain"].astype(str) + ":" + nvtx["text"].astype(str)
+        chosen = nvtx.loc[(nvtx["domain"] != "").to_numpy() & (labels == step_name).to_numpy()]
     if chosen.empty:
         texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
         raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
@@ -349,7 +357,7 @@ def _nvtx_candidates(
         return None
     if step_name:
         chosen = _check_step_name(analysis, step_name)
-        return _outermost(chosen)
+        return _outermost(_one_domain(analysis, device, link, chosen))
     own = nvtx.loc[(nvtx["domain"] == STEP_DOMAIN) & (nvtx["text"] == STEP_NAME)]
     if len(own):
         return _outermost(own)
@@ -365,6 +373,24 @@ def _nvtx_candidates(
         if cover > best_cover or (cover == best_cover and best is not None and len(rows) > len(best)):
             best, best_cover = rows, cover
     return best if best_cover > 0 else None
+
+
+def _one_domain(analysis: Analysis, device: DeviceAnalysis, link: _Link, chosen: pd.DataFrame) -> pd.DataFrame:
+    """The ranges of ``chosen`` (one text) in one NVTX domain: ranges of the same text in
+    two domains (the user's ``step`` and a data loader's) are not one loop's steps, so the
+    domain whose ranges hold the most GPU work is taken (equal: the one with more ranges;
+    name it ``domain:text`` to choose)."""
+    domains = chosen["domain"].unique()
+    if len(domains) < 2:
+        return chosen
+    api = analysis.trace.api
+    best, best_key = chosen, (-1, -1)
+    for domain in sorted(domains):
+        rows = chosen.loc[chosen["domain"] == domain]
+        cover = int((_activity_from_api(link, device.activity, api, _project(api, _outermost(rows))) >= 0).sum())
+        if (cover, len(rows)) > best_key:
+            best, best_key = rows, (cover, len(rows))
+    return best
 
 
 def _period(tokens: np.ndarray) -> int | None:
@@ -679,27 +705,33 @@ def _step_table(
     # Kernels and memops per step, summed in (step, start, end) order.
     kernels = _sums(_take(_take(_kind_in(act["kind"], ("kernel",)), rows), inner.order), inner.bounds)
     memops = _sums(_take(_take(_kind_in(act["kind"], ("memcpy", "memset")), rows), inner.order), inner.bounds)
-    # The gap before each step (from the previous step's last activity, float ns as
-    # pandas' shift gives it) and whether it was host-wait.
-    start_f, end_f = gpu_start.astype(np.float64), gpu_end.astype(np.float64)
-    prev_end = np.r_[np.nan, end_f[:-1]]
-    lead = start_f - prev_end
-    lead_gap = np.where(np.isnan(lead), 0.0, np.where(lead < 0, 0.0, lead))
-    first_submit = np.full(n_steps, np.nan)
-    first_submit[inner.first_steps] = _at_call(api["end"].to_numpy(), call_row[inner.first_rows])
-    lead_wait = np.where(first_submit > prev_end, lead_gap, 0.0)
-    host_wait = inner.wait_ns + lead_wait  # float64, as int64 + float64 Series
-    period = np.r_[start_f[1:], np.nan] - start_f
+    # The gap before each step (from the previous step's last activity) and whether it
+    # was host-wait; int64 throughout (absolute clocks exceed 2**53, where float64 rounds).
+    has = np.zeros(n_steps, dtype=bool)
+    has[inner.first_steps[inner.first_steps < n_steps]] = True
+    start_i, end_i = _exact(inner.gpu_start, inner.first_start, has), _exact(inner.gpu_end, inner.last_end, has)
+    prev_has = np.r_[False, has[:-1]]
+    prev_end = np.r_[np.int64(0), end_i[:-1]]
+    lead_gap = np.where(has & prev_has, np.maximum(start_i - prev_end, 0), 0)
+    first_row = np.full(n_steps, -1, dtype=np.int64)
+    keep = inner.first_steps < n_steps
+    first_row[inner.first_steps[keep]] = call_row[inner.first_rows[keep]]
+    lead_wait = np.where(_ended_after(api["end"].to_numpy(), first_row, prev_end) & prev_has, lead_gap, 0)
+    # The gap after the step (before the next one's first activity) is the step's, as its
+    # period spans it (issue 17: the gap before it was counted, one gap off the period).
+    host_wait = inner.wait_ns + np.r_[lead_wait[1:], 0]
+    next_has = np.r_[has[1:], False]
+    period = np.where(has & next_has, (np.r_[start_i[1:], np.int64(0)] - start_i).astype(np.float64), np.nan)
     # CPU side of each step.
     if cpu_start is None:
         # The start of the call that submitted each step's earliest activity; without it
         # (an export without the API table), the GPU start; gaps filled from neighbours.
-        first_call = np.full(n_steps, np.nan)
-        first_call[inner.first_steps] = _at_call(api["start"].to_numpy(), call_row[inner.first_rows])
-        first_call = np.where(np.isnan(first_call), start_f, first_call)
-        cpu_start = pd.Series(first_call).ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
+        api_start = api["start"].to_numpy()
+        call_start = np.where(first_row >= 0, api_start[np.maximum(first_row, 0)] if api_start.size else 0, start_i)
+        filled = pd.Series(call_start, dtype="Int64").where(has | (first_row >= 0))
+        cpu_start = filled.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
     if cpu_end is None:
-        cpu_end = np.r_[cpu_start[1:], gpu_end[-1] if n_steps else 0]
+        cpu_end = np.r_[cpu_start[1:], end_i[-1] if n_steps else 0]
     cpu_ns = cpu_end - cpu_start
     # The process's API calls per step (those outside every step left out).
     if api_step is None:
@@ -775,21 +807,26 @@ def _at_call(values: np.ndarray, call_row: np.ndarray) -> np.ndarray:
 
 def _ended_after(call_end: np.ndarray, call_row: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Whether the call at each row (-1: none) ended after ``t``: ``_at_call(call_end,
-    call_row) > t`` (False without a call), compared as integers where float64 holds
-    every value exactly."""
+    call_row) > t`` (False without a call), compared as integers (exact at any clock
+    value) when both are."""
     if call_end.size == 0:
         return np.zeros(call_row.size, dtype=bool)
-    exact = (
-        t.size > 0
-        and np.issubdtype(call_end.dtype, np.integer)
-        and np.issubdtype(t.dtype, np.integer)
-        and max(-int(call_end.min()), int(call_end.max()), -int(t.min()), int(t.max())) < 2**53
-    )
-    if exact:
+    if np.issubdtype(call_end.dtype, np.integer) and np.issubdtype(np.asarray(t).dtype, np.integer):
         if call_row.size == 0 or int(call_row.min()) >= 0:  # every row has its call
             return call_end[call_row] > t
         return (call_row >= 0) & (call_end[np.maximum(call_row, 0)] > t)
     return np.nan_to_num(_at_call(call_end, call_row), nan=-np.inf) > t
+
+
+def _exact(values: np.ndarray, present_values: np.ndarray, has: np.ndarray) -> np.ndarray:
+    """``values`` (:func:`_per_step`: float64 with NaN when a step lacks activity) as exact
+    int64, 0 where ``has`` is False, from ``present_values`` (the int64 values of the
+    steps with activity, in step order)."""
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64, copy=False)
+    out = np.zeros(has.size, dtype=np.int64)
+    out[has] = present_values[: int(has.sum())]
+    return out
 
 
 def _to_int(values: np.ndarray) -> np.ndarray:
@@ -843,7 +880,8 @@ class _Inner:
     threshold), ``wait_ns`` (host-wait ns of the gaps inside); ``first_steps``/``first_rows``:
     each step with activity (ascending) and the row of its earliest activity (by start,
     ties in row order); ``order``: the rows sorted by (step, start, end) (None: already
-    so); ``bounds``: :func:`_bounds` of the sorted steps."""
+    so); ``bounds``: :func:`_bounds` of the sorted steps; ``first_start``/``last_end``:
+    the first start and last end of each step of ``first_steps`` (int64, exact)."""
 
     gpu_start: np.ndarray
     gpu_end: np.ndarray
@@ -855,6 +893,8 @@ class _Inner:
     first_rows: np.ndarray
     order: np.ndarray | None
     bounds: np.ndarray
+    first_start: np.ndarray
+    last_end: np.ndarray
 
 
 def _inner(
@@ -926,6 +966,8 @@ def _inner(
         first_rows,
         order,
         _bounds(step, n_steps),
+        start[heads],
+        run_end[last],
     )
 
 

@@ -244,26 +244,32 @@ def _keyed(api_end: pd.Series) -> pd.Series:
     return api_end_keyed(frame)
 
 
+NO_CALL = np.iinfo(np.int64).min  # the end of "no submitting call": earlier than any time
+
+
 def lookup_end(api_end: pd.Series, keys: np.ndarray) -> np.ndarray:
-    """Call ends (float ns) for :func:`corr_key` ``keys``; NaN where no call matches."""
+    """Call ends (int64 ns, exact at any clock value: nsys clocks are int64 ns, absolute
+    ones above 2**53) for :func:`corr_key` ``keys``; :data:`NO_CALL` where no call matches
+    (so ``end > t`` is False for it, as NaN was)."""
     index = api_end.index.to_numpy()
     if index.size == 0:
-        return np.full(len(keys), np.nan)
+        return np.full(len(keys), NO_CALL, dtype=np.int64)
+    ends = api_end.to_numpy().astype(np.int64, copy=False)
     keys = np.asarray(keys, dtype=np.int64)
     lo, span = int(index[0]), int(index[-1]) - int(index[0]) + 1
     if span <= 4 * index.size + 1024 and 8 * keys.size >= index.size:
         # Dense keys (one process: its correlation ids run 1, 2, 3...): a table of ends
-        # indexed by key, NaN where no call has that key - no binary search.
-        table = np.full(span, np.nan)
-        table[index - lo] = api_end.to_numpy()
+        # indexed by key, NO_CALL where no call has that key - no binary search.
+        table = np.full(span, NO_CALL, dtype=np.int64)
+        table[index - lo] = ends
         offset = keys - lo
         if not offset.size or (offset.min() >= 0 and offset.max() < span):
             return table[offset]
         inside = (offset >= 0) & (offset < span)
-        return np.where(inside, table[np.where(inside, offset, 0)], np.nan)
+        return np.where(inside, table[np.where(inside, offset, 0)], NO_CALL)
     pos = np.minimum(np.searchsorted(index, keys), index.size - 1)
     found = index[pos] == keys
-    return np.where(found, api_end.to_numpy()[pos].astype("float64"), np.nan)
+    return np.where(found, ends[pos], NO_CALL)
 
 
 def timeline_figures(
@@ -312,10 +318,10 @@ def kind_counts(kind: pd.Series) -> tuple[int, int]:
 
 
 def submit_ends(api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
-    """End (float ns) of the call that submitted each activity (``api_end`` as from
-    :func:`api_end_keyed`); NaN where none matches or the correlation id is <= 0."""
+    """End (int64 ns) of the call that submitted each activity (``api_end`` as from
+    :func:`api_end_keyed`); :data:`NO_CALL` where none matches or the correlation id is <= 0."""
     out = lookup_end(api_end, corr_key(pid, correlation_id))
-    out[np.asarray(correlation_id) <= 0] = np.nan
+    out[np.asarray(correlation_id) <= 0] = NO_CALL
     return out
 
 
@@ -355,7 +361,7 @@ def figures_of_arrays(
     next_rows = first[1:] if order is None else order[first[1:]]
     if rows is not None:
         next_rows = rows[next_rows]
-    host_wait = submit_end(next_rows) > ends[:-1]  # NaN (no submitting call) compares False
+    host_wait = submit_end(next_rows) > ends[:-1]  # NO_CALL (no submitting call) compares False
     return figures_of_intervals(
         kernels, memops, starts, ends, next_rows, host_wait, pid, correlation_id, bubble_threshold_ns
     )

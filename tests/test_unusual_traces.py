@@ -1,0 +1,124 @@
+"""Valid traces the analysis answered wrongly (issue 17, cases 2-4, 6, 7 and 8): each built
+here with figures counted by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import launchprof
+import pytest
+from tracebuilder import TraceBuilder
+
+T53 = 2**60 + 10  # an absolute clock (ns since 1970 is ~2**60.6): float64 steps 256 ns here
+
+
+def _analyze(b: TraceBuilder, path: Path, step: str | None = None):  # type: ignore[no-untyped-def]
+    b.write(path)
+    return launchprof.analyze(path, step=step)
+
+
+# ---------------------------------------------------------------- case 7: clocks above 2**53
+
+
+@pytest.mark.parametrize("t0", [1_000_000, T53], ids=["small-clock", "absolute-clock"])
+def test_host_wait_is_exact_above_2_to_the_53(tmp_path: Path, t0: int) -> None:
+    """12 steps of one launch: call 1000 ns, kernel 500 ns after it for 1960 ns; the next
+    call starts 2560 ns after the previous and ends 100 ns after the previous kernel, its
+    kernel starts 600 ns after that kernel's end. Every gap (11 x 600 ns) is host-wait:
+    span 11 x 2560 + 1960 = 30120, busy 12 x 1960 = 23520. Old: at 2**60 the call end and
+    the kernel end, 100 ns apart, were the same float64: host-wait 0, verdict gpu-bound."""
+    b = TraceBuilder()
+    for i in range(12):
+        c = t0 + i * 2560
+        b.launch(c, c + 1000, c + 1500, c + 3460)
+        b.range("step", c, c + 2550, domain="launchprof")
+    a = _analyze(b, tmp_path / "t.sqlite")
+    d = a.devices[0].figures
+    assert (d.span_ns, d.busy_ns, d.idle_ns, d.host_wait_ns) == (30120, 23520, 6600, 6600)
+    steps = a.extra["steps"]
+    steady = steps.steady
+    assert list(steady["period_ns"]) == [2560.0] * len(steady)
+    assert set(steady["host_wait_ns"]) == {600}  # the gap after each step (the one its period spans)
+    assert a.extra["diagnosis"].verdict == "launch-bound"  # 600 / 2560 = 23.4 % host-wait
+
+
+# ---------------------------------------------------------------- case 4: the verdict's window
+
+
+def test_host_wait_of_a_step_is_the_gap_its_period_spans(tmp_path: Path) -> None:
+    """6 steps of period 10000 ns: a launch, its 7800 ns kernel, a stream sync blocked until
+    after the kernel; the next launch ends after the kernel did, so each of the 5 gaps
+    (2200 ns) is host-wait behind a sync. Steady steps 0-4 (the last has no period) span
+    5 periods and 5 gaps: 22 % host-wait, sync-bound. Old: each step counted the gap
+    before it, so steps 0-4 held 4 gaps: 17.6 %, gpu-bound."""
+    b = TraceBuilder()
+    for i in range(6):
+        c = 1_000_000 + i * 10_000
+        b.launch(c, c + 1000, c + 1500, c + 9300)
+        b.call("cudaStreamSynchronize", c + 1100, c + 9350)
+        b.range("step", c, c + 9400, domain="launchprof")
+    a = _analyze(b, tmp_path / "t.sqlite")
+    steady = a.extra["steps"].steady
+    assert list(steady["step"]) == [0, 1, 2, 3, 4]
+    assert list(steady["host_wait_ns"]) == [2200] * 5
+    diag = a.extra["diagnosis"]
+    assert diag.figures["host_wait_ratio"] == pytest.approx(0.22)
+    assert diag.figures["sync_wait_ratio"] == pytest.approx(0.22)
+    assert diag.verdict == "sync-bound"
+
+
+# ---------------------------------------------------------------- case 2: overlapping start/end ranges
+
+
+def _four_launches(b: TraceBuilder, c: int) -> None:
+    """4 launch calls of 4000 ns from ``c``, 5000 ns apart, each kernel 500 ns after its
+    call for 1000 ns."""
+    for j in range(4):
+        t = c + j * 5000
+        b.launch(t, t + 4000, t + 4500, t + 5500, name=f"k{j}")
+
+
+def test_overlapping_start_end_ranges_are_steps_each(tmp_path: Path) -> None:
+    """12 nvtxRangeStart/End ranges, each ending 30 us into the next (period 50 us, range
+    80 us): 12 steps of 4 kernels, 11 steady, period 50000 ns; a call in the overlap is
+    the later step's. Old: every range "nested" in the first: 1 step, no repeating step."""
+    b = TraceBuilder()
+    for i in range(12):
+        c = 1_000_000 + i * 50_000
+        _four_launches(b, c)
+        b.range("step", c, c + 80_000, domain="launchprof", event_type=60)
+    a = _analyze(b, tmp_path / "t.sqlite")
+    steps = a.extra["steps"]
+    assert (steps.source, steps.count, len(steps.steady)) == ("nvtx", 12, 11)
+    assert list(steps.table["kernels"]) == [4] * 12
+    assert set(steps.steady["period_ns"]) == {50_000.0}
+
+
+# ---------------------------------------------------------------- case 6: --step and NVTX domains
+
+
+def _two_domains(tmp_path: Path) -> Path:
+    """12 steps (domain "train", 4 kernels each, period 50 us) and 12 "step" ranges of a
+    data-loader thread (domain "loader", no CUDA call) in between."""
+    b = TraceBuilder()
+    for i in range(12):
+        c = 1_000_000 + i * 50_000
+        _four_launches(b, c)
+        b.range("step", c, c + 40_000, domain="train")
+        b.range("step", c + 41_000, c + 49_000, tid=777, domain="loader")
+    return b.write(tmp_path / "t.sqlite")
+
+
+@pytest.mark.parametrize("step", ["step", "train:step"])
+def test_step_ranges_of_two_domains_are_not_pooled(tmp_path: Path, step: str) -> None:
+    """Old: --step step pooled both domains: 24 steps, 0 steady; --step train:step (the
+    name the summary gives) was refused: no NVTX range named 'train:step'."""
+    a = launchprof.analyze(_two_domains(tmp_path), step=step)
+    steps = a.extra["steps"]
+    assert (steps.name, steps.count, len(steps.steady)) == ("train:step", 12, 11)
+    assert set(steps.steady["kernels"]) == {4}
+
+
+def test_step_of_an_unknown_domain_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(launchprof.analysis.steps.StepError, match="no NVTX range named 'other:step'"):
+        launchprof.analyze(_two_domains(tmp_path), step="other:step")
