@@ -12,7 +12,7 @@ from pathlib import Path
 
 from launchprof.analysis import Analysis, analyze_trace
 from launchprof.analysis.diagnose import diagnose
-from launchprof.analysis.steps import find_steps
+from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import TraceError
 from launchprof.nsys.export import export_sqlite
@@ -161,6 +161,9 @@ def analyze_loaded(
     if progress:
         progress("finding steps")
     analysis.extra["steps"] = find_steps(analysis, step_name=step)
+    note = no_gpu_work_note(analysis.extra["steps"])
+    if note is not None:
+        analysis.notes.append(note)
     if steps_found is not None:
         steps_found(analysis)
     analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(analysis)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import launchprof
 import pytest
 from tracebuilder import TraceBuilder
+
+import launchprof
 
 T53 = 2**60 + 10  # an absolute clock (ns since 1970 is ~2**60.6): float64 steps 256 ns here
 
@@ -122,3 +123,59 @@ def test_step_ranges_of_two_domains_are_not_pooled(tmp_path: Path, step: str) ->
 def test_step_of_an_unknown_domain_is_refused(tmp_path: Path) -> None:
     with pytest.raises(launchprof.analysis.steps.StepError, match="no NVTX range named 'other:step'"):
         launchprof.analyze(_two_domains(tmp_path), step="other:step")
+
+
+# ---------------------------------------------------------------- case 3: eager kernels around graph launches
+
+
+def test_eager_kernels_around_graph_launches_are_the_steps(tmp_path: Path) -> None:
+    """No NVTX; 12 iterations 40 us apart: an eager kernel (call [c, c+4000], kernel
+    [c+4500, c+6500]), a cudaGraphLaunch [c+5000, c+9000] of 4 kernels of 2000 ns from
+    c+9500, an eager kernel (call [c+10000, c+14000]) queued behind the graph until
+    c+19500. A step runs from one graph launch to the next: 6 kernels (4 in the graph),
+    busy 12000 ns, idle 40000 - 12000 = 28000 ns, all host-wait (every next activity's call
+    ends after the gap begins). Old: only the graph's 4 kernels were the step's; the eager
+    kernels' 4000 ns read as idle: host-wait 32000 ns a step, 100 % of kernels in graphs."""
+    b = TraceBuilder()
+    for i in range(12):
+        c = 1_000_000 + i * 40_000
+        b.launch(c, c + 4000, c + 4500, c + 6500, name="copy_in")
+        corr = b.call("cudaGraphLaunch_v10000", c + 5000, c + 9000)
+        for n in range(4):
+            b.kernel(c + 9500 + n * 2000, c + 11_500 + n * 2000, corr, name=f"g{n}", graph_node=n + 1)
+        b.launch(c + 10_000, c + 14_000, c + 17_500, c + 19_500, name="post")
+    a = _analyze(b, tmp_path / "t.sqlite")
+    steps = a.extra["steps"]
+    assert (steps.source, steps.count) == ("graph-launch", 12)
+    steady = steps.steady
+    assert len(steady) == 11  # the last step has no period (its copy_in of a 13th iteration is absent)
+    assert set(steady["kernels"]) == {6}
+    assert set(steady["busy_ns"]) == {12_000}
+    assert set(steady["host_wait_ns"]) == {28_000}
+    assert set(steady["period_ns"]) == {40_000.0}
+    assert a.extra["diagnosis"].figures["host_wait_ratio"] == pytest.approx(0.7)
+    assert a.extra["diagnosis"].figures["graph_launches_per_step_p50"] == 1
+
+
+# ---------------------------------------------------------------- case 8: steps without GPU work
+
+
+@pytest.mark.parametrize("empty", [(3, 7), tuple(range(1, 12, 2))], ids=["two", "every-other"])
+def test_steps_without_gpu_work_are_noted(tmp_path: Path, empty: tuple[int, ...]) -> None:
+    """12 steps of 50 us (4 kernels each) but ``empty``, NVTX ranges around CPU work only.
+    Steps 3 and 7 (and 2 and 6 before them, whose period ends at no GPU start) leave 12 - 1 -
+    4 = 7 steady steps; every other step empty leaves none. Old: no note either way."""
+    b = TraceBuilder()
+    for i in range(12):
+        c = 1_000_000 + i * 50_000
+        if i not in empty:
+            _four_launches(b, c)
+        b.range("step", c, c + 40_000, domain="launchprof")
+    a = _analyze(b, tmp_path / "t.sqlite")
+    notes = [n for n in a.notes if "hold no GPU work" in n]
+    shown = ", ".join(map(str, empty))
+    assert notes and notes[0].startswith(f"{len(empty)} of 12 steps (launchprof:step) hold no GPU work (steps {shown})")
+    if len(empty) == 2:
+        assert len(a.extra["steps"].steady) == 7 and "no steady step is left" not in notes[0]
+    else:
+        assert notes[0].endswith("no steady step is left, so the whole trace is judged as one window")

@@ -612,12 +612,19 @@ def _find_steps(
     if activity_step is None and template is None:
         graph = np.flatnonzero((api["pid"].to_numpy() == pid) & api_classes(analysis.trace)["graph_launch"].to_numpy())
         if len(graph):
-            api_step = np.full(len(api), -1, dtype=np.int64)
-            api_step[graph] = np.arange(len(graph))
+            # A step runs from one graph launch call to the next: the eager launches around
+            # the graph (input copies, post-processing) are the step's too (issue 17: only
+            # the graph's own kernels were, and the eager ones' GPU time read as idle).
+            cpu_start = api["start"].to_numpy()[graph]
+            api_step = np.where(
+                api["pid"].to_numpy() == pid, _last_at_or_before(cpu_start, api["start"].to_numpy()), -1
+            )
             activity_step = _activity_from_api(link, act, api, api_step)
             source, name = "graph-launch", "cudaGraphLaunch"
-            reason = f"{skipped}no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} is a step"
-            cpu_start = api["start"].to_numpy()[graph]
+            reason = (
+                f"{skipped}no NVTX step ranges: each of the {len(graph)} graph launches of pid {pid} starts a step "
+                "(with the calls up to the next one)"
+            )
     if activity_step is None:
         found = _inferred(analysis, device, pid, template)
         if found is None:
@@ -1021,6 +1028,26 @@ def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         warm += 1
     table.loc[: warm - 1, "warmup"] = True if warm else False
     return table, warm
+
+
+def no_gpu_work_note(steps: Steps) -> str | None:
+    """A note on the steps that hold no GPU work (an NVTX range around CPU work only):
+    they have no GPU start, so neither they nor the step before each has a step period,
+    and they are left out of the steady state; None when every step holds GPU work."""
+    table = steps.table
+    if table.empty or "gpu_start" not in table:
+        return None
+    empty = table["step"].to_numpy()[table["gpu_start"].isna().to_numpy()]
+    if not empty.size:
+        return None
+    shown = ", ".join(map(str, empty[:10].tolist())) + (", ..." if empty.size > 10 else "")
+    note = (
+        f"{empty.size} of {len(table)} steps ({steps.name}) hold no GPU work (steps {shown}): they, and the step "
+        "before each, have no step period and are left out of the steady state"
+    )
+    if not steps.steady["period_ns"].notna().any():
+        note += "; no steady step is left, so the whole trace is judged as one window"
+    return note
 
 
 def step_stats(steps: Steps) -> dict[str, float | int | str | None]:
