@@ -14,9 +14,9 @@ SIGTERM and SIGHUP held back. So:
 - an interrupted run (Ctrl-C, SIGTERM before the swap) removes its staging folder and
   leaves the old report as it was; a signal during the swap is handled after it (the
   new report is then whole);
-- a staging folder left by a killed run (SIGKILL, a crash) is removed by the next run:
-  each run holds a ``flock`` on its own staging folder, which the kernel drops with the
-  process.
+- a staging folder left by a killed run (SIGKILL, a crash) is removed by a later run
+  (once a minute old): each run holds a ``flock`` on its own staging folder, which the
+  kernel drops with the process.
 
 Files of the folder that no run writes (``profile``'s trace, anything of the user's) are
 left where they are. What a power loss or SIGKILL during the swap could still leave mixed
@@ -33,6 +33,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -96,12 +97,19 @@ class FolderWriter:
             if not _writable_dir(folder):
                 raise OutputError(f"{folder} is not writable")
             self._beside, prefix = folder, ".launchprof."
-        self._lock_path = self._beside / f"{prefix}lock"
-        self._drop_leftovers(prefix)
         try:
             self.staging = Path(tempfile.mkdtemp(prefix=f"{prefix}staging-", dir=self._beside))
         except OSError as exc:
-            raise _oserror("write into", self._beside, exc) from None
+            if self._beside == folder:
+                raise _oserror("write into", folder, exc) from None
+            self._make_folder()  # the parent refuses (e.g. /proc): the folder's own error, or stage inside it
+            self._beside, prefix = folder, ".launchprof."
+            try:
+                self.staging = Path(tempfile.mkdtemp(prefix=f"{prefix}staging-", dir=folder))
+            except OSError as exc2:
+                raise _oserror("write into", folder, exc2) from None
+        self._lock_path = self._beside / f"{prefix}lock"
+        self._drop_leftovers(prefix)
         try:
             self._own_fd = os.open(self.staging / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
             fcntl.flock(self._own_fd, fcntl.LOCK_EX)
@@ -125,9 +133,13 @@ class FolderWriter:
             raise _oserror("create", self.folder, exc) from None
 
     def _drop_leftovers(self, prefix: str) -> None:
-        """Remove staging folders of runs that no longer exist (their flock is free)."""
+        """Remove staging folders of runs that no longer exist (their flock is free). One
+        made in the last minute is left alone: its run may not have locked it yet."""
+        now = time.time()
         for old in self._beside.glob(f"{prefix}staging-*"):
             try:
+                if now - old.stat().st_mtime < 60:
+                    continue
                 fd = os.open(old / ".lock", os.O_RDWR)
             except OSError:
                 continue
