@@ -307,3 +307,46 @@ def test_a_cache_that_grows_every_step_is_told_to_be_static(tmp_path: Path) -> N
     f = _built(b, tmp_path)["dynamic-shapes"]
     assert f.figures["growing"] is True
     assert "cache_implementation='static'" in f.fix and "cat's grid grows" in f.fix
+
+
+def test_real_graph_replay_loop_that_waits_for_the_host_is_host_bound(real_trace) -> None:  # type: ignore[no-untyped-def]
+    # decode_buckets_graph replays one graph a step (MANIFEST) and the GPU waits for the
+    # CPU a third of each step: host-bound, with what the host does around the replay.
+    a = launchprof.analyze(real_trace("decode_buckets_graph", GPU))
+    d = a.extra["diagnosis"]
+    assert d.verdict == "host-bound"
+    f = {x.kind: x for x in d.findings}["host-outside-graph"]
+    assert f.figures["host_gaps_ns_per_step"] > 0 and f.figures["period_ns"] > f.figures["host_gaps_ns_per_step"]
+    assert "loop's own Python" in f.fix
+
+
+def test_a_built_replay_loop_names_its_input_copies_and_sync(tmp_path: Path) -> None:
+    # Per step: 3 input copies (cudaMemcpyAsync, 4 us each), one graph launch of 2 kernels,
+    # one cudaStreamSynchronize blocked 30 us, then 40 us of Python; 20 steps.
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(20):
+        start = t
+        for _ in range(3):
+            corr = b.call("cudaMemcpyAsync_v3020", t, t + 4_000)
+            b.memcpy(t + 4_500, t + 5_000, corr, copy_kind=8)
+            t += 4_000
+        corr = b.call("cudaGraphLaunch_v10000", t, t + 6_000)
+        b.kernel(t + 7_000, t + 17_000, corr, graph_node=1)
+        b.kernel(t + 17_100, t + 37_000, corr, graph_node=2)
+        t += 6_000
+        b.call("cudaStreamSynchronize_v3020", t, t + 31_500)
+        t += 31_500 + 40_000
+        b.range("step", start, t, domain="launchprof")
+    d = launchprof.analyze(b.write(tmp_path / "t.sqlite")).extra["diagnosis"]
+    # The sync drains the GPU every step, but it sits outside the graph: host-bound, and
+    # the sync is one of the host's items (not a capture blocker).
+    assert d.verdict == "host-bound"
+    found = {x.kind: x for x in d.findings}
+    assert "sync-in-step" not in found
+    f = found["host-outside-graph"]
+    assert f.figures["input_copies_per_step"] == 3 and f.figures["input_copies_ns_per_step"] == 12_000
+    assert f.figures["syncs_per_step"] == 1 and f.figures["syncs_ns_per_step"] == 31_500
+    # period 3 x 4 + 6 + 31.5 + 40 = 89.5 us; in CUDA calls 12 + 6 + 31.5 = 49.5 us.
+    assert f.figures["period_ns"] == 89_500 and f.figures["host_gaps_ns_per_step"] == 40_000
+    assert "static buffers" in f.fix and "check every k steps" in f.fix

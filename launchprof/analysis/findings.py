@@ -50,7 +50,8 @@ class Finding:
     Attributes:
         kind: ``sync-in-step``, ``alloc-in-step``, ``dynamic-shapes``,
             ``varying-sequence``, ``reinstantiation``, ``graph-trace-mode``,
-            ``legacy-stream`` or ``profiler-overhead``.
+            ``legacy-stream``, ``profiler-overhead`` or ``host-outside-graph``
+            (:mod:`launchprof.analysis.hostwork`).
         severity: ``blocker``, ``warning`` or ``info``.
         steps_affected: number of steady-state steps that show it.
         steps: up to 10 example step indices.
