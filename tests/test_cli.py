@@ -82,7 +82,8 @@ def test_default_output_is_reports_slash_stem(tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["analyze", str(trace)])
     assert result.exit_code == 0, result.output
-    assert {p.name for p in (tmp_path / "reports" / "my").iterdir()} == REPORT_FILES
+    # Only the trace suffix is cut (issue 17: run.v1.sqlite and run.v2.sqlite both went to reports/run).
+    assert {p.name for p in (tmp_path / "reports" / "my.trace").iterdir()} == REPORT_FILES
 
 
 def test_existing_report_is_refused_without_force_and_overwritten_with_it(tmp_path: Path) -> None:

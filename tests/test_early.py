@@ -122,12 +122,16 @@ def same_report(out: Path, tmp: Path, exit_code: int = 0) -> None:
     names = ["summary.json", "report.html", "steps.csv", "step_kernels.csv", "step_timeline.csv"]
     if exit_code:
         got = json.loads((out / "summary.json").read_text())
+        want = json.loads((ref / "summary.json").read_text())
         assert got.pop("workload") == {"exit_code": exit_code}
-        assert got == json.loads((ref / "summary.json").read_text())
+        # The run id follows the summary's content, which the workload section changes.
+        assert len(got.pop("run_id")) == len(want.pop("run_id")) == 16
+        assert got == want
         card = re.compile(r'<div class="card" id="workload-failed".*?</div>', re.S)
+        run = re.compile(r'<meta name="launchprof-run" content="[0-9a-f]{16}">')
         page = (out / "report.html").read_text()
-        assert len(card.findall(page)) == 1
-        assert card.sub("", page) == (ref / "report.html").read_text()
+        assert len(card.findall(page)) == 1 and len(run.findall(page)) == 1
+        assert run.sub("", card.sub("", page)) == run.sub("", (ref / "report.html").read_text())
         names = names[2:]
     for name in names:
         assert (out / name).read_bytes() == (ref / name).read_bytes(), name

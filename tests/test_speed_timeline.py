@@ -15,7 +15,7 @@ from tracebuilder import TraceBuilder
 
 from launchprof.analysis.core import _row_groups
 from launchprof.analysis.launches import _shorter_ratio_arrays
-from launchprof.analysis.timeline import corr_key, key_order, lookup_end
+from launchprof.analysis.timeline import NO_CALL, corr_key, key_order, lookup_end
 from launchprof.trace import load_trace
 from launchprof.trace.loader import _call_names
 
@@ -54,10 +54,10 @@ def test_lookup_end_table_matches_a_dict_lookup(corrs: list[int], wanted: list[i
         asked = wanted + corrs[::2]  # some keys that are there, some that are not
         queries = corr_key(np.full(len(asked), pid, np.int64), np.array(asked, dtype=np.int64))
         reference = dict(zip(keys.tolist(), ends.tolist(), strict=True))
-        expected = [float(reference[q]) if q in reference else np.nan for q in queries.tolist()]
+        expected = [reference[q] if q in reference else NO_CALL for q in queries.tolist()]
         got = lookup_end(api_end, queries)
-        assert got.dtype == np.float64
-        np.testing.assert_array_equal(got, np.array(expected, dtype=np.float64))
+        assert got.dtype == np.int64  # exact at any clock value (issue 17)
+        np.testing.assert_array_equal(got, np.array(expected, dtype=np.int64))
 
 
 def _reference_activity(trace) -> pd.DataFrame:  # type: ignore[no-untyped-def]

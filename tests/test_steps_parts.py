@@ -116,9 +116,11 @@ def _ranges(rng: np.random.Generator, n: int) -> pd.DataFrame:
 
 
 def _outermost_pandas(ranges: pd.DataFrame) -> pd.DataFrame:
-    r = ranges.sort_values(["tid", "start"], kind="stable")
+    """Ranges not contained in an earlier one of their thread (overlapping start/end ranges
+    are kept: issue 17); the longer first of ranges sharing a start."""
+    r = ranges.sort_values(["tid", "start", "end"], ascending=[True, True, False], kind="stable")
     prev_end = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
-    return r.loc[~(prev_end > r["start"])].sort_values("start", kind="stable")
+    return r.loc[~(prev_end >= r["end"])].sort_values("start", kind="stable")
 
 
 def _project_merge_asof(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:

@@ -27,7 +27,8 @@ def test_host_wait_is_exact_above_2_to_the_53(tmp_path: Path, t0: int) -> None:
     call starts 2560 ns after the previous and ends 100 ns after the previous kernel, its
     kernel starts 600 ns after that kernel's end. Every gap (11 x 600 ns) is host-wait:
     span 11 x 2560 + 1960 = 30120, busy 12 x 1960 = 23520. Old: at 2**60 the call end and
-    the kernel end, 100 ns apart, were the same float64: host-wait 0, verdict gpu-bound."""
+    the kernel end, 100 ns apart, were the same float64: the device's host-wait 0 and each
+    step's 0 (while the diagnosis, from its own integer gap causes, said launch-bound)."""
     b = TraceBuilder()
     for i in range(12):
         c = t0 + i * 2560
