@@ -2,7 +2,7 @@
 its verdict and key figures.
 
 Rewritten after each ``analyze``, ``profile`` and ``compare`` in the parent folder of the
-output folder (``reports/`` by default). It lists the immediate sub-folders that hold a
+output folder (``reports/`` by default). It lists the immediate sub-folders (not hidden ones: staging folders) that hold a
 ``summary.json`` (a report), a ``compare.json`` (a comparison) or a ``combined.json`` (a
 multi-trace run, linked to its ``combined.html``), sorted by folder name.
 An ``index.html`` that launchprof did not write is never overwritten.
@@ -152,7 +152,8 @@ def collect(root: Path) -> tuple[list[ReportRow], list[CompareRow], list[MultiRo
     comparisons: list[CompareRow] = []
     multi: list[MultiRow] = []
     try:
-        folders = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name)
+        # Hidden folders are left out: a run's staging folder (report.folder) holds a summary.json too.
+        folders = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")), key=lambda p: p.name)
     except OSError:
         return reports, comparisons, multi
     for folder in folders:
