@@ -2,9 +2,10 @@
 its verdict and key figures.
 
 Rewritten after each ``analyze``, ``profile`` and ``compare`` in the parent folder of the
-output folder (``reports/`` by default). It lists the immediate sub-folders (not hidden ones: staging folders) that hold a
-``summary.json`` (a report), a ``compare.json`` (a comparison) or a ``combined.json`` (a
-multi-trace run, linked to its ``combined.html``), sorted by folder name.
+output folder (``reports/`` by default). It lists the immediate sub-folders (not hidden
+ones: staging folders) that hold a ``summary.json`` (a report), a ``compare.json`` (a
+comparison) or a ``combined.json`` (a multi-trace run, linked to its ``combined.html``),
+sorted by folder name.
 An ``index.html`` that launchprof did not write is never overwritten.
 """
 
