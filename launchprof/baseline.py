@@ -35,6 +35,7 @@ profiled GPU side is kept and the CPU side scaled: max(gpu_side, cpu_side x corr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,33 @@ def describe(section: Mapping[str, Any]) -> str:
             f"; overhead-corrected graph speedup {corr['speedup']:.2f}x (under nsys {corr['profiled_speedup']:.2f}x)"
         )
     return line
+
+
+def apply_to_recommendation(
+    recommendation: dict[str, Any] | None, section: Mapping[str, Any], verdict: str | None, min_speedup: float
+) -> None:
+    """Put the unprofiled step period of ``section`` (the ``baseline`` section) into the
+    recommendation's expected speedup, in place: ``expected`` gets ``eager_step_ns`` from
+    the runs without nsys and ``eager_source`` ``"baseline"``, ``expected_speedup`` and
+    ``expected_speedup_range`` follow (:func:`launchprof.analysis.expect.with_measured_eager`);
+    for a launch-bound verdict ``convert`` is decided again on it (at least
+    ``min_speedup``) and the reason says so. Nothing changes when the section has no usable
+    period (the host ran ahead of the GPU) or the recommendation no expectation."""
+    from launchprof.analysis.expect import Expectation, with_measured_eager
+
+    exp = (recommendation or {}).get("expected")
+    period = section.get("period_p50_ns")
+    if not exp or not period or section.get("host_ahead_of_gpu") or recommendation is None:
+        return
+    new = with_measured_eager(Expectation(**exp), float(period))
+    recommendation["expected"] = dataclasses.asdict(new)
+    recommendation["expected_speedup"] = new.speedup
+    recommendation["expected_speedup_range"] = [new.speedup_low, new.speedup_high]
+    if verdict == "launch-bound":
+        recommendation["convert"] = bool(new.speedup >= min_speedup)
+        recommendation["reason"] = (
+            f"With the step measured without nsys ({period / 1e3:,.1f} us, {section.get('runs')} runs): a graph is "
+            f"expected to give {new.speedup:.2f}x ({new.speedup_low:.2f}-{new.speedup_high:.2f}x; under nsys "
+            f"{recommendation.get('predicted_speedup') or 0:.2f}x)"
+            + (", worth converting." if recommendation["convert"] else f", below the {min_speedup:g}x minimum.")
+        )

@@ -71,5 +71,6 @@ def test_a_predicted_loss_is_not_called_a_gain(tmp_path: Path) -> None:
     assert speedup == pytest.approx(rec["expected_speedup"])
     assert speedup < 1 and rec["convert"] is False
     assert rec["reason"] == (
-        f"Launch-bound under nsys, but a graph is expected to be slower without the profiler ({speedup:.2f}x)."
+        f"Launch-bound under nsys, but a graph is expected to be slower without the profiler ({speedup:.2f}x; "
+        f"under nsys {rec['predicted_speedup']:.2f}x)."
     )

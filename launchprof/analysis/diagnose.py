@@ -475,7 +475,7 @@ def diagnose(
         durations=_durations(ctx, analysis),
     )
     exp = (
-        expect(ctx, fig, values, host_gap_ns)
+        expect(ctx, fig, values, host_gap_ns, framework)
         if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
         else None
     )
@@ -527,7 +527,8 @@ def _recommend(
         gain = exp.speedup if exp is not None else pred.speedup
         where = " without the profiler" if exp is not None else ""
         reason = (
-            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x)."
+            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x"
+            + (f"; under nsys {pred.speedup:.2f}x)." if exp is not None else ").")
             if gain < 1
             else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys: "
             f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."

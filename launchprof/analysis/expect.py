@@ -34,6 +34,7 @@ The thresholds and spreads were set on the real-framework corpus
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,8 +45,8 @@ from launchprof.analysis.predict import predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import StepContext
 
 UNCAPTURED_SHARE = 0.25
-PROFILER_SPREAD = 0.25
-KEPT_CALLS = ("sync",)  # call classes a graph does not replace (besides host<->device copies)
+PROFILER_SPREAD = 0.35
+NOISE = 0.05
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,8 @@ class Expectation:
         kept_host_ns: host time per step a graph keeps; ``removed_host_ns``: the rest of
             the CPU step without the profiler (the launch path).
         synchronizing: the step synchronizes with the GPU (CPU and GPU sides add up).
-        graph_step_ns: the predicted graph step without the profiler.
+        graph_step_ns: the predicted graph step without the profiler;
+            ``graph_step_high_ns``: its upper bound (the range's low end).
         speedup, speedup_low, speedup_high: ``eager_step_ns / graph_step_ns`` and its range.
     """
 
@@ -75,40 +77,66 @@ class Expectation:
     removed_host_ns: float
     synchronizing: bool
     graph_step_ns: float
+    graph_step_high_ns: float
     speedup: float
     speedup_low: float
     speedup_high: float
 
 
+def with_measured_eager(exp: Expectation, eager_step_ns: float) -> Expectation:
+    """``exp`` with the eager step measured without the profiler (``--baseline-runs``):
+    ``eager_source`` ``"baseline"``, the speedup and its range against the same graph
+    step (the range then spans the graph step's uncertainty and :data:`NOISE` only)."""
+    g, g_high = exp.graph_step_ns, exp.graph_step_high_ns
+    return dataclasses.replace(
+        exp,
+        eager_step_ns=eager_step_ns,
+        eager_source="baseline",
+        speedup=eager_step_ns / g if g > 0 else float("inf"),
+        speedup_low=(eager_step_ns / g_high if g_high > 0 else float("inf")) * (1 - NOISE),
+        speedup_high=(eager_step_ns / g if g > 0 else float("inf")) * (1 + NOISE),
+    )
+
+
 def host_split(ctx: StepContext, host_gap_ns: int) -> pd.DataFrame:
-    """Per steady step, the CPU side of the step's main thread (the thread with the most
-    calls of the steady steps): ``step``, ``calls`` (all traced calls of the process in
-    the step), ``launch_calls``, ``cpu_ns`` (first call start of the step to the first call
-    start of the next; NaN for the last), ``long_gap_ns`` (gaps without any call of the
-    thread of at least ``host_gap_ns``, the gap to the next step included), ``kept_call_ns``
-    (time in synchronizing calls and synchronous copies)."""
+    """Per steady step, the CPU side of the process's calls on one timeline (every thread's
+    calls merged by start: PyTorch launches the backward pass from its autograd threads):
+    ``step``, ``calls`` (traced calls), ``launch_calls``, ``cpu_ns`` (first call start of
+    the step to the first of the next; NaN for the last), ``run_ns`` (the CPU span of the
+    step's largest launch run: consecutive calls with no stretch of at least
+    ``host_gap_ns`` without any call and no synchronizing call between them, the run with
+    the most kernel launches), ``run_launches``, ``long_gap_ns`` (the stretches of at
+    least ``host_gap_ns`` without any call, the one before the next step included)."""
+    cols = ["step", "calls", "launch_calls", "cpu_ns", "run_ns", "run_launches", "long_gap_ns"]
     calls = ctx.calls
     if calls.empty:
-        return pd.DataFrame(columns=["step", "calls", "launch_calls", "cpu_ns", "long_gap_ns", "kept_call_ns"])
+        return pd.DataFrame(columns=cols)
+    calls = calls.sort_values("start", kind="stable")
+    start = calls["start"].to_numpy(dtype=np.int64)
+    end = np.maximum.accumulate(calls["end"].to_numpy(dtype=np.int64))
+    step = calls["step"].to_numpy()
+    launch = calls["launch"].to_numpy(dtype=bool)
+    sync = calls["sync"].to_numpy(dtype=bool)
+    # A new run starts after a long call-free stretch, after a sync, and at each step.
+    cut = np.r_[True, (start[1:] - end[:-1] >= host_gap_ns) | sync[:-1] | (step[1:] != step[:-1])]
+    run = np.cumsum(cut) - 1
+    runs = pd.DataFrame({"run": run, "step": step, "start": start, "end": end, "launch": launch})
+    per_run = runs.groupby("run", sort=True).agg(
+        step=("step", "first"), start=("start", "min"), end=("end", "max"), launches=("launch", "sum")
+    )
+    best = per_run.sort_values(["step", "launches"], kind="stable").groupby("step").tail(1).set_index("step")
     steps = ctx.steady["step"].to_numpy()
     per = pd.DataFrame({"step": steps})
-    counts = calls.groupby("step").size()
-    per["calls"] = counts.reindex(steps, fill_value=0).to_numpy(dtype=float)
-    launches = calls.loc[calls["launch"].to_numpy(dtype=bool)].groupby("step").size()
-    per["launch_calls"] = launches.reindex(steps, fill_value=0).to_numpy(dtype=float)
-    main = calls.loc[calls["tid"] == calls["tid"].value_counts().index[0]].sort_values("start", kind="stable")
-    start = main["start"].to_numpy(dtype=np.int64)
-    end = np.maximum.accumulate(main["end"].to_numpy(dtype=np.int64))
-    step_of = main["step"].to_numpy()
-    gap = np.r_[start[1:] - end[:-1], 0]  # after each call, to the thread's next call
-    first = pd.Series(start).groupby(step_of).min()
+    per["calls"] = calls.groupby("step").size().reindex(steps, fill_value=0).to_numpy(dtype=float)
+    per["launch_calls"] = pd.Series(launch).groupby(step).sum().reindex(steps, fill_value=0).to_numpy(dtype=float)
+    first = pd.Series(start).groupby(step).min()
     nxt = first.shift(-1).where(np.r_[np.diff(first.index.to_numpy()) == 1, False])
     per["cpu_ns"] = (nxt - first).reindex(steps).to_numpy(dtype=float)
-    long_gap = pd.Series(np.where(gap >= host_gap_ns, gap, 0)).groupby(step_of).sum()
+    per["run_ns"] = (best["end"] - best["start"]).reindex(steps).to_numpy(dtype=float)
+    per["run_launches"] = best["launches"].reindex(steps).to_numpy(dtype=float)
+    gap = np.r_[start[1:] - end[:-1], 0]  # to the next call of any thread (the next step's too)
+    long_gap = pd.Series(np.where(gap >= host_gap_ns, gap, 0)).groupby(step).sum()
     per["long_gap_ns"] = long_gap.reindex(steps, fill_value=0).to_numpy(dtype=float)
-    kept = main["sync"].to_numpy(dtype=bool)
-    kept_ns = pd.Series(np.where(kept, main["end"].to_numpy() - main["start"].to_numpy(), 0)).groupby(step_of).sum()
-    per["kept_call_ns"] = kept_ns.reindex(steps, fill_value=0).to_numpy(dtype=float)
     return per
 
 
@@ -117,6 +145,7 @@ def expect(
     fig: Mapping[str, float | None],
     values: Mapping[str, float],
     host_gap_ns: int,
+    framework: str = "cuda",
     eager_step_ns: float | None = None,
 ) -> Expectation | None:
     """The :class:`Expectation` of the steady steps (module docstring); None without
@@ -127,10 +156,14 @@ def expect(
         fig: the diagnosis figures (``period_p50_ns``, ``busy_p50_ns``,
             ``kernels_per_step_p50``, ``memops_per_step_p50``).
         values: the prediction constants (``profiler_launch_overhead_ns``,
-            ``profiler_call_overhead_ns`` and the ``unprofiled_*`` graph constants: one
-            graph per step, its GPU side and its launch call as
-            :func:`~launchprof.analysis.predict.predict_graph_step` gives them).
-        host_gap_ns: a CPU stretch without CUDA calls at least this long is kept host work.
+            ``profiler_call_overhead_ns``, ``profiler_torch_call_overhead_ns`` and the
+            ``unprofiled_*`` graph constants: one graph per step, its GPU side and its
+            launch call as :func:`~launchprof.analysis.predict.predict_graph_step` gives
+            them).
+        host_gap_ns: a CPU stretch without CUDA calls at least this long ends a launch run.
+        framework: ``"pytorch"`` (every traced call costs ``profiler_torch_call_overhead_ns``)
+            or anything else (launch calls ``profiler_launch_overhead_ns``, other calls
+            ``profiler_call_overhead_ns``).
         eager_step_ns: the step measured without the profiler, when known.
     """
     period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
@@ -146,19 +179,24 @@ def expect(
         return None
     calls = float(split["calls"].median())
     launches = float(split["launch_calls"].median())
-    c_launch, c_other = values["profiler_launch_overhead_ns"], values["profiler_call_overhead_ns"]
-    profiler = launches * c_launch + max(calls - launches, 0.0) * c_other
+    if framework == "pytorch":
+        profiler = calls * values["profiler_torch_call_overhead_ns"]
+    else:
+        profiler = (
+            launches * values["profiler_launch_overhead_ns"] + (calls - launches) * values["profiler_call_overhead_ns"]
+        )
     cpu = split["cpu_ns"].dropna()
     cpu_step = float(cpu.median()) if len(cpu) else float(period)
-    kept = float((split["long_gap_ns"] + split["kept_call_ns"]).median())
-    kept = min(kept, max(cpu_step - profiler, 0.0))
-    removed = max(cpu_step - profiler - kept, 0.0)
     synchronizing = float(ctx.steady["sync_calls"].median()) >= 1 if "sync_calls" in ctx.steady else False
+    run = split["run_ns"].dropna()
+    if synchronizing and len(run) and cpu_step > 0:
+        # A capture cannot hold the sync: the graph is at most the largest sync-free run of
+        # launches (a decode step's forward); the rest of the step stays on the host.
+        kept_share = 1.0 - min(float(run.median()) / cpu_step, 1.0)
+    else:
+        # The whole step can be captured: only the long call-free stretches stay.
+        kept_share = min(float(split["long_gap_ns"].median()) / cpu_step, 1.0) if cpu_step > 0 else 0.0
     launch_call, gpu = base.cpu_side_ns, base.gpu_side_ns  # one unprofiled graph launch; the GPU's side
-
-    def graph_step(extra_host: float) -> float:
-        host = launch_call + kept + extra_host
-        return gpu + host if synchronizing else max(gpu, host)
 
     def eager(spread: float) -> float:
         return max(float(period) - profiler * (1 + spread), float(busy))
@@ -166,7 +204,18 @@ def expect(
     measured = eager_step_ns is not None and eager_step_ns > 0
     e = float(eager_step_ns) if measured else eager(0.0)  # type: ignore[arg-type]
     e_low, e_high = (e, e) if measured else (eager(PROFILER_SPREAD), eager(-PROFILER_SPREAD))
-    g, g_high = graph_step(0.0), graph_step(UNCAPTURED_SHARE * removed)
+    # The host time without the profiler, split as the profiled CPU step is.
+    host_u = min(max(cpu_step - profiler, 0.0), e)
+    kept = kept_share * host_u
+    removed = host_u - kept
+
+    def graph_step(extra_host: float) -> float:
+        host = launch_call + kept + extra_host
+        return gpu + host if synchronizing else max(gpu, host)
+
+    # What stays outside the graph is uncertain only where the capture cannot take the
+    # whole step (a synchronizing step: the graph is one sync-free run).
+    g, g_high = graph_step(0.0), graph_step(UNCAPTURED_SHARE * removed if synchronizing else 0.0)
     return Expectation(
         profiled_step_ns=float(period),
         profiler_ns=profiler,
@@ -178,7 +227,8 @@ def expect(
         removed_host_ns=removed,
         synchronizing=synchronizing,
         graph_step_ns=g,
+        graph_step_high_ns=g_high,
         speedup=e / g if g > 0 else float("inf"),
-        speedup_low=e_low / g_high if g_high > 0 else float("inf"),
-        speedup_high=e_high / g if g > 0 else float("inf"),
+        speedup_low=(e_low / g_high if g_high > 0 else float("inf")) * (1 - NOISE),
+        speedup_high=(e_high / g if g > 0 else float("inf")) * (1 + NOISE),
     )

@@ -139,10 +139,16 @@ def render_files(
     summary.workload = workload
     extra_html = ""
     if baseline is not None:
-        from launchprof.baseline import baseline_section, nvtx_period_p50
+        from launchprof.baseline import apply_to_recommendation, baseline_section, nvtx_period_p50
 
         nvtx_period = nvtx_period_p50(analysis.trace.nvtx)
         summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period)
+        apply_to_recommendation(
+            summary.recommendation,
+            summary.baseline,
+            (summary.diagnosis or {}).get("verdict"),
+            float((summary.diagnosis or {}).get("thresholds", {}).get("min_speedup") or 1.25),
+        )
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = (summary.diagnosis or {}).get("reasons")
     page = render_report(

@@ -1,0 +1,140 @@
+"""How close launchprof comes to the truth on the real-framework corpus.
+
+Usage:  python benchmarks/fidelity.py [--markdown] [--corpus tests/data/frameworks]
+
+The corpus (``tests/data/frameworks``: traces, ``manifest.json``, MANIFEST.md) holds
+real framework workloads recorded on an H200, each with its own step time measured without
+the profiler in the same device call as the profiled run. This script analyses every
+trace and compares every pair with launchprof's library API, and prints two tables:
+
+- per trace: the steps found (count, source) against the steps the workload ran, the
+  verdict, the step period under nsys against the workload's own clock under nsys, and
+  (for traces that do not replay graphs) the expected speedup with its range and the
+  profiled prediction;
+- per pair (before -> after): the speedup measured without nsys (the truth: the
+  workloads' own step times), launchprof's expected speedup for BEFORE and its error,
+  whether the range holds the truth, the prediction under nsys against ``compare``'s
+  measured speedup, ``compare``'s verdict and work change, against what the pair was built
+  to be.
+
+Numbers only; no pass/fail: the tests (tests/test_frameworks.py) hold the contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE.parent / "tests" / "data" / "frameworks"
+
+
+def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
+    return "-" if x is None else f"{x:{spec}}{unit}"
+
+
+def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    import launchprof
+
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    analyses: dict[str, Any] = {}
+    traces = []
+    for name, t in manifest["traces"].items():
+        a = launchprof.analyze(corpus / f"{name}.sqlite.xz")
+        analyses[name] = a
+        s, d, r = a.extra["steps"], a.extra["diagnosis"], a.extra["recommendation"]
+        e = r.expected
+        traces.append(
+            {
+                "name": name,
+                "steps": s.count,
+                "source": s.source,
+                "steps_truth": t["steps_truth"],
+                "verdict": d.verdict,
+                "built_as": t.get("built_as", ""),
+                "period_us": (d.figures.get("period_p50_ns") or 0) / 1e3,
+                "nsys_step_us": t["nsys_step_us"],
+                "bare_step_us": t["bare_step_us"],
+                "expected": e.speedup if e else None,
+                "range": (e.speedup_low, e.speedup_high) if e else None,
+                "eager_est_us": e.eager_step_ns / 1e3 if e else None,
+                "predicted": r.predicted_speedup,
+                "rejected": [label for label, _ in s.rejected],
+            }
+        )
+    pairs = []
+    for p in manifest["pairs"]:
+        before, after = p["before"], p["after"]
+        c = launchprof.compare(corpus / f"{before}.sqlite.xz", corpus / f"{after}.sqlite.xz")
+        tb, ta = manifest["traces"][before], manifest["traces"][after]
+        truth = tb["bare_step_us"] / ta["bare_step_us"]
+        e = analyses[before].extra["recommendation"].expected
+        pairs.append(
+            {
+                "pair": f"{before} -> {after}",
+                "built_as": p["work"],
+                "truth": truth,
+                "expected": e.speedup if e else None,
+                "error": (e.speedup / truth - 1) if e else None,
+                "in_range": (e.speedup_low <= truth <= e.speedup_high) if e else None,
+                "predicted": analyses[before].extra["recommendation"].predicted_speedup,
+                "compare": c.speedup,
+                "workload_nsys": tb["nsys_step_us"] / ta["nsys_step_us"],
+                "verdict": c.verdict,
+                "work_change": c.work_change.kind if c.work_change else None,
+                "changed_share": c.work_change.changed_kernel_share if c.work_change else None,
+            }
+        )
+    return traces, pairs
+
+
+def markdown(traces: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
+    out = [
+        "| trace | steps found (source) | steps run | verdict | period under nsys | workload's clock under nsys "
+        "| without nsys | expected speedup (range) | under nsys (predicted) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for t in traces:
+        rng = t["range"]
+        out.append(
+            f"| {t['name']} | {t['steps']} ({t['source']}) | {t['steps_truth']} | {t['verdict']} "
+            f"| {t['period_us']:,.1f} us | {t['nsys_step_us']:,.1f} us | {t['bare_step_us']:,.1f} us "
+            f"| {_fmt(t['expected'])}x" + (f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng else "") + f" | {_fmt(t['predicted'])}x |"
+        )
+    out += [
+        "",
+        "| pair | built as | speedup without nsys (truth) | expected | error | range holds it | predicted under nsys "
+        "| compare under nsys | workload's clock under nsys | verdict | work change (share) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for p in pairs:
+        out.append(
+            f"| {p['pair']} | {p['built_as']} | {p['truth']:.2f}x | {_fmt(p['expected'])}x "
+            f"| {_fmt(None if p['error'] is None else p['error'] * 100, '+.0f', ' %')} "
+            f"| {'-' if p['in_range'] is None else ('yes' if p['in_range'] else 'no')} | {_fmt(p['predicted'])}x "
+            f"| {_fmt(p['compare'])}x | {p['workload_nsys']:.2f}x | {p['verdict']} "
+            f"| {p['work_change']} ({_fmt(p['changed_share'], '.1%')}) |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON instead of markdown")
+    a = parser.parse_args()
+    os.environ.setdefault("XDG_CACHE_HOME", "/nonexistent")  # the documented defaults, not a local calibration
+    traces, pairs = run(a.corpus)
+    if a.json:
+        json.dump({"traces": traces, "pairs": pairs}, sys.stdout, indent=1, default=str)
+        print()
+    else:
+        sys.stdout.write(markdown(traces, pairs))
+
+
+if __name__ == "__main__":
+    main()
