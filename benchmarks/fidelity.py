@@ -103,7 +103,9 @@ def markdown(traces: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
         out.append(
             f"| {t['name']} | {t['steps']} ({t['source']}) | {t['steps_truth']} | {t['verdict']} "
             f"| {t['period_us']:,.1f} us | {t['nsys_step_us']:,.1f} us | {t['bare_step_us']:,.1f} us "
-            f"| {_fmt(t['expected'])}x" + (f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng else "") + f" | {_fmt(t['predicted'])}x |"
+            f"| {_fmt(t['expected'])}x"
+            + (f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng else "")
+            + f" | {_fmt(t['predicted'])}x |"
         )
     out += [
         "",
