@@ -148,3 +148,37 @@ def test_measured_step_without_nsys_replaces_the_estimate() -> None:
         rec["expected_speedup"] * (1 + NOISE)
     )
     assert rec["convert"] is True and "measured without nsys" in rec["reason"]
+
+
+def _with_baseline(folder: Path, step_ns: int, runs: int = 2, steps: int = 12) -> None:
+    """Give a report folder runs without nsys: ``baseline-I.steps`` files of ``steps``
+    steps ``step_ns`` apart (+/- 1 %, alternating) and the summary's ``baseline`` section."""
+    for i in range(1, runs + 1):
+        t, lines = 1_000_000, []
+        for k in range(steps):
+            lines.append(f"step {t} {t + step_ns // 2}\n")
+            t += step_ns + (step_ns // 100 if k % 2 else -step_ns // 100)
+        (folder / f"baseline-{i}.steps").write_text("".join(lines))
+    doc = json.loads((folder / "summary.json").read_text())
+    doc["baseline"] = {"runs": runs, "period_p50_ns": float(step_ns), "host_ahead_of_gpu": False}
+    (folder / "summary.json").write_text(json.dumps(doc))
+
+
+def test_compare_decides_on_the_speedup_without_nsys_when_both_sides_have_it(tmp_path: Path) -> None:
+    from launchprof.report.write import write_report
+
+    before, after = tmp_path / "before", tmp_path / "after"
+    write_report(_analysis("resnet50_b64_eager"), before)
+    write_report(_analysis("resnet50_b64_graph"), after)
+    # The workloads' own step times without nsys (manifest): 7216.7 us and 6719.7 us.
+    t = MANIFEST["traces"]
+    _with_baseline(before, int(t["resnet50_b64_eager"]["bare_step_us"] * 1e3))
+    _with_baseline(after, int(t["resnet50_b64_graph"]["bare_step_us"] * 1e3))
+    c = launchprof.compare(before, after, min_effect=0.10)
+    truth = t["resnet50_b64_eager"]["bare_step_us"] / t["resnet50_b64_graph"]["bare_step_us"]
+    assert c.speedup is not None and c.speedup > 1.7  # under nsys
+    assert c.speedup_unprofiled == pytest.approx(truth, rel=0.02)
+    assert c.verdict == "not-faster"  # 1.07x without nsys is below the 10 % asked for
+    assert "Without nsys" in c.check("faster").detail
+    # Without --min-effect 0.10 the default 5 % is met by 1.07x.
+    assert launchprof.compare(before, after).verdict == "verified"

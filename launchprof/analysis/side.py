@@ -116,6 +116,11 @@ class SideData:
         predicted_speedup, predicted_step_ns, break_even_iterations: the run's graph
             recommendation, when one was made.
         notes: what was approximated or missing.
+        unprofiled_periods: the step periods of the runs without nsys (``profile
+            --baseline-runs``; ns, pooled, each run's first period left out as
+            :func:`launchprof.baseline.summarize_runs` does); None when there were none.
+        expected_eager_step_ns: the run's step without the profiler as its recommendation
+            estimates it (``recommendation.expected.eager_step_ns``), when it has one.
     """
 
     path: str
@@ -137,6 +142,8 @@ class SideData:
     predicted_step_ns: float | None = None
     break_even_iterations: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    unprofiled_periods: np.ndarray | None = field(default=None, repr=False)
+    expected_eager_step_ns: float | None = None
 
     @property
     def steady(self) -> pd.DataFrame | None:
@@ -398,6 +405,7 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
         exec_updates=int((cls["exec_update"].to_numpy() & mine).sum()),
         graph_launches=int((cls["graph_launch"].to_numpy() & mine).sum()),
         predicted_speedup=_opt_float(getattr(rec, "predicted_speedup", None)),
+        expected_eager_step_ns=_opt_float(getattr(getattr(rec, "expected", None), "eager_step_ns", None)),
         predicted_step_ns=_opt_float(getattr(rec, "predicted_step_ns", None)),
         break_even_iterations=_opt_float(getattr(rec, "break_even_iterations", None)),
     )

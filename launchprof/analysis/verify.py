@@ -12,7 +12,8 @@ Checks (DOMAIN.md, "A good report answers", point 4):
 - ``same_work``: the kernels of a steady step (name and grid/block configuration, mean
   count per steady step) agree on both sides within :data:`SAME_WORK_TOLERANCE`
   (relative, at least 0.05 kernels per step): a conversion that drops or adds kernels is suspect.
-- ``faster``: speedup = median steady step period BEFORE / AFTER, with a
+- ``faster``: speedup = median steady step period BEFORE / AFTER (of the runs without
+  nsys when both sides have them, ``profile --baseline-runs``; else under nsys), with a
   :data:`CI_LEVEL` confidence interval from a moving-block bootstrap of both medians
   (Kuensch 1989; block length ceil(n^(1/3)) keeps the short-range correlation of
   consecutive steps; :data:`BOOTSTRAP_RESAMPLES` resamples, seed :data:`BOOTSTRAP_SEED`,
@@ -126,6 +127,9 @@ class Comparison:
             None when a side does not know its kernels.
         speedup_parts: where the gain came from (:func:`speedup_parts`); None without
             periods and busy times on both sides.
+        speedup_unprofiled, speedup_unprofiled_ci: the same ratio of median step periods
+            and its interval from the runs without nsys (``profile --baseline-runs``), when
+            both sides have them; the ``faster`` check then decides on it.
     """
 
     verdict: str
@@ -143,6 +147,8 @@ class Comparison:
     notes: list[str]
     work_change: WorkChange | None = None
     speedup_parts: SpeedupParts | None = None
+    speedup_unprofiled: float | None = None
+    speedup_unprofiled_ci: tuple[float, float] | None = None
 
     def check(self, name: str) -> Check:
         """The check called ``name``.
@@ -496,6 +502,7 @@ def check_faster(
     ci: tuple[float, float] | None,
     min_effect: float,
     statistic: str = "p50",
+    unprofiled: tuple[float, tuple[float, float]] | None = None,
 ) -> Check:
     """The ``faster`` check (see the module docstring). ``statistic``: what ``speedup`` is
     the ratio of, ``p50`` (medians of the per-step periods) or ``mean`` (the summary
@@ -510,6 +517,9 @@ def check_faster(
         "before_steady_steps": fb.steady,
         "after_steady_steps": fa.steady,
     }
+    if unprofiled is not None:
+        evidence["speedup_unprofiled"] = unprofiled[0]
+        evidence["speedup_unprofiled_ci_low"], evidence["speedup_unprofiled_ci_high"] = unprofiled[1]
     if speedup is None or ci is None:
         return Check("faster", None, "No steady steps with a period on one side: nothing to compare.", evidence)
     lo, hi = ci
@@ -521,6 +531,12 @@ def check_faster(
         f"Step period {statistic} {_fmt_us(before_ns)} -> {_fmt_us(after_ns)}: {speedup:.2f}x "
         f"({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x, {fb.steady} and {fa.steady} steady steps)."
     )
+    if unprofiled is not None:
+        u, (lo, hi) = unprofiled
+        head = (
+            f"Without nsys (the runs of --baseline-runs): {u:.2f}x ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x), "
+            f"which decides; under nsys: {head[0].lower()}{head[1:]}"
+        )
     need = 1 + min_effect
     if lo >= need:
         return Check("faster", True, f"{head} Faster by more than the minimum effect ({min_effect:.0%}).", evidence)
@@ -709,10 +725,14 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
         speedup, ci, method = None, None, "none"
         notes.append("a side's steady step period is 0: no speedup")
     kernels = kernel_table(before, after)
+    unprofiled = None
+    ub, ua = before.unprofiled_periods, after.unprofiled_periods
+    if ub is not None and ua is not None and ub.size >= 2 and ua.size >= 2 and np.median(ua) > 0:
+        unprofiled = speedup_interval(ub, ua)
     checks = [
         check_converted(fb, fa),
         check_same_work(fb, fa, kernels),
-        check_faster(fb, fa, speedup, ci, min_effect, statistic),
+        check_faster(fb, fa, speedup, ci, min_effect, statistic, unprofiled),
         check_bubbles(fb, fa),
         check_predicted(before.predicted_speedup, speedup),
         check_churn(after, fa),
@@ -734,6 +754,8 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
         notes=notes,
         work_change=classify(kernels) if len(kernels) else None,
         speedup_parts=speedup_parts(fb, fa),
+        speedup_unprofiled=unprofiled[0] if unprofiled else None,
+        speedup_unprofiled_ci=unprofiled[1] if unprofiled else None,
     )
 
 

@@ -14,7 +14,8 @@ Kinds, first match:
   fused ones (``torch.compile``); the names differ by design, the GPU work does not grow.
 - ``known-transform``: the kinds that differ hold at most :data:`KNOWN_SHARE_MAX` of the
   kernels' GPU time (``changed_kernel_share``), or none of them is large (one launch of
-  it lasts :data:`LARGE_KIND_SHARE` of its side's kernel time per step) and the kernel
+  it lasts :data:`LARGE_KIND_SHARE` of its side's kernel time per step), they hold at
+  most :data:`SMALL_SHARE_MAX` of it (most work is matched kind for kind) and the kernel
   time per step moves
   by at most :data:`KNOWN_MAX_CHANGE`: small elementwise, copy and attention kernels added
   or replaced, as a capturable optimizer (its step count on the GPU: 8 small kernels
@@ -46,6 +47,7 @@ import pandas as pd
 
 KNOWN_SHARE_MAX = 0.05
 KNOWN_MAX_CHANGE = 0.30
+SMALL_SHARE_MAX = 0.35
 LARGE_KIND_SHARE = 0.10
 FUSED_MAX_GROWTH = 0.10
 COMPILER_KERNEL = re.compile(r"^triton_|^triton__|^cutlass_triton|_fused_", re.IGNORECASE)
@@ -138,7 +140,7 @@ def classify(kernels: pd.DataFrame) -> WorkChange:
             f"a compiler's fused kernels ({len(added)} kinds of Triton kernels) replace eager ones: kernel GPU time "
             f"per step {_fmt_ns(before_total)} -> {_fmt_ns(after_total)}"
         )
-    elif share <= KNOWN_SHARE_MAX or (not large.any() and moved <= KNOWN_MAX_CHANGE):
+    elif share <= KNOWN_SHARE_MAX or (not large.any() and moved <= KNOWN_MAX_CHANGE and share <= SMALL_SHARE_MAX):
         kind = "known-transform"
         text = (
             f"{len(diff)} kernel kinds of short kernels differ (no launch lasts {LARGE_KIND_SHARE:.0%} of a "

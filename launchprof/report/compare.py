@@ -9,6 +9,7 @@ import dataclasses
 import math
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -68,6 +69,10 @@ def _side_doc(side: SideData, f: SideFigures) -> SideDoc:
         graph_instantiations=side.graph_instantiations,
         instantiate_ns=side.instantiate_ns,
         exec_updates=side.exec_updates,
+        unprofiled_period_p50_ns=(
+            float(np.median(side.unprofiled_periods)) if side.unprofiled_periods is not None else None
+        ),
+        expected_eager_step_ns=side.expected_eager_step_ns,
     )
 
 
@@ -88,6 +93,8 @@ def build_compare_doc(c: Comparison, before_path: str | None = None, after_path:
         speedup=c.speedup,
         speedup_ci=c.speedup_ci,
         speedup_method=c.speedup_method,
+        speedup_unprofiled=c.speedup_unprofiled,
+        speedup_unprofiled_ci=c.speedup_unprofiled_ci,
         predicted_speedup=c.predicted_speedup,
         min_effect=c.min_effect,
         before=before,

@@ -8,7 +8,9 @@ BEFORE / AFTER), ``speedup_ci`` ([low, high], low <= speedup <= high),
 could not be evaluated), ``detail``, ``evidence``), ``work_change`` (how the kernels
 changed, :mod:`launchprof.analysis.workchange`), ``speedup_parts`` (the gain split into
 GPU work and host overhead, :class:`launchprof.analysis.verify.SpeedupParts`). Version 2
-added ``work_change``, ``speedup_parts`` and the kernels' GPU time per step. The rest (``before``, ``after``,
+added ``work_change``, ``speedup_parts``, the kernels' GPU time per step and
+``speedup_unprofiled`` / ``speedup_unprofiled_ci`` (from the runs without nsys of both
+sides, when present; the ``faster`` check then decides on it). The rest (``before``, ``after``,
 ``kernels``, ``notes``, ...) is documented in the README.
 """
 
@@ -52,6 +54,8 @@ class SideDoc(_Model):
     graph_instantiations: int = Field(ge=0)
     instantiate_ns: int = Field(ge=0)
     exec_updates: int = Field(ge=0)
+    unprofiled_period_p50_ns: float | None = Field(ge=0)
+    expected_eager_step_ns: float | None = Field(ge=0)
 
     @model_validator(mode="after")
     def _invariants(self) -> SideDoc:
@@ -113,6 +117,8 @@ class CompareDoc(_Model):
     speedup: float | None = Field(gt=0)
     speedup_ci: tuple[float, float] | None
     speedup_method: str
+    speedup_unprofiled: float | None = Field(gt=0)
+    speedup_unprofiled_ci: tuple[float, float] | None
     predicted_speedup: float | None = Field(gt=0)
     min_effect: float = Field(ge=0)
     before: SideDoc

@@ -418,6 +418,26 @@ def _check_one_run(folder: Path, summary: dict[str, Any]) -> None:
         )
 
 
+def _baseline_periods(folder: Path, section: Any, notes: list[str]) -> np.ndarray | None:
+    """The pooled step periods of the folder's runs without nsys (``baseline-I.steps``,
+    :func:`launchprof.baseline.run_files`), each run's first period left out; None when the
+    summary has no usable baseline (none, or the host ran ahead of the GPU) or no file."""
+    from launchprof.baseline import StepTimesError, read_step_times, run_files
+
+    if not isinstance(section, dict) or section.get("host_ahead_of_gpu") or not section.get("runs"):
+        return None
+    periods = []
+    for path in run_files(folder, int(section["runs"])):
+        try:
+            times = read_step_times(path)
+        except (StepTimesError, OSError) as exc:
+            notes.append(f"{path}: not read ({exc}); the runs without nsys are left out")
+            return None
+        periods.append(np.diff(times[:, 0])[1:] if len(times) > 2 else np.empty(0, dtype=np.int64))
+    pooled = np.concatenate(periods) if periods else np.empty(0)
+    return pooled.astype(float) if pooled.size >= 2 else None
+
+
 def _side_from_folder(folder: Path) -> SideData:
     summary_path = folder / "summary.json"
     if not summary_path.is_file():
@@ -454,6 +474,7 @@ def _side_from_folder(folder: Path) -> SideData:
     if inst and inst_p50 is not None and inst > 1:
         notes.append(f"{folder}: instantiation time estimated as {inst} x the median instantiate call")
     threshold = devices[0].get("bubbles", {}).get("threshold_ns", 1000) if devices else 1000
+    unprofiled = _baseline_periods(folder, summary.get("baseline"), notes)
     rec = summary.get("recommendation")
     rep = None
     if table is not None and sample is not None:
@@ -478,6 +499,8 @@ def _side_from_folder(folder: Path) -> SideData:
         exec_updates=int(launches.get("graph_exec_updates") or 0),
         graph_launches=int(launches.get("graph_launches") or 0),
         predicted_speedup=_opt(rec, "predicted_speedup"),
+        unprofiled_periods=unprofiled,
+        expected_eager_step_ns=_opt((rec or {}).get("expected") if isinstance(rec, dict) else None, "eager_step_ns"),
         predicted_step_ns=_opt(rec, "predicted_step_ns"),
         break_even_iterations=_opt(rec, "break_even_iterations"),
         notes=tuple(notes),
