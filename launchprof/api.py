@@ -122,6 +122,8 @@ def analyze_loaded(
     if progress:
         progress("analysing")
     analysis = analyze_trace(trace, bubble_threshold_ns)
+    if step is not None:
+        analysis.extra["step_name"] = step  # the summary's nvtx_steps of a trace without GPU work use it
     from launchprof.analysis.ranks import rank_view
 
     # Several ranks (processes with GPU work) or NCCL kernels: the cross-rank view.

@@ -518,8 +518,9 @@ def check_churn(after: SideData, fa: SideFigures) -> Check:
     passed = inst <= CHURN_MAX and caps <= CHURN_MAX
     detail = (
         f"Per graph launch in AFTER's steady steps: {inst:.2f} instantiations, {caps:.2f} captures, "
-        f"{upd:.2f} exec updates ({after.graph_instantiations} instantiations and {after.exec_updates} "
-        f"updates in the whole run)."
+        f"{upd:.2f} exec updates ({after.graph_instantiations} instantiation"
+        f"{'s' if after.graph_instantiations != 1 else ''} and {after.exec_updates} "
+        f"update{'s' if after.exec_updates != 1 else ''} in the whole run)."
     )
     if not passed and inst > CHURN_MAX:
         detail += " AFTER re-instantiates its graph in steady state"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -71,7 +72,21 @@ def fmt_num(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-_ENV.globals.update(us=fmt_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num)
+def page_us(ns: float | None) -> str:
+    """ns -> ``"12.34 µs"`` for a page (``"-"`` for None); the terminal keeps ``us``."""
+    return "-" if ns is None else f"{ns / 1e3:,.2f} µs"
+
+
+_MICRO = re.compile(r"(\d) us\b")
+
+
+def micro(text: Any) -> str:
+    """A sentence of the analysis with ``12.3 us`` written ``12.3 µs`` (pages only)."""
+    return _MICRO.sub("\\1 µs", str(text))
+
+
+_ENV.globals.update(us=page_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num)
+_ENV.filters["micro"] = micro
 
 
 @dataclass(frozen=True)

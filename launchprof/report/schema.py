@@ -98,6 +98,8 @@ class Launches(_Model):
 
 class Summary(_Model):
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
+    # The verdict first (launchprof.analysis.headline): what the steady steps say.
+    headline: dict[str, Any] | None = None
     trace: TraceInfo
     devices: list[DeviceSummary]
     launches: Launches
@@ -110,11 +112,13 @@ class Summary(_Model):
     ranks: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
     workload: dict[str, Any] | None = None
+    # A trace without GPU work: its NVTX step ranges (launchprof.analysis.nvtx_steps).
+    nvtx_steps: dict[str, Any] | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json(self) -> str:
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
         # ``ranks`` appears only when the trace has several ranks (older summaries unchanged).
-        exclude = {k for k in ("ranks", "baseline", "workload") if getattr(self, k) is None} or None
+        exclude = {k for k in ("headline", "ranks", "baseline", "workload", "nvtx_steps") if getattr(self, k) is None} or None
         return self.model_dump_json(by_alias=True, indent=2, exclude=exclude) + "\n"
