@@ -369,9 +369,10 @@ def run_analyze_many(
         TraceError: some traces could not be analysed (after writing the others).
     """
     from launchprof.errors import TraceError
-    from launchprof.multi import analyze_many
+    from launchprof.multi import analyze_many, use_dask
 
-    where = f"the Dask scheduler at {scheduler}" if scheduler else ("this process" if workers == 0 else "local Dask")
+    where = f"the Dask scheduler at {scheduler}" if scheduler else ("local Dask" if use_dask(traces, workers) else "")
+    where = where or "this process"
     with console.status(f"analysing {len(traces)} traces on {where}") as status:
         combined = analyze_many(
             traces,

@@ -103,13 +103,9 @@ def durations_figure(d: Diagnosis) -> Figure:
         h = h.iloc[max(filled[0] - 1, 0) : filled[-1] + 2]
     labels = [_duration_label(lo) for lo in h["low_ns"]]
     fig = Figure()
+    fig.add_trace(bar(x=labels, y=h["kernels"].to_numpy(), name="kernel duration (GPU)", marker=dict(color="#2b7bba")))
     fig.add_trace(
-        bar(x=labels, y=h["kernels"].to_numpy(), name="kernel duration (GPU)", marker=dict(color="#2b7bba"))
-    )
-    fig.add_trace(
-        bar(
-            x=labels, y=h["launch_calls"].to_numpy(), name="launch call duration (CPU)", marker=dict(color="#e8842e")
-        )
+        bar(x=labels, y=h["launch_calls"].to_numpy(), name="launch call duration (CPU)", marker=dict(color="#e8842e"))
     )
     fig.update_layout(
         barmode="overlay",

@@ -120,5 +120,6 @@ class Summary(_Model):
     def to_json(self) -> str:
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
         # ``ranks`` appears only when the trace has several ranks (older summaries unchanged).
-        exclude = {k for k in ("headline", "ranks", "baseline", "workload", "nvtx_steps") if getattr(self, k) is None} or None
+        optional = ("headline", "ranks", "baseline", "workload", "nvtx_steps")
+        exclude = {k for k in optional if getattr(self, k) is None} or None
         return self.model_dump_json(by_alias=True, indent=2, exclude=exclude) + "\n"
