@@ -148,6 +148,13 @@ class Comparison:
                 return c
         raise KeyError(name)
 
+    def __repr__(self) -> str:  # short: the full dataclass repr ran to 11,000 characters
+        speed = "" if self.speedup is None else f", {self.speedup:.2f}x per step"
+        if self.speedup is not None and self.speedup_ci is not None:
+            speed += f" (95% CI {self.speedup_ci[0]:.2f}-{self.speedup_ci[1]:.2f})"
+        failed = [c.name for c in self.checks if c.passed is False]
+        return f"<launchprof comparison: {self.verdict}{speed}" + (f"; failed: {', '.join(failed)}>" if failed else ">")
+
 
 def _ratio(num: float, den: float) -> float | None:
     return float(num / den) if den > 0 else None

@@ -197,3 +197,40 @@ def render_diagnosis(
         nvtx_fig=nvtx_fig,
         code=code,
     )
+
+
+CARD_STYLE = """<style>
+.launchprof-card { font-family: system-ui, sans-serif; line-height: 1.4; max-width: 1100px; color: #222; }
+.launchprof-card .card { border: 2px solid #888; border-radius: 6px; padding: 0.8em 1.2em; margin: 0.5em 0; }
+.launchprof-card .vline { font-size: 1.3em; margin: 0.2em 0; }
+.launchprof-card .glance { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 0.6em; }
+.launchprof-card .fig { border: 1px solid #ddd; border-radius: 6px; padding: 0.5em 0.8em; background: #fafafa; }
+.launchprof-card .fig .v { font-size: 1.5em; font-weight: 600; }
+.launchprof-card .fig .k, .launchprof-card .small { color: #555; font-size: 0.9em; }
+.launchprof-card table { border-collapse: collapse; }
+.launchprof-card th, .launchprof-card td { border: 1px solid #ccc; padding: 2px 6px; }
+</style>"""
+
+
+def render_card(analysis: Analysis, summary: Any) -> str:
+    """The report card alone (verdict, steady figures, prediction, findings; no charts or
+    code), with its own styles: the HTML a notebook shows for an analysis."""
+    d = analysis.extra.get("diagnosis")
+    r = analysis.extra.get("recommendation")
+    if not isinstance(d, Diagnosis) or not isinstance(r, Recommendation):
+        return '<div class="launchprof-card"><p>No diagnosis.</p></div>'
+    head = summary.headline or {}
+    reasons = (summary.diagnosis or {}).get("reasons")
+    body = render(
+        "diagnosis.html.j2",
+        d=d,
+        r=r,
+        head=head,
+        settled=bool(head.get("graphs")) and not head.get("rebuilt"),
+        reasons=list(reasons) if reasons is not None else list(d.reasons),
+        steps=analysis.extra.get("steps"),
+        figures=[],
+        nvtx_fig=None,
+        code=[],
+    )
+    return f'{CARD_STYLE}<div class="launchprof-card">{body}</div>'
