@@ -355,15 +355,15 @@ def open_page(page: Path, console: Console) -> None:
 
 def gate(summary: Any, failing: frozenset[str], min_speedup: float | None) -> int:
     """``analyze``'s exit status for CI: 1 when the verdict is in ``failing`` or a CUDA
-    Graph is expected to bring at least ``min_speedup`` (summary ``headline``'s
-    ``expected_speedup``); else 0. The reason goes to stderr in one line."""
+    Graph is expected to bring a gain (summary ``headline``'s ``expected_speedup`` above
+    1) of at least ``min_speedup``; else 0. The reason goes to stderr in one line."""
     head = summary.headline or {}
     verdict = head.get("verdict")
     if verdict in failing:
         err.print(f"launchprof: verdict {verdict} is one of --fail-on", markup=False, soft_wrap=True)
         return 1
     expected = head.get("expected_speedup")
-    if min_speedup is not None and expected is not None and expected >= min_speedup:
+    if min_speedup is not None and expected is not None and expected > 1 and expected >= min_speedup:
         err.print(
             f"launchprof: a CUDA Graph is expected to gain {expected:.2f}x, at least --min-gain's {min_speedup:.2f}x",
             markup=False,
