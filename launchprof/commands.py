@@ -207,6 +207,8 @@ def steady_line(summary: Any) -> str | None:
         if period:
             line += f", period p50 {period / 1e3:,.1f} us, duration p50 {nvtx['duration_p50_ns'] / 1e3:,.1f} us"
         return line
+    if not summary.devices:
+        return "CPU only, and no NVTX step range: mark your loop's body with `with launchprof.step():` to see its steps"
     if head.get("scope") != "steady steps" or head.get("gpu_busy_ratio") is None:
         return None
     line = (
@@ -238,7 +240,7 @@ def _print_summary(summary: Any, output: Path, console: Console) -> None:
             markup=False,
             soft_wrap=True,
         )
-    if not summary.devices:
+    if not summary.devices and not verdict:
         console.print("no GPU activity in this trace", markup=False)
     for note in summary.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)

@@ -42,15 +42,16 @@ window.addEventListener("load", function () { setTimeout(function () {
     var area = plot.querySelector(".cartesianlayer .plot .bglayer rect, .draglayer .nsewdrag");
     var box = area ? area.getBoundingClientRect() : null;
     plot.querySelectorAll(".scatterlayer .point").forEach(function (p) {
-      var r = p.getBoundingClientRect();
-      points.push({top: r.top + r.height / 2, inside: box ? (r.top + r.height / 2 >= box.top - 1 && r.top + r.height / 2 <= box.bottom + 1) : null});
+      var r = p.getBoundingClientRect(), y = r.top + r.height / 2;
+      points.push({top: y, inside: box ? (y >= box.top - 1 && y <= box.bottom + 1) : null});
     });
   }
   var ticks = [];
   var hist = document.getElementById("diagfig2");
   if (hist) hist.querySelectorAll(".xtick text").forEach(function (t) { ticks.push(t.textContent); });
   var out = document.createElement("pre"); out.id = "probe";
-  out.textContent = JSON.stringify({scrollWidth: doc.scrollWidth, width: window.innerWidth, wrapped: wrapped, points: points, ticks: ticks});
+  out.textContent = JSON.stringify({scrollWidth: doc.scrollWidth, width: window.innerWidth,
+                                    wrapped: wrapped, points: points, ticks: ticks});
   document.body.appendChild(out);
 }, 3000); });
 </script>"""
