@@ -365,7 +365,8 @@ def gate(summary: Any, failing: frozenset[str], min_speedup: float | None) -> in
     expected = head.get("expected_speedup")
     if min_speedup is not None and expected is not None and expected > 1 and expected >= min_speedup:
         err.print(
-            f"launchprof: a CUDA Graph is expected to gain {expected:.2f}x, at least --min-gain's {min_speedup:.2f}x",
+            f"launchprof: a CUDA Graph is expected to make a step {expected:.2f}x faster, at least --min-gain "
+            f"{(min_speedup - 1) * 100:g} % ({min_speedup:.2f}x)",
             markup=False,
             soft_wrap=True,
         )
