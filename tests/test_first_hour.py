@@ -263,3 +263,26 @@ def test_the_notebook_example_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "launch-bound" in done.stdout and "verified" in done.stdout
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+def test_open_hands_the_page_to_the_browser(tmp_path: Path, command: str) -> None:
+    """``--open`` goes through Python's webbrowser, which honours $BROWSER: a script that
+    writes down the address it was given stands in for the user's browser."""
+    seen = tmp_path / "seen.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\necho "$1" > {seen}\n')
+    browser.chmod(0o755)
+    args = [command, str(EAGER), *([str(GRAPH)] if command == "compare" else []), "-q", "--open", "-o", "out"]
+    done = subprocess.run(
+        [str(EXE), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env={**os.environ, "BROWSER": f"{browser} %s"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    page = "report.html" if command == "analyze" else "compare.html"
+    assert seen.read_text().strip() == (tmp_path / "out" / page).resolve().as_uri()
