@@ -322,7 +322,7 @@ def test_compare_json_is_deterministic_and_keeps_the_contract(tmp_path: Path) ->
         texts.append((tmp_path / f"out{i}" / "compare.json").read_text())
     assert texts[0] == texts[1]
     doc = json.loads(texts[0])
-    assert doc["schema"] == "launchprof.compare/1"
+    assert doc["schema"] == "launchprof.compare/2"
     assert doc["verdict"] == "verified"
     for key in ("speedup", "speedup_ci", "predicted_speedup", "checks"):
         assert key in doc

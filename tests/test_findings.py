@@ -256,3 +256,97 @@ def test_real_graph_pool_over_buckets_is_not_a_blocker(real_trace) -> None:  # t
     f = _findings(real_trace("decode_buckets_graph", GPU))["dynamic-shapes"]
     # MANIFEST.md: 4 graphs over padded buckets; the steps' shapes vary between replays.
     assert f.severity == "info" and "pool of graphs is in place" in f.fix
+
+
+def _shape_loop(b: TraceBuilder, steps: list[list[tuple[str, int]]]) -> None:
+    """One NVTX ``step`` range (launchprof domain) per entry of ``steps``, each launching
+    its (kernel name, grid size) list back to back: 5 us calls, 1 us kernels."""
+    t = 1_000_000
+    for kernels in steps:
+        start = t
+        for name, grid in kernels:
+            b.launch(t, t + 5_000, t + 5_500, t + 6_500, name=name, grid=(grid, 1, 1))
+            t += 5_000
+        b.range("step", start, t, domain="launchprof")
+        t += 2_000
+
+
+def test_batch_size_changing_gemm_choice_is_a_shape_change(tmp_path: Path) -> None:
+    # Batch 1..32: layer_norm (every step) runs one block per row; cuBLAS picks a split-K
+    # GEMM (two kernels) for batches up to 8 and one GEMM above: the count varies too.
+    batches = [1, 4, 16, 32, 2, 8, 24, 1, 32, 4, 16, 8, 2, 24, 1, 32, 4, 16, 8, 2, 24]
+    steps = []
+    for n in batches:
+        gemm = [("gemm_splitk", 4), ("splitk_reduce", 1)] if n <= 8 else [("gemm_large", n)]
+        steps.append([("layer_norm", n), *gemm, ("gelu", n)])
+    b = TraceBuilder()
+    _shape_loop(b, steps)
+    found = _built(b, tmp_path)
+    assert "dynamic-shapes" in found and "varying-sequence" not in found
+    assert not found["dynamic-shapes"].figures["growing"]
+    assert "shape bucket" in found["dynamic-shapes"].fix
+
+
+def test_a_branch_that_runs_other_kernels_stays_a_varying_sequence(tmp_path: Path) -> None:
+    # The shared kernels keep their grid; the easy path runs a smaller head (its own grid).
+    steps = [
+        [("block", 8), ("block", 8), ("head", 16 if i % 2 else 4)] + ([("block", 8)] * 2 if i % 2 else [])
+        for i in range(21)
+    ]
+    b = TraceBuilder()
+    _shape_loop(b, steps)
+    found = _built(b, tmp_path)
+    assert "varying-sequence" in found and "dynamic-shapes" not in found
+
+
+def test_a_cache_that_grows_every_step_is_told_to_be_static(tmp_path: Path) -> None:
+    # A decode loop with a dynamic KV cache: the cat kernel's grid grows with every token.
+    steps = [[("attention", 4), ("cat", 10 + i), ("mlp", 8)] for i in range(21)]
+    b = TraceBuilder()
+    _shape_loop(b, steps)
+    f = _built(b, tmp_path)["dynamic-shapes"]
+    assert f.figures["growing"] is True
+    assert "cache_implementation='static'" in f.fix and "cat's grid grows" in f.fix
+
+
+def test_real_graph_replay_loop_that_waits_for_the_host_is_host_bound(real_trace) -> None:  # type: ignore[no-untyped-def]
+    # decode_buckets_graph replays one graph a step (MANIFEST) and the GPU waits for the
+    # CPU a third of each step: host-bound, with what the host does around the replay.
+    a = launchprof.analyze(real_trace("decode_buckets_graph", GPU))
+    d = a.extra["diagnosis"]
+    assert d.verdict == "host-bound"
+    f = {x.kind: x for x in d.findings}["host-outside-graph"]
+    assert f.figures["host_gaps_ns_per_step"] > 0 and f.figures["period_ns"] > f.figures["host_gaps_ns_per_step"]
+    assert "loop's own Python" in f.fix
+
+
+def test_a_built_replay_loop_names_its_input_copies_and_sync(tmp_path: Path) -> None:
+    # Per step: 3 input copies (cudaMemcpyAsync, 4 us each), one graph launch of 2 kernels,
+    # one cudaStreamSynchronize blocked 30 us, then 40 us of Python; 20 steps.
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(20):
+        start = t
+        for _ in range(3):
+            corr = b.call("cudaMemcpyAsync_v3020", t, t + 4_000)
+            b.memcpy(t + 4_500, t + 5_000, corr, copy_kind=8)
+            t += 4_000
+        corr = b.call("cudaGraphLaunch_v10000", t, t + 6_000)
+        b.kernel(t + 7_000, t + 17_000, corr, graph_node=1)
+        b.kernel(t + 17_100, t + 37_000, corr, graph_node=2)
+        t += 6_000
+        b.call("cudaStreamSynchronize_v3020", t, t + 31_500)
+        t += 31_500 + 40_000
+        b.range("step", start, t, domain="launchprof")
+    d = launchprof.analyze(b.write(tmp_path / "t.sqlite")).extra["diagnosis"]
+    # The sync drains the GPU every step, but it sits outside the graph: host-bound, and
+    # the sync is one of the host's items (not a capture blocker).
+    assert d.verdict == "host-bound"
+    found = {x.kind: x for x in d.findings}
+    assert "sync-in-step" not in found
+    f = found["host-outside-graph"]
+    assert f.figures["input_copies_per_step"] == 3 and f.figures["input_copies_ns_per_step"] == 12_000
+    assert f.figures["syncs_per_step"] == 1 and f.figures["syncs_ns_per_step"] == 31_500
+    # period 3 x 4 + 6 + 31.5 + 40 = 89.5 us; in CUDA calls 12 + 6 + 31.5 = 49.5 us.
+    assert f.figures["period_ns"] == 89_500 and f.figures["host_gaps_ns_per_step"] == 40_000
+    assert "static buffers" in f.fix and "check every k steps" in f.fix

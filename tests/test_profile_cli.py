@@ -100,7 +100,7 @@ def test_flags_unknown_to_an_older_nsys_are_dropped(tmp_path: Path) -> None:
     old.chmod(0o755)
     cmd = nsys_command(old, tmp_path / "t", Workload(["prog"], "prog"))
     assert cmd.dropped == ["--cuda-graph-trace=node"]
-    assert "--cuda-graph-trace=node" not in cmd.argv and "--trace=cuda,nvtx,osrt" in cmd.argv
+    assert "--cuda-graph-trace=node" not in cmd.argv and "--trace=cuda,nvtx" in cmd.argv
 
 
 def test_missing_script_is_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

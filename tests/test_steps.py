@@ -209,3 +209,77 @@ def test_step_name_is_checked_on_a_trace_without_gpu_work(tmp_path: Path) -> Non
         launchprof.analyze(tmp_path / "t.sqlite", step="stepp")
     a = launchprof.analyze(tmp_path / "t.sqlite", step="step")
     assert a.devices == [] and a.extra["steps"].source == "none"
+
+
+def _decode_like(b: TraceBuilder, tokens: int = 24, calls: int = 4) -> int:
+    """``calls`` generate() calls of ``tokens`` tokens, 3 kernels a token (a, b, c), each
+    call starting with one CUB scan inside a ``CCCL`` range, as HF generate() records."""
+    t = 1_000_000
+    for _ in range(calls):
+        b.range("cub::DeviceScan::InclusiveScan", t, t + 4_000, domain="CCCL")
+        b.launch(t + 1_000, t + 3_000, t + 3_500, t + 4_500, name="scan")
+        t += 10_000
+        for _ in range(tokens):
+            for name in ("a", "b", "c"):
+                b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=name)
+                t += 5_000
+            t += 30_000  # the decode loop's own Python between tokens
+        t += 200_000
+    return t
+
+
+def test_library_range_is_never_the_step(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    _decode_like(b)
+    s = _analyze(b, tmp_path).extra["steps"]
+    # One step per token: 3 kernels, period 3 x 5 us + 30 us = 45 us by construction.
+    assert s.source == "inferred"
+    assert int(s.table["period_ns"].dropna().median()) == 45_000
+    assert s.table["kernels"].median() == 3
+    assert s.rejected == (("CCCL:cub::DeviceScan::InclusiveScan", "a library's own range, not a loop step"),)
+    assert "not taken as the step: 'CCCL:cub::DeviceScan::InclusiveScan'" in s.reason
+    assert step_stats(s)["rejected_ranges"] == [
+        {"range": "CCCL:cub::DeviceScan::InclusiveScan", "reason": "a library's own range, not a loop step"}
+    ]
+
+
+def test_range_holding_little_of_the_work_is_not_the_step(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(10):  # a "logits" range around 1 of 4 kernels of each iteration
+        for k, name in enumerate(("a", "b", "c", "d")):
+            if k == 3:
+                b.range("logits", t, t + 5_500)
+            b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=name)
+            t += 5_000
+        t += 20_000
+    s = _analyze(b, tmp_path).extra["steps"]
+    assert s.source == "inferred" and s.table["kernels"].median() == 4
+    assert s.rejected[0][0] == "logits"
+    # 10 of the 40 kernels submitted between the first and last "logits" range start... the
+    # window is from the first range's start to the last range's end: kernels 4..40 -> 10 of 37.
+    assert s.rejected[0][1].startswith("holds 27% of the GPU work")
+
+
+def test_per_operator_ranges_of_emit_nvtx_are_rejected(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 1_000_000
+    for i in range(8):
+        for name in ("a", "b"):
+            b.range(f"aten::linear, seq = {i}", t, t + 5_200)
+            b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=name)
+            t += 5_000
+        t += 10_000
+    s = _analyze(b, tmp_path).extra["steps"]
+    assert s.source == "inferred" and s.table["kernels"].median() == 2
+    assert all(why == "a library's own range, not a loop step" for _, why in s.rejected)
+    assert len(s.rejected) == 8
+
+
+def test_a_users_step_range_beside_library_ranges_wins(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    launch_loop(b, steps=6, kernels=4, name="step", domain=None)
+    b.range("nccl:all_reduce", 1_000_000, 1_010_000, domain="NCCL")
+    s = _analyze(b, tmp_path).extra["steps"]
+    assert s.source == "nvtx" and s.name == "step" and s.count == 6
+    assert s.rejected == (("NCCL:nccl:all_reduce", "a library's own range, not a loop step"),)

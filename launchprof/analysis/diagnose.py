@@ -11,6 +11,11 @@ Verdict (over the steady-state steps, :attr:`Steps.steady`; sums over those step
   (:mod:`launchprof.analysis.stepdata`): ``launch-bound`` (the GPU waited for the launch
   path), ``sync-bound`` (it waited after a synchronizing call drained it) or
   ``host-bound`` (it waited while the CPU did other work, > 100 us without a CUDA call).
+  A steady state that already replays graphs (a graph launch a step or more) and still
+  waits for the CPU is ``host-bound`` whatever the split: the launches a graph removes
+  are gone, and what the host does around the replays is listed by the
+  ``host-outside-graph`` finding (:mod:`launchprof.analysis.hostwork`) instead of
+  ``sync-in-step`` (a sync outside the graph does not break its capture).
 
 Recommendation: ``convert`` is True for a launch-bound steady state that does not run
 as graphs already, with a predicted speedup of at least :data:`MIN_SPEEDUP` (1.25x, the
@@ -34,6 +39,7 @@ from launchprof.analysis import findings as F
 from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.findings import Finding
+from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
@@ -249,6 +255,16 @@ def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
         "host-bound": fig["host_work_wait_ratio"],
     }
     verdict = max(causes, key=lambda k: (causes[k], k == "launch-bound"))
+    if (fig.get("graph_launches_per_step_p50") or 0) >= 1:
+        # The steps replay graphs: the launches they hold are gone; what keeps the GPU
+        # waiting is the host's work around the replays (the host-outside-graph finding).
+        return "host-bound", [
+            head + ".",
+            split + ".",
+            f"The steps already replay CUDA graphs ({_g(fig['graph_launches_per_step_p50'])} a step), yet the GPU "
+            "waits for the CPU: the host's work around the replays (input copies, synchronizations, launches "
+            "outside the graph, the loop's own Python) sets the pace, not the launches a graph removes.",
+        ]
     why = {
         "launch-bound": (
             f"The GPU idles between its {_g(fig['kernels_per_step_p50'])} kernels a step waiting for the next "
@@ -412,9 +428,10 @@ def diagnose(
     pred, single, unprof = (
         _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None, None)
     )
+    replaying = verdict == "host-bound" and (fig.get("graph_launches_per_step_p50") or 0) >= 1
     found_list = (
         [
-            F.sync_in_step(ctx),
+            F.sync_in_step(ctx) if not replaying else None,
             F.alloc_in_step(ctx),
             F.dynamic_shapes(ctx, analysis),
             F.varying_sequence(ctx),
@@ -422,6 +439,7 @@ def diagnose(
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
             F.profiler_overhead(ctx, values, unprof.graph_step_ns if unprof and verdict == "launch-bound" else None),
+            host_outside_graph(ctx) if replaying else None,
         ]
         if ctx.device is not None and len(ctx.steady)
         else [F.graph_trace_mode(ctx, analysis)]

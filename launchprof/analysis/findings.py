@@ -50,7 +50,8 @@ class Finding:
     Attributes:
         kind: ``sync-in-step``, ``alloc-in-step``, ``dynamic-shapes``,
             ``varying-sequence``, ``reinstantiation``, ``graph-trace-mode``,
-            ``legacy-stream`` or ``profiler-overhead``.
+            ``legacy-stream``, ``profiler-overhead`` or ``host-outside-graph``
+            (:mod:`launchprof.analysis.hostwork`).
         severity: ``blocker``, ``warning`` or ``info``.
         steps_affected: number of steady-state steps that show it.
         steps: up to 10 example step indices.
@@ -209,6 +210,48 @@ def _multi_config_names(ctx: StepContext) -> int:
     return int(ctx.cached("multi_config_names", count))
 
 
+def _common_config_varies(ctx: StepContext) -> bool:
+    """True when most kernel names that run in every steady step (more than half of
+    them) change their launch configuration between steps (the largest grid, or the
+    block, differs): the input's shape changed, whatever else changed with it (cuBLAS
+    picks other GEMM kernels for other sizes, so the kernel count varies too). A
+    data-dependent branch runs other kernels, but most kernels every path shares keep
+    their configurations. Computed once per context."""
+
+    def varies() -> bool:
+        k = ctx.kernels
+        n_steps = int(k["step"].nunique()) if len(k) else 0
+        if n_steps < 2:
+            return False
+        grid = (
+            k["grid_x"].to_numpy(dtype=np.int64)
+            * k["grid_y"].to_numpy(dtype=np.int64)
+            * k["grid_z"].to_numpy(dtype=np.int64)
+        )
+        block = (
+            k["block_x"].to_numpy(dtype=np.int64)
+            * k["block_y"].to_numpy(dtype=np.int64)
+            * k["block_z"].to_numpy(dtype=np.int64)
+        )
+        per = pd.DataFrame({"step": k["step"].to_numpy(), "name": k["name_id"].to_numpy(), "g": grid, "b": block})
+        sig = per.groupby(["name", "step"], sort=False).agg(g=("g", "max"), b=("b", "max"))
+        by_name = sig.groupby(level="name").agg(steps=("g", "size"), g=("g", "nunique"), b=("b", "nunique"))
+        common = by_name.loc[by_name["steps"] == n_steps]
+        return bool(len(common)) and bool(((common["g"] > 1) | (common["b"] > 1)).mean() > 0.5)
+
+    return bool(ctx.cached("common_config_varies", varies))
+
+
+def _grows(size: pd.Series) -> bool:
+    """True when a per-step size grows step after step (at least 90 % of consecutive
+    steps do not shrink, and it takes at least half as many values as there are steps):
+    a buffer appended to every step, such as a KV cache extended with ``cat``."""
+    v = size.to_numpy()
+    if v.size < 4:
+        return False
+    return bool(np.mean(np.diff(v) >= 0) >= 0.9 and np.unique(v).size >= v.size / 2)
+
+
 def _step_sizes(ctx: StepContext) -> np.ndarray:
     """Kernels per steady step, in step order (``ctx.kernels.groupby("step").size()``); by
     run lengths (the kernels are sorted by step); computed once per context."""
@@ -264,12 +307,15 @@ def _next_pow2(x: np.ndarray) -> np.ndarray:
 def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     """The same kernel with changing grid/block sizes across steady steps: count the
     distinct step shapes and propose power-of-two buckets of the most varying grid size
-    with their padding cost (extra work, assuming kernel time proportional to grid size)."""
+    with their padding cost (extra work, assuming kernel time proportional to grid size).
+    Also when the kernel count varies, if a kernel of every step changes its configuration
+    (:func:`_common_config_varies`: the shape is the cause). A size that grows step after
+    step (:func:`_grows`) is a growing buffer: the fix is a static buffer, not buckets."""
     k = ctx.kernels
     if k.empty or ctx.steady["step"].nunique() < 2:
         return None
     varying = _multi_config_names(ctx)
-    if not varying or _count_varies(ctx):
+    if not varying or (_count_varies(ctx) and not _common_config_varies(ctx)):
         return None
     _, shapes = _signatures(k, "shapes")
     distinct = int(shapes.nunique())
@@ -291,6 +337,26 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     bucket_text = ", ".join(f"{int(b)} ({int(n)} steps)" for b, n in buckets.items())
     # Shapes that vary between graph launches: a pool of graphs is already in place.
     pooled = bool(k["graph_node_id"].notna().mean() > 0.5)
+    growing = _grows(size)
+    if growing:
+        fix = (
+            f"{kname}'s grid grows step after step: a buffer grows every step (a dynamic KV cache extended with "
+            "cat, a list of outputs). Preallocate it at its largest size and write each step's slice in place "
+            "(a static cache: index_copy_ or slice assignment; Hugging Face generate(): "
+            "cache_implementation='static'), so every step has one shape and one graph serves all; buckets of a "
+            "growing buffer would need a graph per size."
+        )
+    elif pooled:
+        fix = (
+            "The shapes vary between graph launches: a pool of graphs is in place; keep the number of buckets small "
+            "(each costs an instantiation and memory)."
+        )
+    else:
+        fix = (
+            f"A graph freezes launch configurations: capture one graph per shape bucket ({len(buckets)} graphs "
+            "for the buckets above), pad the inputs up to the bucket size, and pick the graph by size each step "
+            "(a pool of graphs keyed by bucket); shapes outside the buckets run eagerly."
+        )
     return Finding(
         "dynamic-shapes",
         "info" if pooled else "blocker",
@@ -300,15 +366,9 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
         f"grid/block sizes); {kname} runs with {int(size.nunique())} grid sizes from {int(size.min())} to "
         f"{int(size.max())} blocks. Power-of-two buckets: {bucket_text}; padding every step up to its bucket "
         f"costs about {padding:.1%} extra GPU work",
-        (
-            "The shapes vary between graph launches: a pool of graphs is in place; keep the number of buckets small "
-            "(each costs an instantiation and memory)."
-            if pooled
-            else f"A graph freezes launch configurations: capture one graph per shape bucket ({len(buckets)} graphs "
-            "for the buckets above), pad the inputs up to the bucket size, and pick the graph by size each step "
-            "(a pool of graphs keyed by bucket); shapes outside the buckets run eagerly."
-        ),
+        fix,
         {
+            "growing": growing,
             "distinct_shapes": distinct,
             "varying_kernels": varying,
             "buckets": [int(b) for b in buckets.index],
@@ -340,12 +400,13 @@ def _one_sequence(ctx: StepContext) -> bool:
 
 def varying_sequence(ctx: StepContext) -> Finding | None:
     """The kernel sequence differs between steady steps (data-dependent control flow):
-    the kernel count per step varies, or the kernel names differ while no kernel
-    changes its launch configuration (else it is ``dynamic-shapes``)."""
+    the kernel count per step varies while the kernels every step runs keep their launch
+    configurations, or the kernel names differ while no kernel changes its launch
+    configuration (else it is ``dynamic-shapes``)."""
     k = ctx.kernels
     if k.empty or _step_sizes(ctx).size < 2:
         return None
-    if _multi_config_names(ctx) and not _count_varies(ctx):
+    if _multi_config_names(ctx) and (not _count_varies(ctx) or _common_config_varies(ctx)):
         return None  # shape changes explain it: dynamic-shapes
     if _one_sequence(ctx):
         return None

@@ -97,8 +97,10 @@ class SideData:
             graph work; ``warmup`` bool); None when only summary figures are available.
         stats: steady-state step figures as :func:`~launchprof.analysis.steps.step_stats`
             gives them (the fallback when ``table`` is None).
-        kernels: the kernels of a steady step: columns :data:`KERNEL_KEY` and
-            ``per_step`` (mean count per steady step); None when unknown.
+        kernels: the kernels of a steady step: columns :data:`KERNEL_KEY`,
+            ``per_step`` (mean count per steady step) and ``gpu_ns_per_step`` (their mean
+            summed duration per steady step, ns; NaN when a report folder predates it);
+            None when unknown.
         sample: the GPU activity and CUDA API calls of one representative steady step
             (the first whose period is nearest the median): columns ``lane``, ``kind``,
             ``name``, ``start_ns``, ``end_ns`` (ns from the step's first event, CPU or GPU),
@@ -247,7 +249,8 @@ def _graph_submitted(analysis: Analysis, act: pd.DataFrame) -> np.ndarray:
 def _step_kernels(
     analysis: Analysis, kernel_rows: np.ndarray, act_step: np.ndarray, steady_steps: np.ndarray
 ) -> pd.DataFrame:
-    """Mean count per steady step of each (name, grid, block) among the kernels of steady
+    """Mean count (``per_step``) and mean summed duration (``gpu_ns_per_step``, ns) per
+    steady step of each (name, grid, block) among the kernels of steady
     steps (``kernel_rows``: :func:`_kernel_rows`), sorted by :data:`KERNEL_KEY`. Counted
     per distinct (name id, grid, block) first, then grouped by name text (ids sharing a
     text are one name), as a groupby over every kernel row would."""
@@ -259,11 +262,18 @@ def _step_kernels(
     counts = np.bincount(codes) if codes.size else np.zeros(0, dtype=np.int64)
     first = np.zeros(counts.size, dtype=np.int64)
     first[codes] = np.arange(codes.size)  # a row of each distinct config (any: they are equal)
+    dur = kern["end"].to_numpy()[rows] - kern["start"].to_numpy()[rows]
+    gpu_ns = np.bincount(codes, weights=dur, minlength=counts.size) if codes.size else np.zeros(0)
     distinct = pd.DataFrame(
-        {"name": _kernel_names(analysis, name_id[first]), **{c: v[first] for c, v in config.items()}, "n": counts}
+        {
+            "name": _kernel_names(analysis, name_id[first]),
+            **{c: v[first] for c, v in config.items()},
+            "n": counts,
+            "gpu_ns": gpu_ns,
+        }
     )
-    per_step = distinct.groupby(list(KERNEL_KEY), sort=True)["n"].sum() / max(len(steady_steps), 1)
-    return per_step.rename("per_step").reset_index()
+    sums = distinct.groupby(list(KERNEL_KEY), sort=True)[["n", "gpu_ns"]].sum() / max(len(steady_steps), 1)
+    return sums.rename(columns={"n": "per_step", "gpu_ns": "gpu_ns_per_step"}).reset_index()
 
 
 def _int_column(column: pd.Series, rows: np.ndarray) -> np.ndarray:

@@ -4,7 +4,11 @@ Three sources, in order of preference (DOMAIN.md, "Step"):
 
 1. ``nvtx``: NVTX ranges. By default launchprof's own marker (range ``step`` in domain
    ``launchprof``, see :mod:`launchprof.marker`); ``step_name`` picks ranges by text;
-   otherwise the one repeating range text that covers the most GPU work. A GPU activity
+   otherwise the one repeating range text that covers the most GPU work, among the
+   ranges that can be the user's step (:func:`step_range_rejection`: not a library's
+   own range, repeated at least 3 times, and holding at least half of the GPU work that
+   the ranges' threads submit between the first range's start and the last one's end).
+   A GPU activity
    belongs to the range, on the thread that submitted it, that contains the start of the
    submitting API call (joined on (pid, correlation id)). Calls on the process's other
    threads, which carry no step range (PyTorch's autograd threads launch the backward
@@ -28,8 +32,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +51,37 @@ MATCH_RATIO = 0.9
 WARMUP_FACTOR = 1.5
 MAX_PERIOD = 4096
 WINDOW = 16384
+MIN_REPEATS = 3
+MIN_RANGE_COVER = 0.5
+
+# NVTX domains and range texts that libraries emit for their own calls (CUB/Thrust in
+# CCCL annotate their algorithms, NCCL its collectives, cuDNN/cuBLAS theirs, PyTorch's
+# emit_nvtx one range per operator, "aten::add, seq = 12"). Not a user's loop step.
+LIBRARY_DOMAINS = frozenset(
+    d.lower()
+    for d in (
+        "CCCL",
+        "CUB",
+        "Thrust",
+        "NCCL",
+        "cuDNN",
+        "cuBLAS",
+        "cuBLASLt",
+        "cuSPARSE",
+        "cuFFT",
+        "cuSOLVER",
+        "cuRAND",
+        "NVSHMEM",
+        "TensorRT",
+        "nvJPEG",
+        "DALI",
+    )
+)
+LIBRARY_TEXT = re.compile(
+    r"^(?:cub::|thrust::|cuda::|cccl|nccl|cudnn|cublas|cusparse|cufft|cusolver|curand|nvshmem|aten::|c10d::|"
+    r"autograd::|torch::|profilerstep#)|, seq = \d+|, op_id = \d+",
+    re.IGNORECASE,
+)
 
 
 class StepError(LaunchprofError):
@@ -75,6 +112,8 @@ class Steps:
             ``cpu_ns`` (cpu_end - cpu_start), ``warmup`` (bool).
         activity_step: step index of each row of the device's ``activity`` (-1: none).
         warmup: number of warm-up steps (the first ``warmup`` rows of ``table``).
+        rejected: NVTX range labels (``domain:text``) that were not taken as the step,
+            each with the reason (:func:`step_range_rejection`), in label order.
     """
 
     source: str
@@ -85,6 +124,7 @@ class Steps:
     table: pd.DataFrame
     activity_step: pd.Series = field(repr=False)
     warmup: int = 0
+    rejected: tuple[tuple[str, str], ...] = ()
 
     @functools.cached_property
     def steady(self) -> pd.DataFrame:
@@ -340,31 +380,93 @@ def _check_step_name(analysis: Analysis, step_name: str | None) -> pd.DataFrame:
     return chosen
 
 
+def library_range(domain: str, text: str) -> bool:
+    """Whether an NVTX range is a library's own annotation rather than a user's range:
+    its domain is a library's (:data:`LIBRARY_DOMAINS`: CCCL/CUB, NCCL, cuDNN, ...) or its
+    text names a library call or a PyTorch operator (:data:`LIBRARY_TEXT`: ``cub::``,
+    ``nccl``, ``aten::``, ``emit_nvtx``'s ``", seq = N"``)."""
+    return domain.lower() in LIBRARY_DOMAINS or bool(LIBRARY_TEXT.search(text))
+
+
+def step_range_rejection(domain: str, text: str, count: int, cover: int, window: int) -> str | None:
+    """Why NVTX ranges ``domain:text`` cannot be the user's step, or None when they can.
+
+    Args:
+        domain, text: the ranges' NVTX domain name (``""``: default) and text.
+        count: how many outermost ranges of that text there are.
+        cover: GPU activities whose submitting call starts inside one of the ranges, on
+            the range's thread.
+        window: GPU activities submitted from the ranges' threads between the first
+            range's start and the last range's end.
+
+    Rules: a library's range (:func:`library_range`); fewer than :data:`MIN_REPEATS`
+    ranges (a step repeats); ranges holding less than :data:`MIN_RANGE_COVER` of the GPU
+    work submitted between their occurrences (a step partitions the loop's work; a
+    library call or a phase of the step does not); ranges holding no GPU work.
+    """
+    if library_range(domain, text):
+        return "a library's own range, not a loop step"
+    if count < MIN_REPEATS:
+        return f"{count} range{'s' if count != 1 else ''}: a step repeats at least {MIN_REPEATS} times"
+    if cover == 0:
+        return "holds no GPU work (no CUDA call on its thread starts inside it)"
+    if window and cover < MIN_RANGE_COVER * window:
+        return (
+            f"holds {cover / window:.0%} of the GPU work submitted between its first and last occurrence "
+            f"(a step holds at least {MIN_RANGE_COVER:.0%})"
+        )
+    return None
+
+
+def _window_activity(link: _Link, api: pd.DataFrame, ranges: pd.DataFrame) -> int:
+    """GPU activities (of ``link``'s device) submitted by a call on one of ``ranges``'
+    threads that starts between the first range's start and the last range's end."""
+    call = link.call_row[link.call_row >= 0]
+    if not call.size or ranges.empty:
+        return 0
+    start = api["start"].to_numpy()[call]
+    inside = (start >= int(ranges["start"].min())) & (start < int(ranges["end"].max()))
+    return int((inside & np.isin(api["tid"].to_numpy()[call], ranges["tid"].unique())).sum())
+
+
 def _nvtx_candidates(
     analysis: Analysis, device: DeviceAnalysis, link: _Link, step_name: str | None
-) -> pd.DataFrame | None:
+) -> tuple[pd.DataFrame | None, tuple[tuple[str, str], ...]]:
+    """The step ranges (outermost, by start; None: none) and the range texts rejected as
+    steps with the reason (:func:`step_range_rejection`). ``step_name`` or launchprof's
+    own marker is taken as given."""
     nvtx = analysis.trace.nvtx
     if nvtx.empty:
         _check_step_name(analysis, step_name)
-        return None
+        return None, ()
     if step_name:
         chosen = _check_step_name(analysis, step_name)
-        return _outermost(chosen)
+        return _outermost(chosen), ()
     own = nvtx.loc[(nvtx["domain"] == STEP_DOMAIN) & (nvtx["text"] == STEP_NAME)]
     if len(own):
-        return _outermost(own)
-    counts = nvtx.groupby(["domain", "text"]).size()
+        return _outermost(own), ()
+    api = analysis.trace.api
     best, best_cover = None, 0
-    for (domain, text), n in counts.items():
-        if n < 3:
+    rejected = []
+    for (domain, text), group in nvtx.groupby(["domain", "text"], sort=True):
+        label = f"{domain}:{text}" if domain else str(text)
+        if library_range(str(domain), str(text)):
+            rejected.append((label, "a library's own range, not a loop step"))
             continue
-        rows = _outermost(nvtx.loc[(nvtx["domain"] == domain) & (nvtx["text"] == text)])
-        api = analysis.trace.api
+        rows = _outermost(group)
+        if len(rows) < MIN_REPEATS:
+            why = step_range_rejection(str(domain), str(text), len(rows), 0, 0)
+            rejected.append((label, str(why)))
+            continue
         cover = int((_activity_from_api(link, device.activity, api, _project(api, rows)) >= 0).sum())
+        why = step_range_rejection(str(domain), str(text), len(rows), cover, _window_activity(link, api, rows))
+        if why is not None:
+            rejected.append((label, why))
+            continue
         # Equal cover: prefer the finer range (more ranges: one iteration, not an epoch).
         if cover > best_cover or (cover == best_cover and best is not None and len(rows) > len(best)):
             best, best_cover = rows, cover
-    return best if best_cover > 0 else None
+    return (best if best_cover > 0 else None), tuple(rejected)
 
 
 def _period(tokens: np.ndarray) -> int | None:
@@ -552,7 +654,7 @@ def _find_steps(
     activity_step = None
     cpu_start = cpu_end = None
     api_step = np.full(len(api), -1, dtype=np.int64)
-    ranges = None if template is not None else _nvtx_candidates(analysis, device, link, step_name)
+    ranges, rejected = (None, ()) if template is not None else _nvtx_candidates(analysis, device, link, step_name)
     if ranges is not None:
         projected = _project(api, ranges.sort_values("start", kind="stable"))
         cover = _activity_from_api(link, act, api, projected)
@@ -617,13 +719,23 @@ def _find_steps(
     return Steps(
         source,
         name,
-        reason,
+        reason + (_rejected_text(rejected) if source != "nvtx" else ""),
         device.device_id,
         pid,
         table,
         pd.Series(activity_step, index=act.index, name="step"),
         warmup,
+        rejected,
     )
+
+
+def _rejected_text(rejected: tuple[tuple[str, str], ...], shown: int = 3) -> str:
+    """``"; NVTX ranges not taken as the step: 'a' (why), ..."`` (empty when none)."""
+    if not rejected:
+        return ""
+    items = [f"{label!r} ({why})" for label, why in rejected[:shown]]
+    more = f" and {len(rejected) - shown} more" if len(rejected) > shown else ""
+    return "; NVTX ranges not taken as the step: " + ", ".join(items) + more
 
 
 def _only_pid(devices: list[DeviceAnalysis], pid: int) -> list[DeviceAnalysis]:
@@ -981,18 +1093,19 @@ def _mark_warmup(table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return table, warm
 
 
-def step_stats(steps: Steps) -> dict[str, float | int | str | None]:
+def step_stats(steps: Steps) -> dict[str, Any]:
     """Steady-state distribution figures of ``steps`` for the summary (ns, counts).
 
     Returns a dict with ``source``, ``name``, ``reason``, ``count``, ``warmup``,
-    ``steady``, and for the steady steps ``kernels_per_step_p50``, ``memops_per_step_p50``,
+    ``steady``, ``device_id``, ``pid``, ``rejected_ranges`` (``[{"range", "reason"}]``:
+    :attr:`Steps.rejected`), and for the steady steps ``kernels_per_step_p50``, ``memops_per_step_p50``,
     ``period_p50_ns``, ``period_p90_ns``, ``period_mean_ns``, ``period_std_ns``,
     ``busy_p50_ns``, ``bubble_ns_p50``, ``host_wait_p50_ns``, ``launch_calls_p50``,
     ``launch_call_ns_p50``, ``sync_calls_p50``, ``alloc_calls_p50``,
     ``graph_launches_p50``, ``api_ns_p50``, ``cpu_ns_p50`` (numpy linear percentiles).
     """
     s = steps.steady
-    out: dict[str, float | int | str | None] = {
+    out: dict[str, Any] = {
         "source": steps.source,
         "name": steps.name,
         "reason": steps.reason,
@@ -1001,6 +1114,7 @@ def step_stats(steps: Steps) -> dict[str, float | int | str | None]:
         "steady": int(len(s)),
         "device_id": steps.device_id,
         "pid": steps.pid,
+        "rejected_ranges": [{"range": label, "reason": why} for label, why in steps.rejected],
     }
 
     def pct(col: str, q: float) -> float | None:

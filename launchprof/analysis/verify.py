@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.side import KERNEL_KEY, SideData
+from launchprof.analysis.workchange import WorkChange, classify
 
 VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "churn")
 DEFAULT_MIN_EFFECT = 0.05
@@ -121,6 +122,10 @@ class Comparison:
         kernels: per kernel (:data:`KERNEL_KEY`) ``before_per_step``,
             ``after_per_step`` and ``differs`` (bool), sorted by name and configuration.
         notes: what was approximated on either side.
+        work_change: how the kernels changed (:mod:`launchprof.analysis.workchange`);
+            None when a side does not know its kernels.
+        speedup_parts: where the gain came from (:func:`speedup_parts`); None without
+            periods and busy times on both sides.
     """
 
     verdict: str
@@ -136,6 +141,8 @@ class Comparison:
     after_figures: SideFigures
     kernels: pd.DataFrame
     notes: list[str]
+    work_change: WorkChange | None = None
+    speedup_parts: SpeedupParts | None = None
 
     def check(self, name: str) -> Check:
         """The check called ``name``.
@@ -154,6 +161,51 @@ class Comparison:
             speed += f" (95% CI {self.speedup_ci[0]:.2f}-{self.speedup_ci[1]:.2f})"
         failed = [c.name for c in self.checks if c.passed is False]
         return f"<launchprof comparison: {self.verdict}{speed}" + (f"; failed: {', '.join(failed)}>" if failed else ">")
+
+
+@dataclass(frozen=True)
+class SpeedupParts:
+    """The measured step-time gain split into GPU work and host/launch overhead.
+
+    With BEFORE's and AFTER's median steady period ``Pb``, ``Pa`` and median GPU busy
+    time per step ``Bb``, ``Ba`` (ns): ``gpu_work_saved_ns = Bb - Ba`` (fusion, other
+    kernels), ``host_saved_ns = (Pb - Pa) - (Bb - Ba)`` (launch and host overhead a graph
+    removed, the rest of the gain). As factors whose product is the speedup ``Pb / Pa``:
+    ``from_gpu_work = Pb / (Pb - (Bb - Ba))`` (BEFORE's step with AFTER's GPU work) and
+    ``from_host = (Pb - (Bb - Ba)) / Pa``. ``gpu_work_share`` = gpu_work_saved_ns /
+    (Pb - Pa) (None when the period did not change).
+    """
+
+    before_period_ns: float
+    after_period_ns: float
+    before_busy_ns: float
+    after_busy_ns: float
+    gpu_work_saved_ns: float
+    host_saved_ns: float
+    from_gpu_work: float | None
+    from_host: float | None
+    gpu_work_share: float | None
+
+
+def speedup_parts(fb: SideFigures, fa: SideFigures) -> SpeedupParts | None:
+    """:class:`SpeedupParts` from the two sides' medians (None when one is unknown or a
+    period is not positive)."""
+    pb, pa, bb, ba = fb.period_p50_ns, fa.period_p50_ns, fb.busy_p50_ns, fa.busy_p50_ns
+    if pb is None or pa is None or bb is None or ba is None or pb <= 0 or pa <= 0:
+        return None
+    gpu = bb - ba
+    mid = pb - gpu
+    return SpeedupParts(
+        before_period_ns=pb,
+        after_period_ns=pa,
+        before_busy_ns=bb,
+        after_busy_ns=ba,
+        gpu_work_saved_ns=gpu,
+        host_saved_ns=(pb - pa) - gpu,
+        from_gpu_work=pb / mid if mid > 0 else None,
+        from_host=mid / pa if mid > 0 else None,
+        gpu_work_share=gpu / (pb - pa) if pb != pa else None,
+    )
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -295,16 +347,28 @@ def _mean_interval(fb: SideFigures, fa: SideFigures, level: float = CI_LEVEL) ->
 
 def kernel_table(before: SideData, after: SideData) -> pd.DataFrame:
     """Kernels per steady step on both sides: :data:`KERNEL_KEY`, ``before_per_step``,
-    ``after_per_step``, ``differs`` (beyond :data:`SAME_WORK_TOLERANCE`). Empty when a
-    side does not know its kernels."""
-    cols = [*KERNEL_KEY, "before_per_step", "after_per_step", "differs"]
+    ``after_per_step``, ``before_gpu_ns_per_step``, ``after_gpu_ns_per_step`` (their
+    summed duration per step, ns; NaN when a side does not know it), ``differs`` (count
+    beyond :data:`SAME_WORK_TOLERANCE`). Empty when a side does not know its kernels."""
+    cols = [*KERNEL_KEY, "before_per_step", "after_per_step", "before_gpu_ns_per_step", "after_gpu_ns_per_step"]
+    cols.append("differs")
     if before.kernels is None or after.kernels is None:
         return pd.DataFrame(columns=cols)
     key = list(KERNEL_KEY)
-    m = before.kernels.rename(columns={"per_step": "before_per_step"}).merge(
-        after.kernels.rename(columns={"per_step": "after_per_step"}), on=key, how="outer"
-    )
-    m = m.fillna({"before_per_step": 0.0, "after_per_step": 0.0})
+
+    def side(kernels: pd.DataFrame, label: str) -> pd.DataFrame:
+        ns = kernels["gpu_ns_per_step"] if "gpu_ns_per_step" in kernels else np.nan
+        return kernels.loc[:, key].assign(
+            **{f"{label}_per_step": kernels["per_step"], f"{label}_gpu_ns_per_step": ns, f"_{label}": True}
+        )
+
+    m = side(before.kernels, "before").merge(side(after.kernels, "after"), on=key, how="outer")
+    for label in ("before", "after"):
+        absent = m[f"_{label}"].isna().to_numpy()  # the kind is not on this side: 0 of it
+        m[f"{label}_per_step"] = m[f"{label}_per_step"].fillna(0.0)
+        ns = m[f"{label}_gpu_ns_per_step"].to_numpy(dtype=float)
+        known = bool(np.isfinite(ns[~absent]).all())  # the side knows its durations
+        m[f"{label}_gpu_ns_per_step"] = np.where(absent, 0.0 if known else np.nan, ns)
     b, a = m["before_per_step"].to_numpy(dtype=float), m["after_per_step"].to_numpy(dtype=float)
     m["differs"] = np.abs(b - a) > np.maximum(SAME_WORK_TOLERANCE * np.maximum(b, a), 0.05)
     return m.sort_values(key, kind="stable").reset_index(drop=True)[cols]
@@ -388,7 +452,10 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
             evidence,
         )
     diff = kernels.loc[kernels["differs"]]
+    change = classify(kernels)
     evidence["kernel_kinds_differing"] = int(len(diff))
+    evidence["work_change"] = change.kind
+    evidence["changed_kernel_share"] = change.changed_kernel_share
     if diff.empty:
         return Check(
             "same_work",
@@ -403,11 +470,24 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
     )
     more = f" and {len(diff) - 5} more" if len(diff) > 5 else ""
     verb = "differs" if len(diff) == 1 else "differ"
+    counts = f"({_per_step(kb)} vs {_per_step(ka)} kernels per step)"
+    if change.kind in ("known-transform", "fused"):
+        how = {
+            "known-transform": "a known transform (small kernels added or replaced, as a capturable optimizer or "
+            "a static KV cache does)",
+            "fused": "fusion by a compiler (torch.compile's Triton kernels replace eager kernels)",
+        }[change.kind]
+        return Check(
+            "same_work",
+            True,
+            f"Work changed by {how}: {change.summary} {counts}. Examples: {listed}{more}.",
+            evidence,
+        )
     return Check(
         "same_work",
         False,
-        f"{_kinds(len(diff))} {verb} per steady step ({_per_step(kb)} vs {_per_step(ka)} kernels per step): "
-        f"{listed}{more}.",
+        f"{_kinds(len(diff))} {verb} per steady step {counts}, which neither fusion nor a known transform "
+        f"explains: {change.summary}. {listed}{more}.",
         evidence,
     )
 
@@ -660,6 +740,8 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
         after_figures=fa,
         kernels=kernels,
         notes=notes,
+        work_change=classify(kernels) if len(kernels) else None,
+        speedup_parts=speedup_parts(fb, fa),
     )
 
 

@@ -30,7 +30,7 @@ from launchprof.nsys.export import export_sqlite
 from launchprof.nsys.importer import import_qdstrm
 
 PROFILE_FLAGS = (
-    "--trace=cuda,nvtx,osrt",
+    "--trace=cuda,nvtx",
     "--sample=none",
     "--cpuctxsw=none",
     "--cuda-graph-trace=node",

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -12,7 +14,15 @@ from plotly.subplots import make_subplots
 
 from launchprof.analysis.side import SideData
 from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures, evidence_json
-from launchprof.report.compare_schema import CheckDoc, CompareDoc, KernelDoc, SideDoc
+from launchprof.report.compare_schema import (
+    CheckDoc,
+    CompareDoc,
+    KernelDoc,
+    SideDoc,
+    SpeedupPartsDoc,
+    WorkChangeDoc,
+    WorkChangeExample,
+)
 from launchprof.report.html import atomic_write, embed, fmt_us, prepare_folder, render, write_plotlyjs
 
 COMPARE_FILES = ("compare.json", "compare.html")
@@ -93,11 +103,38 @@ def build_compare_doc(c: Comparison, before_path: str | None = None, after_path:
                 block=(int(r["block_x"]), int(r["block_y"]), int(r["block_z"])),
                 before_per_step=float(r["before_per_step"]),
                 after_per_step=float(r["after_per_step"]),
+                before_gpu_ns_per_step=_finite(r["before_gpu_ns_per_step"]),
+                after_gpu_ns_per_step=_finite(r["after_gpu_ns_per_step"]),
                 differs=bool(r["differs"]),
             )
             for _, r in c.kernels.iterrows()
         ],
+        work_change=_work_change_doc(c),
+        speedup_parts=None if c.speedup_parts is None else SpeedupPartsDoc(**dataclasses.asdict(c.speedup_parts)),
         notes=c.notes,
+    )
+
+
+def _finite(value: object) -> float | None:
+    f = float(value)  # type: ignore[arg-type]
+    return f if math.isfinite(f) else None
+
+
+def _work_change_doc(c: Comparison) -> WorkChangeDoc | None:
+    w = c.work_change
+    if w is None:
+        return None
+    return WorkChangeDoc(
+        kind=w.kind,  # type: ignore[arg-type]
+        changed_kernel_share=w.changed_kernel_share,
+        before_kernel_ns_per_step=w.before_kernel_ns,
+        after_kernel_ns_per_step=w.after_kernel_ns,
+        compiler_kernels_added=w.compiler_kernels_added,
+        summary=w.summary,
+        examples=[
+            WorkChangeExample(name=n, before_per_step=b, after_per_step=a, delta_gpu_ns_per_step=d)
+            for n, b, a, d in w.examples
+        ],
     )
 
 
@@ -107,7 +144,12 @@ def headline(doc: CompareDoc) -> str:
     if doc.verdict == "verified" and doc.speedup is not None and doc.speedup_ci is not None:
         lo, hi = doc.speedup_ci
         same = by["same_work"].passed if "same_work" in by else None
-        work = "the same kernels" if same else "the kernels could not be compared (see same_work)"
+        change = doc.work_change.kind if doc.work_change is not None else None
+        work = {
+            "same": "the same kernels",
+            "known-transform": "the same work with small kernels added or replaced",
+            "fused": "the work fused by a compiler (other kernels by design)",
+        }.get(change or "", "the same kernels" if same else "the kernels could not be compared (see same_work)")
         launches = doc.after.graph_launches_per_step or 0
         return (
             f"{doc.speedup:.2f}x faster per step ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x): "

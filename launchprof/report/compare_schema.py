@@ -1,11 +1,14 @@
-"""The ``compare.json`` schema (``launchprof.compare/1``): versioned, units in the names,
+"""The ``compare.json`` schema (``launchprof.compare/2``): versioned, units in the names,
 bounds and invariants checked on validation.
 
 Contract keys: ``schema``, ``verdict`` (one of ``verified``, ``not-faster``,
 ``not-converted``, ``different-work``, ``churn``), ``speedup`` (steady step period
 BEFORE / AFTER), ``speedup_ci`` ([low, high], low <= speedup <= high),
 ``predicted_speedup``, ``checks[]`` (``name``, ``passed`` (true, false, or null when it
-could not be evaluated), ``detail``, ``evidence``). The rest (``before``, ``after``,
+could not be evaluated), ``detail``, ``evidence``), ``work_change`` (how the kernels
+changed, :mod:`launchprof.analysis.workchange`), ``speedup_parts`` (the gain split into
+GPU work and host overhead, :class:`launchprof.analysis.verify.SpeedupParts`). Version 2
+added ``work_change``, ``speedup_parts`` and the kernels' GPU time per step. The rest (``before``, ``after``,
 ``kernels``, ``notes``, ...) is documented in the README.
 """
 
@@ -15,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-COMPARE_SCHEMA = "launchprof.compare/1"
+COMPARE_SCHEMA = "launchprof.compare/2"
 Verdict = Literal["verified", "not-faster", "not-converted", "different-work", "churn"]
 
 
@@ -70,7 +73,38 @@ class KernelDoc(_Model):
     block: tuple[int, int, int]
     before_per_step: float = Field(ge=0)
     after_per_step: float = Field(ge=0)
+    before_gpu_ns_per_step: float | None = Field(ge=0)
+    after_gpu_ns_per_step: float | None = Field(ge=0)
     differs: bool
+
+
+class WorkChangeExample(_Model):
+    name: str
+    before_per_step: float = Field(ge=0)
+    after_per_step: float = Field(ge=0)
+    delta_gpu_ns_per_step: float | None
+
+
+class WorkChangeDoc(_Model):
+    kind: Literal["same", "known-transform", "fused", "different"]
+    changed_kernel_share: float | None = Field(ge=0, le=1)
+    before_kernel_ns_per_step: float | None = Field(ge=0)
+    after_kernel_ns_per_step: float | None = Field(ge=0)
+    compiler_kernels_added: int = Field(ge=0)
+    summary: str
+    examples: list[WorkChangeExample]
+
+
+class SpeedupPartsDoc(_Model):
+    before_period_ns: float = Field(gt=0)
+    after_period_ns: float = Field(gt=0)
+    before_busy_ns: float = Field(ge=0)
+    after_busy_ns: float = Field(ge=0)
+    gpu_work_saved_ns: float
+    host_saved_ns: float
+    from_gpu_work: float | None = Field(gt=0)
+    from_host: float | None = Field(gt=0)
+    gpu_work_share: float | None
 
 
 class CompareDoc(_Model):
@@ -85,6 +119,8 @@ class CompareDoc(_Model):
     after: SideDoc
     checks: list[CheckDoc]
     kernels: list[KernelDoc]
+    work_change: WorkChangeDoc | None
+    speedup_parts: SpeedupPartsDoc | None
     notes: list[str]
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)

@@ -6,7 +6,8 @@ comparison.
 - ``steps.csv``: one row per step, the columns of
   :data:`launchprof.analysis.side.STEP_COLUMNS` (ns; ``warmup`` True/False);
 - ``step_kernels.csv``: the kernels of a steady step: ``name``, ``grid_x``..``block_z``,
-  ``per_step`` (mean count per steady step);
+  ``per_step`` (mean count per steady step), ``gpu_ns_per_step`` (their mean summed
+  duration per steady step, ns);
 - ``step_timeline.csv``: GPU activity and CUDA API calls of one representative steady
   step: ``lane``, ``kind``, ``name``, ``start_ns``, ``end_ns``, ``shift_ns``.
 
@@ -330,8 +331,11 @@ def _unlink(path: str) -> None:
 
 
 def _read_csv(
-    path: Path, columns: tuple[str, ...], notes: list[str], optional: tuple[str, ...] = ()
+    path: Path, columns: tuple[str, ...], notes: list[str], optional: tuple[str, ...] = (), nan: tuple[str, ...] = ()
 ) -> pd.DataFrame | None:
+    """The ``columns`` of a step file (None: absent or unreadable, said in ``notes``);
+    columns of ``optional`` missing from the file read as 0, those of ``nan`` as NaN
+    (files written before the column existed)."""
     if not path.exists():
         return None
     try:
@@ -340,6 +344,7 @@ def _read_csv(
         notes.append(f"{path} could not be read ({exc}); ignored")
         return None
     frame = frame.assign(**{c: 0 for c in optional if c not in frame.columns})
+    frame = frame.assign(**{c: np.nan for c in nan if c not in frame.columns})
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         notes.append(f"{path} lacks columns {', '.join(missing)}; ignored")
@@ -390,7 +395,9 @@ def _side_from_folder(folder: Path) -> SideData:
             f"{folder}: no steps.csv (report written by an older launchprof): per-step distributions unavailable, "
             "the step statistics of summary.json are used"
         )
-    kernels = _read_csv(folder / "step_kernels.csv", (*KERNEL_KEY, "per_step"), notes)
+    kernels = _read_csv(
+        folder / "step_kernels.csv", (*KERNEL_KEY, "per_step", "gpu_ns_per_step"), notes, nan=("gpu_ns_per_step",)
+    )
     sample = _read_csv(folder / "step_timeline.csv", SAMPLE_COLUMNS, notes)
     if kernels is not None:
         kernels = kernels.assign(name=kernels["name"].astype(str))
