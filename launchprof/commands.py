@@ -216,10 +216,11 @@ def steady_line(summary: Any) -> str | None:
         f"waiting for the CPU {head.get('host_wait_ratio') or 0:.1%}"
     )
     if head.get("graphs") and not head.get("rebuilt") and head.get("idle_bound_speedup"):
-        line += (
-            f"; left to gain: at most {head['idle_bound_speedup']:.2f}x by removing the remaining idle time "
-            "(beyond that, only faster or fused kernels)"
-        )
+        line += f"; left to gain: at most {head['idle_bound_speedup']:.2f}x by removing the remaining idle time"
+        if head.get("verdict") == "gpu-bound":
+            line += " (beyond that, only faster or fused kernels)"
+        else:  # the GPU waits for the CPU between graph launches: host work outside the graphs
+            line += " (the GPU waits for the CPU between graph launches: the findings give the work outside them)"
     return line
 
 
