@@ -390,9 +390,14 @@ def run_analyze_many(
         )
     ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
     for r in ranks[:MAX_RANK_LINES]:
+        # Steady steps first (launch-bound or not, waiting for the CPU), then the whole trace.
+        steady = r.get("steady_host_wait_ratio")
+        head = "launch-bound" if r.get("launch_bound") else "not launch-bound"
+        if steady is not None:
+            head += f", GPU waiting for the CPU {steady:.1%} of each steady step"
         console.print(
-            f"rank {r['rank']} ({r['label']}): {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}, "
-            f"{r['steps']} steps, {r['straggler_steps']} straggler steps",
+            f"rank {r['rank']} ({r['label']}): {head}; {r['steps']} steps, {r['straggler_steps']} straggler steps; "
+            f"whole trace (incl. start-up): {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}",
             markup=False,
             soft_wrap=True,
         )
