@@ -57,6 +57,18 @@ def verdict_line(summary: Any) -> str | None:
         line += ", rebuilt every step)" if rebuilt else ")"
     if graphs >= 1 and not rebuilt:
         pass  # nothing left to convert: no prediction to print
+    elif rec and rec.get("expected_speedup") and rec.get("expected_step_ns"):
+        lo, hi = rec.get("expected_speedup_range") or (None, None)
+        line += (
+            f"; CUDA Graph expected {rec['expected_speedup']:.2f}x without nsys"
+            + (f" ({lo:.2f}-{hi:.2f}x)" if lo is not None and hi is not None else "")
+            + f", {rec['expected_step_ns'] / 1e3:,.1f} us a step"
+        )
+        if rec.get("predicted_speedup"):
+            line += f" (under nsys {rec['predicted_speedup']:.2f}x)"
+        if rec.get("break_even_iterations") is not None:
+            n = rec["break_even_iterations"]
+            line += f", break-even {n} iteration{'s' if n != 1 else ''}"
     elif rec and rec.get("predicted_speedup") and rec.get("predicted_step_ns"):
         what = "a graph built once" if graphs >= 1 else "CUDA Graph"
         line += f"; {what} predicted {rec['predicted_step_ns'] / 1e3:,.1f} us a step, {rec['predicted_speedup']:.2f}x"

@@ -122,10 +122,19 @@ def test_explicit_calibration_changes_the_prediction(tmp_path: Path) -> None:
     b = TraceBuilder()
     launch_loop(b, steps=20, kernels=8)
     a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
-    _, slow = diagnose(a, calibration={"graph_launch_call_base_ns": 1_000_000})
+    _, slow = diagnose(
+        a, calibration={"graph_launch_call_base_ns": 1_000_000, "unprofiled_graph_launch_call_base_ns": 1_000_000}
+    )
     assert slow.calibration["source"] == "argument"
     assert slow.predicted_step_ns is not None and slow.predicted_step_ns > 1_000_000
+    assert slow.expected is not None and slow.expected.graph_step_ns > 1_000_000
     assert not slow.convert
+    # Only the profiled constant: the profiled prediction is slow, the expected one is
+    # not, and the recommendation follows the expected (unprofiled) figure.
+    _, profiled_only = diagnose(a, calibration={"graph_launch_call_base_ns": 1_000_000})
+    assert profiled_only.predicted_speedup is not None and profiled_only.predicted_speedup < 1
+    assert profiled_only.expected_speedup is not None and profiled_only.expected_speedup > 1.25
+    assert profiled_only.convert
 
 
 def test_summary_json_gains_diagnosis_and_recommendation(tmp_path: Path) -> None:

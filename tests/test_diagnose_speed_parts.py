@@ -245,6 +245,13 @@ def test_kernels_per_step_match_a_groupby_of_the_names(real_trace, name: str) ->
     steady = steps.steady["step"].to_numpy()
     act_step = steps.activity_step.to_numpy()
     rows = info.loc[np.isin(act_step, steady) & info["name"].notna().to_numpy()]
-    expected = (rows.groupby(list(KERNEL_KEY), sort=True).size() / max(len(steady), 1)).rename("per_step")
+    dur = (device.activity["end"] - device.activity["start"]).loc[rows.index]
+    grouped = rows.assign(dur=dur.to_numpy(dtype=float)).groupby(list(KERNEL_KEY), sort=True)
+    expected = pd.DataFrame(
+        {
+            "per_step": grouped.size() / max(len(steady), 1),
+            "gpu_ns_per_step": grouped["dur"].sum() / max(len(steady), 1),
+        }
+    )
     got = side._step_kernels(a, side._kernel_rows(a, device), act_step, steady)
-    pd.testing.assert_frame_equal(got, expected.reset_index())
+    pd.testing.assert_frame_equal(got, expected.reset_index(), check_dtype=False)

@@ -59,7 +59,7 @@ def test_a_per_launch_trace_keeps_its_prediction(tmp_path: Path) -> None:
     launches, _ = _graph_launches_and_steps(trace)
     assert launches == 0
     line = _verdict(trace, tmp_path / "out")
-    assert "; CUDA Graph predicted " in line and "already" not in line
+    assert "; CUDA Graph expected " in line and "without nsys" in line and "already" not in line
 
 
 def test_a_predicted_loss_is_not_called_a_gain(tmp_path: Path) -> None:
@@ -67,6 +67,9 @@ def test_a_predicted_loss_is_not_called_a_gain(tmp_path: Path) -> None:
 
     _verdict(GPU / "two_procs.sqlite.xz", tmp_path / "out")
     rec = json.loads((tmp_path / "out" / "summary.json").read_text())["recommendation"]
-    speedup = rec["measured_step_ns"] / rec["predicted_step_ns"]
+    speedup = rec["expected"]["eager_step_ns"] / rec["expected_step_ns"]
+    assert speedup == pytest.approx(rec["expected_speedup"])
     assert speedup < 1 and rec["convert"] is False
-    assert rec["reason"] == f"Launch-bound, but a graph is predicted to be slower ({speedup:.2f}x)."
+    assert rec["reason"] == (
+        f"Launch-bound under nsys, but a graph is expected to be slower without the profiler ({speedup:.2f}x)."
+    )

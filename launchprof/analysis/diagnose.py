@@ -27,6 +27,7 @@ findings of severity ``blocker``: fix them before (or while) converting.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ import pandas as pd
 from launchprof.analysis import findings as F
 from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
+from launchprof.analysis.expect import Expectation, expect
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
@@ -96,7 +98,13 @@ class Recommendation:
         convert: True when the conversion is recommended.
         reason: one sentence why (or why not).
         measured_step_ns: the steady-state per-launch step period (p50).
-        predicted_step_ns, predicted_speedup: the model's graph step and the gain.
+        predicted_step_ns, predicted_speedup: the model's graph step and the gain for a
+            run under the profiler like this one (what ``compare`` of two profiled runs
+            measures).
+        expected: the gain expected without the profiler (:mod:`launchprof.analysis.expect`),
+            the headline; ``convert`` is decided on it. In ``to_dict``:
+            ``expected_speedup``, ``expected_speedup_range`` ([low, high]),
+            ``expected_step_ns`` (the graph step) and ``expected`` (every term).
         break_even_iterations: N* of the chapter's exercise 2 (None: never pays back).
         instantiate_ns: predicted cudaGraphInstantiate cost.
         nodes_per_step: kernels + memops per step (p50).
@@ -118,11 +126,21 @@ class Recommendation:
     blockers: list[dict[str, Any]]
     assumptions: list[str]
     calibration: dict[str, Any]
+    expected: Expectation | None = None
+
+    @property
+    def expected_speedup(self) -> float | None:
+        return self.expected.speedup if self.expected is not None else None
 
     def to_dict(self) -> dict[str, Any]:
+        e = self.expected
         return {
             "convert": self.convert,
             "reason": self.reason,
+            "expected_speedup": e.speedup if e is not None else None,
+            "expected_speedup_range": [e.speedup_low, e.speedup_high] if e is not None else None,
+            "expected_step_ns": e.graph_step_ns if e is not None else None,
+            "expected": dataclasses.asdict(e) if e is not None else None,
             "measured_step_ns": self.measured_step_ns,
             "predicted_step_ns": self.predicted_step_ns,
             "predicted_speedup": self.predicted_speedup,
@@ -456,7 +474,12 @@ def diagnose(
         per_step=_per_step(ctx),
         durations=_durations(ctx, analysis),
     )
-    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, unprof, calib)
+    exp = (
+        expect(ctx, fig, values, host_gap_ns)
+        if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
+        else None
+    )
+    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, unprof, calib, exp)
 
 
 def _figures_empty() -> dict[str, Any]:
@@ -472,6 +495,7 @@ def _recommend(
     single: Prediction | None,
     unprof_pred: Prediction | None,
     calib: dict[str, Any],
+    exp: Expectation | None = None,
 ) -> Recommendation:
     blockers = [{"kind": f.kind, "evidence": f.evidence, "fix": f.fix} for f in findings if f.severity == "blocker"]
     already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
@@ -498,18 +522,28 @@ def _recommend(
             "sync-bound": "Sync-bound: remove the synchronizing calls from the step first (they also break capture).",
             "host-bound": "Host-bound: the CPU's own work between launches sets the pace; a graph would not remove it.",
         }[verdict]
-    elif pred.speedup < MIN_SPEEDUP:
+    elif (exp.speedup if exp is not None else pred.speedup) < MIN_SPEEDUP:
         convert = False
+        gain = exp.speedup if exp is not None else pred.speedup
+        where = " without the profiler" if exp is not None else ""
         reason = (
-            f"Launch-bound, but a graph is predicted to be slower ({pred.speedup:.2f}x)."
-            if pred.speedup < 1
-            else f"Launch-bound, but the predicted gain is only {pred.speedup:.2f}x."
+            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x)."
+            if gain < 1
+            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys: "
+            f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
         )
     else:
         convert = True
+        head = (
+            f"a graph is expected to run a step in {_us(exp.graph_step_ns)} instead of {_us(exp.eager_step_ns)} "
+            f"without the profiler ({exp.speedup:.2f}x, range {exp.speedup_low:.2f}-{exp.speedup_high:.2f}x; "
+            f"under nsys {pred.speedup:.2f}x)"
+            if exp is not None
+            else f"a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
+            f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x)"
+        )
         reason = (
-            f"Launch-bound: a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
-            f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x), paying back its instantiation after "
+            f"Launch-bound: {head}, paying back its instantiation after "
             f"{pred.break_even_iterations} iteration{'s' if pred.break_even_iterations != 1 else ''}"
             + (f"; fix {len(blockers)} blocker(s) first." if blockers else ".")
         )
@@ -544,4 +578,5 @@ def _recommend(
         blockers=blockers,
         assumptions=_assumptions(ctx, pred, single, calib) if pred else [],
         calibration=calib,
+        expected=exp,
     )

@@ -61,6 +61,7 @@ DEFAULTS: dict[str, float] = {
     "instantiate_per_node_ns": 29929,
     "launch_call_ns": 5605,
     "profiler_launch_overhead_ns": 2760,
+    "profiler_call_overhead_ns": 1000,
     "unprofiled_graph_launch_gap_ns": 5648,
     "unprofiled_graph_launch_call_base_ns": 2926,
     "unprofiled_graph_launch_call_per_node_ns": 9.3,
