@@ -235,7 +235,9 @@ def test_python_api_answers_first() -> None:
     text = repr(a)
     assert len(text) < 200 and text.startswith("<launchprof analysis of mlp_eager.sqlite.xz: launch-bound")
     html = a._repr_html_()
-    assert '<strong id="verdict">launch-bound</strong>' in html and "7.97&times; expected" in html
+    expected = a.summary.headline["expected_speedup"]  # recommendation.expected_speedup: without the profiler
+    assert expected == a.recommendation.expected_speedup
+    assert '<strong id="verdict">launch-bound</strong>' in html and f"{expected:.2f}&times; expected" in html
     assert "<script" not in html  # a card, not the page
     c = launchprof.compare(EAGER, GRAPH)
     assert repr(c).startswith("<launchprof comparison: verified, 7.67x per step") and len(repr(c)) < 200
