@@ -8,10 +8,14 @@ import lzma
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pandas as pd
 
 from launchprof.analysis import Analysis, analyze_trace
-from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.diagnose import Diagnosis, Recommendation, diagnose
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import TraceError
@@ -96,7 +100,7 @@ def analyze(
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
     steps_found: Callable[[Analysis], None] | None = None,
-) -> Analysis:
+) -> TraceAnalysis:
     """Load and analyse an nsys trace.
 
     Args:
@@ -112,7 +116,8 @@ def analyze(
             before the diagnosis (the command line starts writing the step files then).
 
     Returns:
-        :class:`~launchprof.analysis.Analysis`: figures per device/process/stream in
+        :class:`TraceAnalysis` (an :class:`~launchprof.analysis.Analysis`): ``verdict``,
+        ``recommendation``, ``steps`` (a DataFrame) and ``summary`` first; figures per device/process/stream in
         ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
         (documented in :mod:`launchprof.trace.model`), and ``extra["steps"]``, a
         :class:`~launchprof.analysis.steps.Steps`; ``extra["diagnosis"]`` and
@@ -139,19 +144,112 @@ def analyze(
     return analyze_loaded(trace, bubble_threshold_ns, progress, step, steps_found)
 
 
+@dataclass(frozen=True, repr=False, eq=False)
+class TraceAnalysis(Analysis):
+    """What :func:`analyze` returns: an :class:`~launchprof.analysis.Analysis` with the
+    answers a notebook asks for first, and a short ``repr``.
+
+    Attributes (computed on first use):
+        verdict: ``launch-bound``, ``sync-bound``, ``host-bound``, ``gpu-bound`` or
+            ``no-gpu-work`` (the steady steps'; README: Diagnosis), or None.
+        recommendation: :class:`~launchprof.analysis.diagnose.Recommendation`
+            (``convert``, ``predicted_speedup``, ``break_even_iterations``, ``blockers``,
+            ...), or None.
+        diagnosis: :class:`~launchprof.analysis.diagnose.Diagnosis` (``findings``,
+            ``figures``, ``reasons``), or None.
+        steps: one row per step (a DataFrame, ns): the columns of ``steps.csv``
+            (``step``, ``warmup``, ``period_ns``, ``kernels``, ``busy_ns``,
+            ``host_wait_ns``, ...); for a trace without GPU work, its NVTX step ranges
+            (``step``, ``start``, ``end``, ``duration_ns``, ``period_ns``); empty when
+            there is no step.
+        summary: the :class:`~launchprof.report.schema.Summary` (summary.json, as a
+            pydantic model; ``summary.headline`` holds the verdict's figures).
+
+    In Jupyter the object shows as the report card (``_repr_html_``).
+    """
+
+    @property
+    def verdict(self) -> str | None:
+        d = self.extra.get("diagnosis")
+        return None if d is None else str(d.verdict)
+
+    @property
+    def diagnosis(self) -> Diagnosis | None:
+        d = self.extra.get("diagnosis")
+        return d if isinstance(d, Diagnosis) else None
+
+    @property
+    def recommendation(self) -> Recommendation | None:
+        r = self.extra.get("recommendation")
+        return r if isinstance(r, Recommendation) else None
+
+    @property
+    def steps(self) -> pd.DataFrame:
+        found = self.extra.get("steps")
+        if found is not None and len(found.table):
+            from launchprof.analysis.side import STEP_COLUMNS
+
+            columns = [c for c in STEP_COLUMNS if c in found.table.columns]
+            return found.table[columns].copy()
+        from launchprof.analysis.nvtx_steps import nvtx_steps
+
+        name = self.extra.get("step_name")
+        nvtx = nvtx_steps(self.trace.nvtx, name if isinstance(name, str) else None)
+        return nvtx.table.copy() if nvtx is not None else pd.DataFrame(columns=["step", "warmup", "period_ns"])
+
+    @property
+    def summary(self) -> Any:
+        from launchprof.report.summary import build_summary
+
+        return self.cached("api-summary", lambda: build_summary(self))
+
+    def __repr__(self) -> str:
+        head = self.summary.headline or {}
+        name = Path(str(self.trace.path)).name
+        parts = [f"{self.verdict or 'no diagnosis'}"]
+        if head.get("scope") == "steady steps" and head.get("period_p50_ns"):
+            parts.append(f"{head['steady_steps']} steady steps of {head['period_p50_ns'] / 1e3:,.1f} us")
+            parts.append(f"GPU busy {head['gpu_busy_ratio']:.0%}")
+        nvtx = head.get("nvtx_steps")
+        if nvtx:
+            parts.append(f"{nvtx['count']} NVTX '{nvtx['name']}' steps")
+        action = head.get("action")
+        if action in ("convert", "fix-blockers-then-convert") and head.get("expected_speedup"):
+            parts.append(f"{action}: {head['expected_speedup']:.2f}x expected")
+        elif action == "build-graph-once":
+            parts.append("build the graph once")
+        elif head.get("graphs"):
+            parts.append("already replays CUDA graphs")
+        return f"<launchprof analysis of {name}: {', '.join(parts)}>"
+
+    def _repr_html_(self) -> str:
+        from launchprof.report.diagnosis import render_card
+
+        return render_card(self, self.summary)
+
+
+def _as_result(analysis: Analysis) -> TraceAnalysis:
+    """``analysis`` as a :class:`TraceAnalysis` (same fields, fresh derived-results cache)."""
+    if isinstance(analysis, TraceAnalysis):
+        return analysis
+    return TraceAnalysis(**{f.name: getattr(analysis, f.name) for f in dataclasses.fields(analysis) if f.init})
+
+
 def analyze_loaded(
     trace: Trace,
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
     steps_found: Callable[[Analysis], None] | None = None,
-) -> Analysis:
+) -> TraceAnalysis:
     """:func:`analyze` of a trace already loaded (:func:`~launchprof.trace.load_trace`,
     :func:`~launchprof.trace.arrowdir.load_arrowdir`); same arguments, result and errors
     (but for the file's)."""
     if progress:
         progress("analysing")
-    analysis = analyze_trace(trace, bubble_threshold_ns)
+    analysis = _as_result(analyze_trace(trace, bubble_threshold_ns))
+    if step is not None:
+        analysis.extra["step_name"] = step  # the summary's nvtx_steps of a trace without GPU work use it
     from launchprof.analysis.ranks import rank_view
 
     # Several ranks (processes with GPU work) or NCCL kernels: the cross-rank view.

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import gc
 import signal
+import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from launchprof import __version__, console, options
 from launchprof.entry import QUICK_EXIT, main, profile_command
 from launchprof.errors import LaunchprofError, OptionError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(
     name="launchprof",
@@ -100,14 +104,37 @@ def analyze(
     ] = None,
     workers: Annotated[
         Optional[int],
-        typer.Option("--workers", min=0, help="many traces: local Dask workers (default: one per CPU; 0: no Dask)"),
+        typer.Option(
+            "--workers",
+            min=0,
+            help="many traces: local Dask workers (default: Dask only when it pays, see the docs; 0: no Dask)",
+        ),
     ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="print summary.json (combined.json for many traces) on stdout, nothing else")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and --json)")] = False,
+    fail_on: Annotated[
+        Optional[str],
+        typer.Option(
+            "--fail-on",
+            help="exit 1 when the verdict is one of these (comma separated: launch-bound, sync-bound, host-bound, "
+            "gpu-bound, no-gpu-work)",
+        ),
+    ] = None,
+    min_gain: Annotated[
+        Optional[float],
+        typer.Option("--min-gain", help="exit 1 when a CUDA Graph is expected to gain at least this, in percent"),
+    ] = None,
+    open_report: Annotated[bool, typer.Option("--open", help="open the report in the browser")] = False,
 ) -> None:
     """Analyse an existing trace: write summary.json and report.html.
 
     Several traces (or a quoted glob such as 'traces/*.sqlite'), one per rank: analyse
-    them in parallel on Dask, write one report folder per trace and combined.json and
-    combined.html (default folder: reports/combined).
+    them, in parallel on Dask when that pays, write one report folder per trace and
+    combined.json and combined.html (default folder: reports/combined).
+
+    Exit status: 0 written; 1 a --fail-on verdict or a --min-gain reached; 2 bad input.
     """
     if len(trace) == 1 and trace[0].endswith(".sqlite"):
         from launchprof.trace.columns import prefetch
@@ -120,36 +147,55 @@ def analyze(
     # walking their objects again at every full collection (~40 ms on a large trace).
     gc.freeze()
 
+    console = terminal(json_out, quiet)
     try:
+        failing = options.analyze_fail_on(fail_on)
+        gain = options.min_gain(min_gain)
+        if output is not None:
+            options.output_folder("--output", str(output))
         many = expand_traces(trace)
         if many is not None:
-            run_analyze_many(
-                many,
-                output or default_output("combined"),
-                force,
-                threshold_ns(bubble_threshold),
-                nsys,
-                out,
-                step=step_name(step),
-                scheduler=scheduler,
-                workers=workers,
-            )
+            folder = output or default_output("combined")
+            try:
+                run_analyze_many(
+                    many,
+                    folder,
+                    force,
+                    threshold_ns(bubble_threshold),
+                    nsys,
+                    console,
+                    step=step_name(step),
+                    scheduler=scheduler,
+                    workers=workers,
+                )
+            finally:
+                if json_out and (folder / "combined.json").is_file():
+                    _print_document((folder / "combined.json").read_text(encoding="utf-8"))
+            if open_report:
+                open_page(folder / "combined.html", console)
             return
         QUICK_EXIT.append(True)
         # SIGTERM unwinds like Ctrl-C (the child's staged step files are removed), exit 143
         signal.signal(signal.SIGTERM, _terminated)
-        run_analyze(
+        folder = output or default_output(options.trace_stem(Path(trace[0]).name))
+        summary = run_analyze(
             Path(trace[0]),
-            output or default_output(options.trace_stem(Path(trace[0]).name)),
+            folder,
             force,
             threshold_ns(bubble_threshold),
             nsys,
-            out,
+            console,
             step=step_name(step),
             require_gpu=True,
+            document=_print_document if json_out else None,
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
+    if open_report:
+        open_page(folder / "report.html", console)
+    code = gate(summary, failing, gain)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command(
@@ -226,26 +272,39 @@ def compare(
         float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
     ] = 1.0,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print compare.json on stdout, nothing else")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and --json)")] = False,
+    open_report: Annotated[bool, typer.Option("--open", help="open the comparison in the browser")] = False,
 ) -> None:
-    """Verify a CUDA Graph conversion: write compare.json and compare.html; exit 0 only when verified."""
+    """Verify a CUDA Graph conversion: write compare.json and compare.html; exit 0 only when verified.
+
+    Exit status: 0 verified; 1 a --fail-on verdict; 2 bad input.
+    """
     from launchprof.commands import run_compare
     from launchprof.compare_runs import default_name
 
+    console = terminal(json_out, quiet)
+    folder = output or default_output(default_name(before, after))
     try:
+        options.output_folder("--output", str(folder))
         code = run_compare(
             before,
             after,
-            output or default_output(default_name(before, after)),
+            folder,
             force,
             step_name(step),
             fail_on,
             min_effect / 100,
             threshold_ns(bubble_threshold),
             nsys,
-            out,
+            console,
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
+    if json_out:
+        _print_document((folder / "compare.json").read_text(encoding="utf-8"))
+    if open_report:
+        open_page(folder / "compare.html", console)
     raise typer.Exit(code)
 
 
@@ -267,6 +326,52 @@ def calibrate(
         run_calibrate(output, out, profiler=profiler, nsys=nsys)
     except LaunchprofError as exc:
         raise fail(exc) from None
+
+
+def terminal(json_out: bool, quiet: bool) -> Console:
+    """Where a command's lines go: nowhere with ``-q``; stderr with ``--json`` (stdout
+    holds the document alone); else stdout."""
+    if quiet:
+        from rich.console import Console
+
+        return Console(quiet=True)
+    return err if json_out else out
+
+
+def _print_document(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def open_page(page: Path, console: Console) -> None:
+    """Open ``page`` in the default browser; say so when there is none (a machine without
+    a display): the page is written either way."""
+    import webbrowser
+
+    uri = page.resolve().as_uri()
+    if not webbrowser.open(uri):
+        err.print(f"launchprof: no browser to open here; the page is {uri}", markup=False, soft_wrap=True)
+
+
+def gate(summary: Any, failing: frozenset[str], min_speedup: float | None) -> int:
+    """``analyze``'s exit status for CI: 1 when the verdict is in ``failing`` or a CUDA
+    Graph is expected to bring a gain (summary ``headline``'s ``expected_speedup`` above
+    1) of at least ``min_speedup``; else 0. The reason goes to stderr in one line."""
+    head = summary.headline or {}
+    verdict = head.get("verdict")
+    if verdict in failing:
+        err.print(f"launchprof: verdict {verdict} is one of --fail-on", markup=False, soft_wrap=True)
+        return 1
+    expected = head.get("expected_speedup")
+    if min_speedup is not None and expected is not None and expected > 1 and expected >= min_speedup:
+        err.print(
+            f"launchprof: a CUDA Graph is expected to make a step {expected:.2f}x faster, at least --min-gain "
+            f"{(min_speedup - 1) * 100:g} % ({min_speedup:.2f}x)",
+            markup=False,
+            soft_wrap=True,
+        )
+        return 1
+    return 0
 
 
 def _terminated(signum: int, _frame: object) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,19 @@ from launchprof.timings import mark
 
 
 def _update_index(output: Path) -> None:
-    """``index.html`` beside the report folder (:func:`~launchprof.report.index.write_index`);
-    a parent folder that cannot take it (read-only, e.g. a writable folder under a shared
-    read-only one) is said in one line on stderr, not an error: the report is written."""
+    """``index.html`` beside the report folder (:func:`~launchprof.report.index.write_index`),
+    only in a reports folder launchprof owns (:func:`~launchprof.report.index.owns`: the
+    default ``reports/``, or a folder whose index launchprof wrote): never in an arbitrary
+    parent such as a repository root. A parent folder that cannot take it (read-only,
+    e.g. a writable folder under a shared read-only one) is said in one line on stderr,
+    not an error: the report is written."""
+    from launchprof.report.index import owns
+
+    parent = output.resolve().parent
+    if not owns(parent):
+        return
     try:
-        write_index(output.resolve().parent)
+        write_index(parent)
     except OutputError as exc:
         sys.stderr.write(f"launchprof: note: the index of reports was not updated: {exc}\n")
         sys.stderr.flush()
@@ -91,11 +100,14 @@ def run_analyze(
     baseline: list[Any] | None = None,
     early: Any = None,
     workload: dict[str, Any] | None = None,
-) -> None:
-    """Analyse ``trace`` and write its report into ``output``; print where it went.
+    document: Callable[[str], None] | None = None,
+) -> Any:
+    """Analyse ``trace`` and write its report into ``output``; print where it went;
+    return the summary (:class:`~launchprof.report.schema.Summary`).
     ``baseline``: step times of unprofiled runs (:mod:`launchprof.baseline`), or None.
     ``workload``: the summary's ``workload`` section (``profile``: the failed run's
     ``exit_code``), or None.
+    ``document``: called with summary.json's text once written (``--json``), or None.
     ``early``: the analysis already made while nsys exported ``trace``
     (:class:`launchprof.early.EarlyResult`): only the files are written.
 
@@ -109,7 +121,12 @@ def run_analyze(
         analysis, summary = _analyse_and_write(
             trace, output, force, bubble_threshold_ns, nsys, console, step, baseline, workload
         )
-    _print_summary(analysis, summary, output, console, require_gpu)
+    _print_summary(summary, output, console)
+    if document is not None:
+        document(summary.to_json())
+    if require_gpu and not summary.devices:
+        raise _no_gpu_error(analysis, output)
+    return summary
 
 
 def _write_early(
@@ -196,20 +213,54 @@ def _analyse_and_write(
     return analysis, summary
 
 
-def _print_summary(analysis: Analysis, summary: Any, output: Path, console: Console, require_gpu: bool) -> None:
-    """The terminal lines of run_analyze; raises NoCudaActivityError as it says."""
-    for d in summary.devices:
-        # The whole trace (first to last GPU activity), which the verdict's steady steps are not.
-        console.print(
-            f"GPU {d.device_id}, whole trace: {d.kernels} kernels over {d.span_ns / 1e9:.3f} s, "
-            f"utilization {d.utilization:.1%}, {d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
-            markup=False,
-        )
+def steady_line(summary: Any) -> str | None:
+    """The line after the verdict: what the steady steps show (GPU busy, waiting for the
+    CPU), what is left to gain once graphs are in place, or, without GPU work, the NVTX
+    step ranges."""
+    head = getattr(summary, "headline", None) or {}
+    nvtx = getattr(summary, "nvtx_steps", None)
+    if not summary.devices and nvtx:
+        n, period = nvtx["count"], nvtx.get("period_p50_ns")
+        line = f"CPU only: {n} NVTX '{nvtx['name']}' range{'s' if n != 1 else ''}"
+        if period:
+            line += f", period p50 {period / 1e3:,.1f} us, duration p50 {nvtx['duration_p50_ns'] / 1e3:,.1f} us"
+        return line
     if not summary.devices:
-        console.print("no GPU activity in this trace", markup=False)
+        return "CPU only, and no NVTX step range: mark your loop's body with `with launchprof.step():` to see its steps"
+    if head.get("scope") != "steady steps" or head.get("gpu_busy_ratio") is None:
+        return None
+    line = (
+        f"steady steps: GPU busy {head['gpu_busy_ratio']:.1%} of each step, "
+        f"waiting for the CPU {head.get('host_wait_ratio') or 0:.1%}"
+    )
+    if head.get("graphs") and not head.get("rebuilt") and head.get("idle_bound_speedup"):
+        line += f"; left to gain: at most {head['idle_bound_speedup']:.2f}x by removing the remaining idle time"
+        if head.get("verdict") == "gpu-bound":
+            line += " (beyond that, only faster or fused kernels)"
+        else:  # the GPU waits for the CPU between graph launches: host work outside the graphs
+            line += " (the GPU waits for the CPU between graph launches: the findings give the work outside them)"
+    return line
+
+
+def _print_summary(summary: Any, output: Path, console: Console) -> None:
+    """The terminal lines of run_analyze: the verdict first, then the steady steps, then
+    the whole trace's figures (start-up included), labelled as such."""
     verdict = verdict_line(summary)
     if verdict:
         console.print(verdict, markup=False, soft_wrap=True)
+    steady = steady_line(summary)
+    if steady:
+        console.print(steady, markup=False, soft_wrap=True)
+    for d in summary.devices:
+        # The whole trace (first to last GPU activity), which the verdict's steady steps are not.
+        console.print(
+            f"GPU {d.device_id}, whole trace (incl. start-up): {d.kernels} kernels over {d.span_ns / 1e9:.3f} s, "
+            f"utilization {d.utilization:.1%}, {d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
+            markup=False,
+            soft_wrap=True,
+        )
+    if not summary.devices and not verdict:
+        console.print("no GPU activity in this trace", markup=False)
     for note in summary.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
     if summary.baseline is not None:
@@ -217,10 +268,12 @@ def _print_summary(analysis: Analysis, summary: Any, output: Path, console: Cons
 
         console.print(describe(summary.baseline), markup=False, soft_wrap=True)
     console.print(f"report: {output / 'report.html'}", markup=False)
-    if require_gpu and not summary.devices:
-        # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
-        why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
-        raise NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
+
+
+def _no_gpu_error(analysis: Analysis, output: Path) -> NoCudaActivityError:
+    # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
+    why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
+    return NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
 
 
 def run_compare(
@@ -337,9 +390,10 @@ def run_analyze_many(
         TraceError: some traces could not be analysed (after writing the others).
     """
     from launchprof.errors import TraceError
-    from launchprof.multi import analyze_many
+    from launchprof.multi import analyze_many, use_dask
 
-    where = f"the Dask scheduler at {scheduler}" if scheduler else ("this process" if workers == 0 else "local Dask")
+    where = f"the Dask scheduler at {scheduler}" if scheduler else ("local Dask" if use_dask(traces, workers) else "")
+    where = where or "this process"
     with console.status(f"analysing {len(traces)} traces on {where}") as status:
         combined = analyze_many(
             traces,
@@ -354,9 +408,14 @@ def run_analyze_many(
         )
     ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
     for r in ranks[:MAX_RANK_LINES]:
+        # Steady steps first (launch-bound or not, waiting for the CPU), then the whole trace.
+        steady = r.get("steady_host_wait_ratio")
+        head = "launch-bound" if r.get("launch_bound") else "not launch-bound"
+        if steady is not None:
+            head += f", GPU waiting for the CPU {steady:.1%} of each steady step"
         console.print(
-            f"rank {r['rank']} ({r['label']}): {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}, "
-            f"{r['steps']} steps, {r['straggler_steps']} straggler steps",
+            f"rank {r['rank']} ({r['label']}): {head}; {r['steps']} steps, {r['straggler_steps']} straggler steps; "
+            f"whole trace (incl. start-up): {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}",
             markup=False,
             soft_wrap=True,
         )

@@ -35,6 +35,11 @@ VALUE_OPTIONS = {
     "--baseline-runs": "baseline_runs",
 }
 FLAG_OPTIONS = {"--open": "open_report"}
+# launchprof options that, written after TARGET, go to the workload: worth a warning
+# (a workload's own `-o` is common, so only the long names are).
+AFTER_TARGET_WARNED = frozenset(
+    [name for name in (*VALUE_OPTIONS, *FLAG_OPTIONS) if name.startswith("--")] + ["--json", "--quiet", "--force"]
+)
 MAX_BASELINE_RUNS = 100  # launchprof.cli.profile's --baseline-runs max
 COMMANDS = ("analyze", "profile", "doctor", "compare", "calibrate")  # launchprof.cli's
 
@@ -136,10 +141,18 @@ def profile_command(
     workload's (said in one line when not 0), or the error's after its one line."""
     from launchprof.console import err, out, print_error
     from launchprof.errors import LaunchprofError
-    from launchprof.options import bubble_threshold_ns, non_empty, step_text
+    from launchprof.options import bubble_threshold_ns, non_empty, options_after_target, output_folder, step_text
     from launchprof.profiling import run_profile
 
     mark("parsed")
+    late = options_after_target(list(target[1:]), AFTER_TARGET_WARNED)
+    if late:
+        err.print(
+            f"launchprof: warning: {', '.join(late)} after the target go{'es' if len(late) == 1 else ''} to the "
+            "workload, not to launchprof; put launchprof's options before the target",
+            markup=False,
+            soft_wrap=True,
+        )
     # SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: forwarded to nsys while it
     # runs (launchprof.nsys.profile.run_nsys), later a baseline run is stopped and what was
     # recorded is kept, as after Ctrl-C (they ended launchprof silently, leaving children).
@@ -149,7 +162,7 @@ def profile_command(
         result = run_profile(
             target,
             out,
-            None if output is None else Path(non_empty("--output", output, "a folder")),
+            None if output is None else Path(output_folder("--output", non_empty("--output", output, "a folder"))),
             None if nsys is None else non_empty("--nsys", nsys, "the path of the nsys executable"),
             nsys_arg or (),
             bubble_threshold_ns(bubble_threshold),

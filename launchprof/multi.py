@@ -28,6 +28,7 @@ import glob
 import logging
 import os
 import signal
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -153,17 +154,23 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
             client.close()
         return
     n = workers or os.cpu_count() or 1
-    with _workers_ignore_ctrl_c():
+    # Dask's own warnings ("Port 8787 is already in use" ...) are not the user's business:
+    # kept off the terminal. Its HTTP server (started even without a dashboard) takes any
+    # free port on 127.0.0.1 instead of 8787.
+    with _workers_ignore_ctrl_c(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         cluster = LocalCluster(
             n_workers=n,
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",
             silence_logs=logging.ERROR,
         )
-    with cluster, Client(cluster) as client:
-        yield client
+    with cluster, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Client(cluster) as client:
+            yield client
 
 
 @contextmanager
@@ -202,6 +209,43 @@ def _link_plotlyjs(top: Path, folder: Path) -> None:
         pass
 
 
+# When a local Dask cluster pays (README: Multi-rank analysis). Measured: its start-up took
+# 4.2 s on the 16-core H200 machine, and one trace costs ~0.1 s per MB of SQLite
+# (demo_B_4096: 11.5 MB, 1.1 s); on 2 shared cores two small traces took 8.2 s on Dask
+# against 2.7 s one after another (issue 19).
+DASK_MIN_CPUS = 4
+DASK_STARTUP_S = 4.2
+SECONDS_PER_MB = 0.1
+SIZE_FACTORS = {".xz": 8.0, ".nsys-rep": 3.0}  # SQLite size / file size, roughly (xz: 0.08-0.17)
+
+
+def estimated_seconds(paths: Sequence[str]) -> float:
+    """What analysing ``paths`` one after another would take, from their sizes on disk."""
+    total_mb = 0.0
+    for p in paths:
+        try:
+            size = os.stat(p).st_size
+        except OSError:
+            continue
+        factor = next((f for suffix, f in SIZE_FACTORS.items() if p.endswith(suffix)), 1.0)
+        total_mb += size * factor / 1e6
+    return total_mb * SECONDS_PER_MB
+
+
+def use_dask(paths: Sequence[str], workers: int | None, cpus: int | None = None) -> bool:
+    """Whether ``analyze_many`` starts a local Dask cluster: ``workers`` >= 1 given says
+    yes, 0 says no; by default only when it pays: at least :data:`DASK_MIN_CPUS` CPUs and
+    traces large or many enough that the time saved by running them on ``n`` workers
+    (``estimated * (1 - 1/n)``) exceeds twice the cluster's start-up."""
+    if workers is not None:
+        return workers > 0
+    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    n = min(cpus, len(paths))
+    if cpus < DASK_MIN_CPUS or n < 2:
+        return False
+    return estimated_seconds(paths) * (1 - 1 / n) > 2 * DASK_STARTUP_S
+
+
 def analyze_many(
     paths: Sequence[str],
     output: Path,
@@ -223,8 +267,8 @@ def analyze_many(
         bubble_threshold_ns, nsys, step: as for :func:`launchprof.analyze`.
         scheduler: address of a running Dask scheduler (default: a local cluster).
         workers: worker processes of the local cluster (default: the CPU count, at most
-            one per trace); 0 analyses the traces one after another in this process,
-            without Dask.
+            one per trace, and only when a cluster pays: :func:`use_dask`); 0 analyses
+            the traces one after another in this process, without Dask.
         progress: called with (done, total) after each trace.
 
     Returns:
@@ -245,7 +289,7 @@ def analyze_many(
     out_abs = str(output.resolve())
     args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step) for p, n in zip(paths, names, strict=True)]
     results: dict[int, ReportResult] = {}
-    if workers == 0 and not scheduler:
+    if not scheduler and not use_dask(paths, workers):
         for i, a in enumerate(args):
             results[i] = analyze_one(*a)
             if progress:

@@ -59,3 +59,65 @@ def trace_stem(name: str) -> str:
             return name[: -len(suffix)] or "trace"
     stem, dot, _ = name.rpartition(".")
     return (stem if dot else name) or "trace"
+
+
+def output_folder(option: str, value: str) -> str:
+    """``--output`` as given, refused when it is ``-``: launchprof writes a folder, never a
+    stream (``--json`` puts the document on stdout).
+
+    Raises:
+        OptionError: ``-``.
+    """
+    if value == "-":
+        raise OptionError(
+            f"{option} - would make a folder named '-': launchprof writes a report folder; "
+            "use --json for the document on stdout"
+        )
+    return value
+
+
+# The verdicts of launchprof.analysis.diagnose (README: Diagnosis), for ``analyze --fail-on``.
+ANALYZE_VERDICTS = ("launch-bound", "sync-bound", "host-bound", "gpu-bound", "no-gpu-work")
+
+
+def analyze_fail_on(text: str | None) -> frozenset[str]:
+    """The verdicts of ``analyze --fail-on`` (comma separated; ``none`` or None: no verdict).
+
+    Raises:
+        OptionError: an unknown verdict (the message lists the known ones).
+    """
+    if text is None:
+        return frozenset()
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["none"]:
+        return frozenset()
+    unknown = [w for w in words if w not in ANALYZE_VERDICTS]
+    if unknown or not words:
+        raise OptionError(
+            f"--fail-on takes verdicts separated by commas ({', '.join(ANALYZE_VERDICTS)}) or 'none', not {text!r}"
+        )
+    return frozenset(words)
+
+
+def min_gain(pct: float | None) -> float | None:
+    """``--min-gain`` (percent) as a speedup factor (25 -> 1.25); None when not given.
+
+    Raises:
+        OptionError: not a finite number >= 0.
+    """
+    if pct is None:
+        return None
+    if not (math.isfinite(pct) and pct >= 0):
+        raise OptionError(f"--min-gain must be a percentage >= 0 (25 for 1.25x), not {pct!r}")
+    return 1 + pct / 100
+
+
+def options_after_target(words: list[str], options: set[str] | frozenset[str]) -> list[str]:
+    """The words after a ``profile`` TARGET that are launchprof options (``--open``,
+    ``--output=DIR``, ...): they go to the workload, which is rarely what was meant."""
+    found = []
+    for word in words:
+        name = word.partition("=")[0] if word.startswith("--") else word
+        if name in options and name not in found:
+            found.append(name)
+    return found

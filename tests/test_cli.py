@@ -58,7 +58,7 @@ def test_analyze_writes_the_three_files(tmp_path: Path) -> None:
     assert summary["schema"] == "launchprof.summary/1"
     assert summary["devices"][0]["kernels"] == 2
     assert summary["devices"][0]["host_wait_ns"] == 1500
-    assert "GPU 0, whole trace: 2 kernels over" in result.stdout
+    assert "GPU 0, whole trace (incl. start-up): 2 kernels over" in result.stdout
     assert f"report: {out / 'report.html'}" in result.stdout
     assert result.stderr == ""
 
@@ -197,7 +197,9 @@ def test_trace_without_gpu_activity_still_writes_what_it_can(make, tmp_path: Pat
     assert {p.name for p in out.iterdir()} == REPORT_FILES
     summary = json.loads((out / "summary.json").read_text())
     assert summary["devices"] == []
-    assert "No GPU activity in this trace" in (out / "report.html").read_text()
+    page = (out / "report.html").read_text()
+    assert '<strong id="verdict">no-gpu-work</strong>' in page and "holds no kernel, copy or memset" in page
+    assert "<h2>GPU time" not in page  # no empty GPU table (issue 19)
 
 
 def test_empty_kernel_table_names_the_process_without_gpu(tmp_path: Path) -> None:
@@ -229,7 +231,8 @@ def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     activity = [t for t in ("KERNEL", "MEMCPY", "MEMSET") if f"CUPTI_ACTIVITY_KIND_{t}" in tables]
     union = " UNION ALL ".join(f"SELECT start s, end e FROM CUPTI_ACTIVITY_KIND_{t}" for t in activity)
     first, last = con.execute(f"SELECT min(s), max(e) FROM ({union})").fetchone()
-    assert f"GPU 0, whole trace: 10801 kernels over {(last - first) / 1e9:.3f} s," in proc.stdout
+    assert f"GPU 0, whole trace (incl. start-up): 10801 kernels over {(last - first) / 1e9:.3f} s," in proc.stdout
+    assert proc.stdout.startswith("verdict: launch-bound")  # the verdict first (issue 19)
     assert trace.exists()
     again = _installed("analyze", str(trace), cwd=tmp_path)
     assert again.returncode != 0

@@ -69,7 +69,7 @@ def test_every_plot_renders(eager_report: Path, tmp_path: Path) -> None:
         assert "js-plotly-plot" in cls.split(), n
         assert 'class="main-svg"' in inner, n
         assert "did not load" not in inner
-    assert "time since the window start (us)" in plots[1][1]
+    assert "time since the window start (µs)" in plots[1][1]
     assert "bubble length" in plots[2][1]
     assert "GPU busy" in plots[3][1]
 

@@ -13,7 +13,7 @@ from launchprof.report.write import write_report
 
 def test_duration_labels_pick_a_fitting_unit() -> None:
     got = [figures.duration_label(ns) for ns in (500, 1_000, 20_000, 1_500_000, 2_000_000_000)]
-    assert got == ["500 ns", "1 us", "20 us", "1.5 ms", "2 s"]
+    assert got == ["500 ns", "1 µs", "20 µs", "1.5 ms", "2 s"]
 
 
 def test_timeline_lanes_of_two_processes_and_escaped_names(tmp_path: Path) -> None:
@@ -60,5 +60,5 @@ def test_bubble_histogram_stops_at_the_last_non_empty_bin(tmp_path: Path) -> Non
     b.launch(0, 10, 6500, 7000)  # a 500 ns gap: not a bubble
     a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
     bar = figures.bubble_histogram(a.devices[0]).data[0]
-    assert list(bar.x) == ["1 us – 2 us", "2 us – 5 us"]
+    assert list(bar.x) == ["1 µs – 2 µs", "2 µs – 5 µs"]
     assert list(bar.y) == [0, 1]

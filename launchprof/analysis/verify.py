@@ -161,6 +161,13 @@ class Comparison:
                 return c
         raise KeyError(name)
 
+    def __repr__(self) -> str:  # short: the full dataclass repr ran to 11,000 characters
+        speed = "" if self.speedup is None else f", {self.speedup:.2f}x per step"
+        if self.speedup is not None and self.speedup_ci is not None:
+            speed += f" (95% CI {self.speedup_ci[0]:.2f}-{self.speedup_ci[1]:.2f})"
+        failed = [c.name for c in self.checks if c.passed is False]
+        return f"<launchprof comparison: {self.verdict}{speed}" + (f"; failed: {', '.join(failed)}>" if failed else ">")
+
 
 @dataclass(frozen=True)
 class SpeedupParts:
@@ -614,8 +621,9 @@ def check_churn(after: SideData, fa: SideFigures) -> Check:
     passed = inst <= CHURN_MAX and caps <= CHURN_MAX
     detail = (
         f"Per graph launch in AFTER's steady steps: {inst:.2f} instantiations, {caps:.2f} captures, "
-        f"{upd:.2f} exec updates ({after.graph_instantiations} instantiations and {after.exec_updates} "
-        f"updates in the whole run)."
+        f"{upd:.2f} exec updates ({after.graph_instantiations} instantiation"
+        f"{'s' if after.graph_instantiations != 1 else ''} and {after.exec_updates} "
+        f"update{'s' if after.exec_updates != 1 else ''} in the whole run)."
     )
     if not passed and inst > CHURN_MAX:
         detail += " AFTER re-instantiates its graph in steady state"

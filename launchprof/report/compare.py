@@ -183,12 +183,12 @@ def _bars(doc: CompareDoc) -> go.Figure:
                 marker_color=color,
                 text=["-" if v is None else f"{v:,.1f}" for v in us],
                 textposition="outside",
-                hovertemplate="%{x}: %{y:,.2f} us<extra>" + name + "</extra>",
+                hovertemplate="%{x}: %{y:,.2f} µs<extra>" + name + "</extra>",
             )
         )
     fig.update_layout(
         barmode="group",
-        yaxis_title="median per steady step (us)",
+        yaxis_title="median per steady step (µs)",
         height=380,
         margin=dict(l=60, r=20, t=40, b=40),
         template="plotly_white",
@@ -207,7 +207,7 @@ def _timelines(c: Comparison) -> go.Figure | None:
             titles.append(f"{label}: no step timeline available")
             continue
         shift = int(s.sample["shift_ns"].max()) if len(s.sample) else 0
-        extra = f"; GPU rows drawn {shift / 1e3:,.1f} us earlier (work queued ahead)" if shift else ""
+        extra = f"; GPU rows drawn {shift / 1e3:,.1f} µs earlier (work queued ahead)" if shift else ""
         titles.append(f"{label}: step {s.sample_step}{extra}")
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
     seen: set[str] = set()
@@ -232,7 +232,7 @@ def _timelines(c: Comparison) -> go.Figure | None:
                     marker_color=KIND_COLORS.get(str(kind), "#444444"),
                     text=rows["name"],
                     textposition="none",
-                    hovertemplate="%{text}<br>start %{base:,.2f} us<br>%{x:,.2f} us<extra>%{y}</extra>",
+                    hovertemplate="%{text}<br>start %{base:,.2f} µs<br>%{x:,.2f} µs<extra>%{y}</extra>",
                 ),
                 row=row,
                 col=1,
@@ -246,7 +246,7 @@ def _timelines(c: Comparison) -> go.Figure | None:
         legend=dict(orientation="h", y=-0.15),
     )
     fig.update_xaxes(range=[0, end / 1e3 * 1.02])
-    fig.update_xaxes(title_text="time from the step's first event (us), same scale for both", row=2, col=1)
+    fig.update_xaxes(title_text="time from the step's first event (µs), same scale for both", row=2, col=1)
     return fig
 
 

@@ -7,9 +7,11 @@ table); trace strings reach the page through jinja2 autoescaping or escaped figu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from launchprof.analysis import Analysis
 from launchprof.analysis.diagnose import Diagnosis, Recommendation, duration_histogram
@@ -54,57 +56,110 @@ def per_step_figure(d: Diagnosis) -> tuple[Figure, int, int]:
                 width=width,
             )
         )
-    warm = t.loc[t["warmup"]]
-    if len(warm):
+    p50 = d.figures.get("period_p50_ns")
+    top = 3 * p50 / 1e3 if p50 else None  # warm-up steps can be 100x a steady one: keep the steady ones readable
+    period_us = (t["period_ns"] / 1e3).to_numpy()
+    warm = t["warmup"].to_numpy(dtype=bool)
+    cut = period_us > top if top else np.zeros(len(t), dtype=bool)
+    for mask, name, symbol in (
+        (warm, "warm-up step", "x"),
+        (cut & ~warm, "step cut off by the axis", "triangle-up"),
+    ):
+        if not mask.any():
+            continue
+        # A value above the axis is drawn at its top edge and says its length: never off the chart.
+        y = np.minimum(period_us[mask], 0.97 * top) if top else period_us[mask]
         fig.add_trace(
             scatter(
-                x=warm["step"].to_numpy(),
-                y=(warm["period_ns"] / 1e3).to_numpy(),
+                x=t["step"].to_numpy()[mask],
+                y=y,
                 mode="markers",
-                name="warm-up step",
-                marker=dict(symbol="x", color="black"),
+                name=name,
+                marker=dict(symbol=symbol, color="black", size=9),
+                text=[f"{v:,.1f} µs" for v in period_us[mask]],
+                hovertemplate="step %{x}: %{text}<extra></extra>",
             )
         )
     fig.update_layout(
-        barmode="stack", xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="us per step")), bargap=0
+        barmode="stack", xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="µs per step")), bargap=0
     )
-    p50 = d.figures.get("period_p50_ns")
-    if p50:  # warm-up steps can be 100x a steady one: keep the steady steps readable
-        fig.update_layout(yaxis=dict(range=[0, 3 * p50 / 1e3]))
+    if top:
+        fig.update_layout(yaxis=dict(range=[0, top]))
     return _layout(fig, "Per step: GPU busy vs idle, by cause"), len(t), total
 
 
+def _duration_label(low_ns: float) -> str:
+    """A bin's start with two significant digits and its unit: ``630 ns``, ``2.5 µs``, ``1.6 ms``."""
+    value, unit = (low_ns, "ns") if low_ns < 1e3 else (low_ns / 1e3, "µs") if low_ns < 1e6 else (low_ns / 1e6, "ms")
+    return f"{float(f'{value:.2g}'):g} {unit}"
+
+
 def durations_figure(d: Diagnosis) -> Figure:
-    """Overlaid histograms of kernel and launch-call durations (log-spaced bins)."""
+    """Overlaid histograms of kernel and launch-call durations (log-spaced bins), drawn
+    from the first to the last bin that holds a duration (one empty bin either side)."""
     h = duration_histogram(d.durations)
-    labels = [f"{lo / 1e3:,.0f}" if lo >= 100_000 else f"{lo / 1e3:.3g}" for lo in h["low_ns"]]
+    filled = np.flatnonzero((h["kernels"] + h["launch_calls"]).to_numpy() > 0)
+    if len(filled):
+        h = h.iloc[max(filled[0] - 1, 0) : filled[-1] + 2]
+    labels = [_duration_label(lo) for lo in h["low_ns"]]
     fig = Figure()
-    fig.add_trace(bar(x=labels, y=h["kernels"], name="kernel duration (GPU)", marker=dict(color="#2b7bba")))
-    fig.add_trace(bar(x=labels, y=h["launch_calls"], name="launch call duration (CPU)", marker=dict(color="#e8842e")))
+    fig.add_trace(bar(x=labels, y=h["kernels"].to_numpy(), name="kernel duration (GPU)", marker=dict(color="#2b7bba")))
+    fig.add_trace(
+        bar(x=labels, y=h["launch_calls"].to_numpy(), name="launch call duration (CPU)", marker=dict(color="#e8842e"))
+    )
     fig.update_layout(
         barmode="overlay",
-        xaxis=dict(title=dict(text="duration, bin start (us, 5 bins a decade)")),
+        xaxis=dict(title=dict(text="duration, bin start (5 bins a decade)"), type="category"),
         yaxis=dict(title=dict(text="count")),
+        legend=dict(orientation="h", y=-0.3),
     )
     fig.update_traces(opacity=0.7)
-    return _layout(fig, "Kernel duration vs launch-call duration (steady per-launch kernels)")
+    return _layout(fig, "Kernel duration vs launch-call duration (steady per-launch kernels)", height=360)
 
 
-def render_diagnosis(analysis: Analysis, reasons: Sequence[str] | None = None) -> str:
+def nvtx_steps_figure(table: pd.DataFrame, name: str) -> Figure:
+    """Bars of each NVTX step range's duration (µs), for a trace without GPU work
+    (:class:`~launchprof.analysis.nvtx_steps.NvtxSteps` ``table``)."""
+    t = table
+    if len(t) > MAX_STEP_BARS:
+        t = t.iloc[np.linspace(0, len(t) - 1, MAX_STEP_BARS).astype(int)]
+    fig = Figure()
+    fig.add_trace(
+        bar(
+            x=t["step"].to_numpy(),
+            y=(t["duration_ns"] / 1e3).to_numpy(),
+            name=f"'{name}' range",
+            marker=dict(color="#2b7bba", line=dict(width=0)),
+        )
+    )
+    fig.update_layout(
+        xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="µs per step (host)")), bargap=0.1
+    )
+    return _layout(fig, f"Per step: duration of each NVTX '{name}' range")
+
+
+def render_diagnosis(
+    analysis: Analysis, reasons: Sequence[str] | None = None, head: Mapping[str, Any] | None = None
+) -> str:
     """The HTML of the diagnosis section ("" when the analysis has no diagnosis).
     ``reasons``: the verdict's reasons as the summary gives them (with several ranks it
     adds which rank the verdict judged: :func:`~launchprof.report.summary.rank_scope`);
-    default the diagnosis's own."""
+    default the diagnosis's own. ``head``: the summary's ``headline``
+    (:func:`launchprof.analysis.headline.headline`): what applies - no prediction,
+    break-even or conversion code for steps that already replay graphs built once, no
+    GPU figures without GPU work."""
     d = analysis.extra.get("diagnosis")
     r = analysis.extra.get("recommendation")
     if not isinstance(d, Diagnosis) or not isinstance(r, Recommendation):
         return ""
+    head = head or {}
     figs: list[EmbeddedFigure] = []
     if len(d.per_step):
         fig, drawn, total = per_step_figure(d)
         caption = (
             "Each bar is one step's period: GPU busy time, then idle time by what the GPU waited for "
-            "(y axis cut at 3x the steady median period; warm-up steps are marked x)."
+            "(y axis cut at 3x the steady median period; warm-up steps are marked x, longer steps a triangle "
+            "at the top edge: hover for their length)."
         )
         if drawn < total:
             caption += f" {drawn} of {total} steps drawn, evenly spaced."
@@ -116,14 +171,66 @@ def render_diagnosis(analysis: Analysis, reasons: Sequence[str] | None = None) -
                 "When most kernels are shorter than the call that launches them, the GPU outruns the CPU.",
             )
         )
+    nvtx_fig = None
+    if d.verdict == "no-gpu-work":
+        from launchprof.analysis.nvtx_steps import nvtx_steps
+
+        name = analysis.extra.get("step_name")
+        found = nvtx_steps(analysis.trace.nvtx, name if isinstance(name, str) else None)
+        if found is not None and len(found.table):
+            nvtx_fig = embed(
+                nvtx_steps_figure(found.table, found.name),
+                "Each bar is one step range's length on the host (its NVTX push to pop).",
+            )
     steps = analysis.extra.get("steps")
-    code = snippets.choose(d, r)
+    settled = bool(head.get("graphs")) and not head.get("rebuilt")  # graphs built once: nothing to convert
+    code = [] if settled else snippets.choose(d, r)
     return render(
         "diagnosis.html.j2",
         d=d,
         r=r,
+        head=head,
+        settled=settled,
         reasons=list(reasons) if reasons is not None else list(d.reasons),
         steps=steps,
         figures=figs,
+        nvtx_fig=nvtx_fig,
         code=code,
     )
+
+
+CARD_STYLE = """<style>
+.launchprof-card { font-family: system-ui, sans-serif; line-height: 1.4; max-width: 1100px; color: #222; }
+.launchprof-card .card { border: 2px solid #888; border-radius: 6px; padding: 0.8em 1.2em; margin: 0.5em 0; }
+.launchprof-card .vline { font-size: 1.3em; margin: 0.2em 0; }
+.launchprof-card .glance { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 0.6em; }
+.launchprof-card .fig { border: 1px solid #ddd; border-radius: 6px; padding: 0.5em 0.8em; background: #fafafa; }
+.launchprof-card .fig .v { font-size: 1.5em; font-weight: 600; }
+.launchprof-card .fig .k, .launchprof-card .small { color: #555; font-size: 0.9em; }
+.launchprof-card table { border-collapse: collapse; }
+.launchprof-card th, .launchprof-card td { border: 1px solid #ccc; padding: 2px 6px; }
+</style>"""
+
+
+def render_card(analysis: Analysis, summary: Any) -> str:
+    """The report card alone (verdict, steady figures, prediction, findings; no charts or
+    code), with its own styles: the HTML a notebook shows for an analysis."""
+    d = analysis.extra.get("diagnosis")
+    r = analysis.extra.get("recommendation")
+    if not isinstance(d, Diagnosis) or not isinstance(r, Recommendation):
+        return '<div class="launchprof-card"><p>No diagnosis.</p></div>'
+    head = summary.headline or {}
+    reasons = (summary.diagnosis or {}).get("reasons")
+    body = render(
+        "diagnosis.html.j2",
+        d=d,
+        r=r,
+        head=head,
+        settled=bool(head.get("graphs")) and not head.get("rebuilt"),
+        reasons=list(reasons) if reasons is not None else list(d.reasons),
+        steps=analysis.extra.get("steps"),
+        figures=[],
+        nvtx_fig=None,
+        code=[],
+    )
+    return f'{CARD_STYLE}<div class="launchprof-card">{body}</div>'

@@ -50,8 +50,8 @@ def _layout(fig: Figure, title: str, height: int = 320, legend: bool = False) ->
 
 
 def duration_label(ns: float) -> str:
-    """A short duration label with a fitting unit: ``500 ns``, ``20 us``, ``1.5 ms``, ``2 s``."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+    """A short duration label with a fitting unit: ``500 ns``, ``20 µs``, ``1.5 ms``, ``2 s``."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
         if ns >= scale:
             return f"{ns / scale:g} {unit}"
     return f"{ns:g} ns"
@@ -80,7 +80,7 @@ def _bars(fig: Figure, name: str, lane: list[str], start: pd.Series, end: pd.Ser
             marker=dict(color=COLORS[name], line=dict(width=0)),
             customdata=hover,
             textposition="none",
-            hovertemplate="%{customdata}<br>start %{base:.2f} us, %{x:.2f} us<extra>" + name + "</extra>",
+            hovertemplate="%{customdata}<br>start %{base:.2f} µs, %{x:.2f} µs<extra>" + name + "</extra>",
         )
     )
 
@@ -132,7 +132,7 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
     for label, flag in (("host-wait gap", True), ("other gap", False)):
         rows = gaps.loc[gaps["host_wait"] == flag]
         if len(rows):
-            hover = [f"idle {(e - s) / 1e3:,.2f} us" for s, e in zip(rows["start"], rows["end"], strict=False)]
+            hover = [f"idle {(e - s) / 1e3:,.2f} µs" for s, e in zip(rows["start"], rows["end"], strict=False)]
             _bars(
                 fig, label, [gap_lane] * len(rows), rows["start"].clip(lower=lo), rows["end"].clip(upper=hi), lo, hover
             )
@@ -159,7 +159,7 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
         barmode="overlay",
         bargap=0.25,
         hovermode="closest",
-        xaxis=dict(title=dict(text="time since the window start (us)"), range=[0, (hi - lo) / 1e3], showgrid=True),
+        xaxis=dict(title=dict(text="time since the window start (µs)"), range=[0, (hi - lo) / 1e3], showgrid=True),
         yaxis=dict(categoryorder="array", categoryarray=order, autorange="reversed"),
     )
     title = f"Timeline of a {duration_label(hi - lo)} window: CPU API calls, GPU idle gaps, GPU streams"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -71,6 +72,19 @@ def fmt_num(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+def page_us(ns: float | None) -> str:
+    """ns -> ``"12.34 µs"`` for a page (``"-"`` for None); the terminal keeps ``us``."""
+    return "-" if ns is None else f"{ns / 1e3:,.2f} µs"
+
+
+_MICRO = re.compile(r"(\d) us\b")
+
+
+def micro(text: Any) -> str:
+    """A sentence of the analysis with ``12.3 us`` written ``12.3 µs`` (pages only)."""
+    return _MICRO.sub("\\1 µs", str(text))
+
+
 def printable(text: str) -> str:
     """A name from the file system as text that can be written as UTF-8: Linux file names
     are bytes, and Python gives a byte that is not UTF-8 as a lone surrogate
@@ -86,8 +100,8 @@ def fs_url(name: str) -> str:
     return quote(os.fsencode(name))
 
 
-_ENV.globals.update(us=fmt_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num)
-_ENV.filters.update(printable=printable, fs_url=fs_url)
+_ENV.globals.update(us=page_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num)
+_ENV.filters.update(printable=printable, fs_url=fs_url, micro=micro)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 its verdict and key figures.
 
 Rewritten after each ``analyze``, ``profile`` and ``compare`` in the parent folder of the
-output folder (``reports/`` by default). It lists the immediate sub-folders (not hidden
-ones: staging folders) that hold a ``summary.json`` (a report), a ``compare.json`` (a
-comparison) or a ``combined.json`` (a multi-trace run, linked to its ``combined.html``),
-sorted by folder name.
+output folder when launchprof owns it (:func:`owns`: ``reports/`` of the current folder,
+where the default output folders go, or a folder already holding its index); never in
+another parent (``-o ~/x`` leaves the home folder alone). It lists the immediate
+sub-folders (not hidden ones: staging folders) that hold a ``summary.json`` (a report), a
+``compare.json`` (a comparison) or a ``combined.json`` (a multi-trace run, linked to its
+``combined.html``), sorted by folder name.
 An ``index.html`` that launchprof did not write is never overwritten.
 """
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launchprof.analysis.headline import headline
 from launchprof.report.html import atomic_write, render
 
 INDEX_MARKER = '<meta name="generator" content="launchprof index">'
@@ -37,6 +40,12 @@ class ReportRow:
     verdict: str | None
     predicted_speedup: float | None
     problem: str | None = None
+    # The verdict's own figures, over the steady steps (launchprof.analysis.headline).
+    steady_busy_ratio: float | None = None
+    steady_host_wait_ratio: float | None = None
+    action: str | None = None
+    expected_speedup: float | None = None
+    nvtx_steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,10 @@ def _report_row(folder: Path) -> ReportRow:
     diagnosis = _dict(s.get("diagnosis"))
     verdict = diagnosis.get("verdict") if isinstance(diagnosis.get("verdict"), str) else None
     kernels = _num(busiest, "kernels")
+    head = _dict(s.get("headline")) or _dict(
+        headline(steps, diagnosis, _dict(s.get("recommendation")), _dict(s.get("nvtx_steps")))
+    )
+    nvtx = _num(head.get("nvtx_steps"), "count")
     return ReportRow(
         folder=folder.name,
         page=page,
@@ -111,6 +124,11 @@ def _report_row(folder: Path) -> ReportRow:
         kernels_per_step=_num(steps, "kernels_per_step_p50"),
         verdict=verdict,
         predicted_speedup=_num(s, "recommendation", "predicted_speedup"),
+        steady_busy_ratio=_num(head, "gpu_busy_ratio"),
+        steady_host_wait_ratio=_num(head, "host_wait_ratio"),
+        action=head.get("action") if isinstance(head.get("action"), str) else None,
+        expected_speedup=_num(head, "expected_speedup"),
+        nvtx_steps=None if nvtx is None else int(nvtx),
     )
 
 
@@ -165,6 +183,22 @@ def collect(root: Path) -> tuple[list[ReportRow], list[CompareRow], list[MultiRo
         if (folder / "combined.json").is_file():
             multi.append(_multi_row(folder))
     return reports, comparisons, multi
+
+
+DEFAULT_ROOT = "reports"  # the folder the commands' default output folders are made in
+
+
+def owns(root: Path) -> bool:
+    """Whether ``root`` is a reports folder launchprof keeps an index in: ``reports/`` of
+    the current folder (where the default output folders go), or a folder whose
+    ``index.html`` launchprof wrote."""
+    try:
+        if root.resolve() == (Path.cwd() / DEFAULT_ROOT).resolve():
+            return True
+        head = (root / "index.html").read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return False
+    return INDEX_MARKER in head
 
 
 def write_index(root: Path) -> Path | None:

@@ -98,6 +98,8 @@ class Launches(_Model):
 
 class Summary(_Model):
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
+    # The verdict first (launchprof.analysis.headline): what the steady steps say.
+    headline: dict[str, Any] | None = None
     trace: TraceInfo
     devices: list[DeviceSummary]
     launches: Launches
@@ -112,11 +114,14 @@ class Summary(_Model):
     workload: dict[str, Any] | None = None
     files: dict[str, str] | None = Field(default=None, description="SHA-256 (hex) of each step file written beside")
     run_id: str | None = Field(default=None, description="16 hex digits of the SHA-256 of this JSON without it")
+    # A trace without GPU work: its NVTX step ranges (launchprof.analysis.nvtx_steps).
+    nvtx_steps: dict[str, Any] | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     def to_json(self) -> str:
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
         # ``ranks`` appears only when the trace has several ranks (older summaries unchanged).
-        exclude = {k for k in ("ranks", "baseline", "workload", "files", "run_id") if getattr(self, k) is None} or None
+        optional = ("headline", "ranks", "baseline", "workload", "nvtx_steps", "files", "run_id")
+        exclude = {k for k in optional if getattr(self, k) is None} or None
         return self.model_dump_json(by_alias=True, indent=2, exclude=exclude) + "\n"

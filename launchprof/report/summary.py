@@ -6,6 +6,8 @@ from dataclasses import asdict
 from typing import Any
 
 from launchprof.analysis import Analysis
+from launchprof.analysis.headline import headline
+from launchprof.analysis.nvtx_steps import nvtx_steps
 from launchprof.analysis.steps import Steps, step_stats
 from launchprof.analysis.timeline import TimelineFigures
 from launchprof.report.html import printable
@@ -74,9 +76,16 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
             extra[key] = step_stats(value)
         elif value is not None:
             extra[key] = value.to_dict() if hasattr(value, "to_dict") else value
+    if not devices:  # no GPU step to judge: the NVTX step ranges say what the host did
+        found = nvtx_steps(trace.nvtx, _step_name(analysis))
+        if found is not None:
+            extra["nvtx_steps"] = found.to_dict()
     scope = rank_scope(extra.get("steps"), extra.get("ranks"))
     if scope and isinstance(extra.get("diagnosis"), dict):
         extra["diagnosis"] = {**extra["diagnosis"], "reasons": [*extra["diagnosis"].get("reasons", []), scope]}
+    extra["headline"] = headline(
+        extra.get("steps"), extra.get("diagnosis"), extra.get("recommendation"), extra.get("nvtx_steps")
+    )
     return Summary(
         trace=TraceInfo(
             path=printable(trace_path if trace_path is not None else str(trace.path)),
@@ -90,6 +99,12 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
         notes=analysis.notes,
         **extra,
     )
+
+
+def _step_name(analysis: Analysis) -> str | None:
+    """The ``--step`` name the analysis was asked for (kept in ``extra``), else None."""
+    name = analysis.extra.get("step_name")
+    return name if isinstance(name, str) else None
 
 
 def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> str | None:

@@ -154,7 +154,7 @@ def render_files(
     page = render_report(
         analysis,
         summary,
-        diagnosis_html=render_diagnosis(analysis, reasons) + extra_html,
+        diagnosis_html=render_diagnosis(analysis, reasons, summary.headline) + extra_html,
         device_figures=device_figures,
     )
     return summary, page
