@@ -212,12 +212,17 @@ def test_installed_command_second_concurrent_run_fails_cleanly(traces, refs, tmp
 def test_a_staging_folder_is_not_listed_in_the_index(traces, refs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A run's staging folder beside the report holds a summary.json while it runs; an
     index written meanwhile (by another run into the same parent) must not list it."""
-    staging = tmp_path / ".busy.staging-abc"
-    staging.mkdir()
+    reports = tmp_path / "reports"  # the folder launchprof owns, where it writes the index
+    staging = reports / ".busy.staging-abc"
+    staging.mkdir(parents=True)
     (staging / "summary.json").write_bytes(refs["a"]["summary.json"])
     done = subprocess.run(
-        [LAUNCHPROF, "analyze", str(traces["b"]), "-o", "b"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        [LAUNCHPROF, "analyze", str(traces["b"]), "-o", "reports/b"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    index = (tmp_path / "index.html").read_text()
+    index = (reports / "index.html").read_text()
     assert 'href="b/report.html"' in index and "staging" not in index
