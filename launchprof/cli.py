@@ -308,6 +308,58 @@ def compare(
     raise typer.Exit(code)
 
 
+@app.command(
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+def check(
+    commands: Annotated[
+        list[str],
+        typer.Argument(help="BEFORE [ARGS] -- AFTER [ARGS]: two workloads as profile takes them", show_default=False),
+    ],
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="folder (default: reports/check-<before>-<UTC time>)")
+    ] = None,
+    runs: Annotated[
+        int, typer.Option("--runs", help="runs of each side without nsys, for step times", min=0, max=100)
+    ] = 3,
+    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
+    fail_on: Annotated[
+        str,
+        typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')"),
+    ] = "not-faster,not-converted,different-work,churn",
+    min_effect: Annotated[
+        float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
+    ] = 5.0,
+    bubble_threshold: Annotated[
+        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
+    ] = 1.0,
+    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
+) -> None:
+    """Profile BEFORE and AFTER under nsys, time each without nsys, compare: the conversion loop in one command.
+
+    Options go before BEFORE; BEFORE and AFTER are separated by --. Exit status: 0
+    verified; 1 a --fail-on verdict; 2 bad input or a side that cannot be compared; a
+    workload's own status when it failed.
+    """
+    from launchprof.check import run_check
+
+    try:
+        code = run_check(
+            commands,
+            out,
+            None if output is None else Path(options.output_folder("--output", str(output))),
+            runs,
+            step_name(step),
+            fail_on,
+            min_effect / 100,
+            threshold_ns(bubble_threshold),
+            nsys,
+        )
+    except LaunchprofError as exc:
+        raise fail(exc) from None
+    raise typer.Exit(code)
+
+
 @app.command()
 def calibrate(
     output: Annotated[

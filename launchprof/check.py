@@ -1,0 +1,129 @@
+"""``launchprof check BEFORE... -- AFTER...``: the conversion loop in one command.
+
+Profiles the BEFORE command and then the AFTER command under nsys, each followed by
+``--runs`` runs without nsys for its step times (``profile --baseline-runs``, read from
+the step markers: ``launchprof.step()``, or any marker honouring
+``LAUNCHPROF_STEP_TIMES``), compares the two report folders (``compare``: the speedup
+without nsys decides when both sides have step times), writes everything under one
+folder and returns the verdict's exit code, so CI can gate on it:
+
+    ROOT/before/   trace, summary.json, report.html, baseline-I.steps
+    ROOT/after/    the same for AFTER
+    ROOT/compare/  compare.json, compare.html
+
+Exit status: 0 verified (or a verdict not in ``--fail-on``); 1 a verdict in
+``--fail-on``; 2 bad input or a side that cannot be compared (no GPU work, no steps);
+a workload's own non-zero status when it failed under nsys (nothing is compared then);
+130 when interrupted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from launchprof.errors import LaunchprofError, OutputError
+
+
+class CheckUsageError(LaunchprofError):
+    """The command line does not hold BEFORE and AFTER commands separated by ``--``."""
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """What ``check`` runs: the two commands and where their folders go."""
+
+    before: list[str]
+    after: list[str]
+    root: Path
+
+    @property
+    def folders(self) -> tuple[Path, Path, Path]:
+        return self.root / "before", self.root / "after", self.root / "compare"
+
+
+def split_commands(words: Sequence[str]) -> tuple[list[str], list[str]]:
+    """BEFORE and AFTER from ``BEFORE... -- AFTER...`` (the first ``--`` separates them).
+
+    Raises:
+        CheckUsageError: no ``--``, or an empty side.
+    """
+    items = list(words)
+    if "--" not in items:
+        raise CheckUsageError(
+            "check needs two commands separated by --: launchprof check [OPTIONS] BEFORE [ARGS] -- AFTER [ARGS]"
+        )
+    cut = items.index("--")
+    before, after = items[:cut], items[cut + 1 :]
+    if not before or not after:
+        raise CheckUsageError(
+            f"check needs a command on both sides of --; {'BEFORE' if not before else 'AFTER'} is empty"
+        )
+    return before, after
+
+
+def plan(words: Sequence[str], output: Path | None, label: str | None = None) -> CheckPlan:
+    """The :class:`CheckPlan` for ``words``; ``output`` (default
+    ``reports/check-<BEFORE's label>-<UTC time>``) must not exist yet.
+
+    Raises:
+        CheckUsageError: see :func:`split_commands`.
+        OutputError: ``output`` exists.
+    """
+    from launchprof.nsys.profile import workload
+    from launchprof.profiling import default_folder
+
+    before, after = split_commands(words)
+    root = output if output is not None else default_folder(f"check-{label or workload(before).label}")
+    if root.exists():
+        raise OutputError(f"{root} already exists; give another --output (check never writes over a folder)")
+    return CheckPlan(before, after, root)
+
+
+def run_check(
+    words: Sequence[str],
+    console: Console,
+    output: Path | None = None,
+    runs: int = 3,
+    step: str | None = None,
+    fail_on: str = "not-faster,not-converted,different-work,churn",
+    min_effect: float = 0.05,
+    bubble_threshold_ns: int = 1000,
+    nsys: str | None = None,
+) -> int:
+    """Run the loop (module docstring) and return the exit status.
+
+    Raises:
+        LaunchprofError: bad input (usage, output folder), nsys missing or failing, a side
+            that cannot be compared; the caller prints it in one line.
+    """
+    from launchprof.commands import run_compare
+    from launchprof.profiling import run_profile
+
+    p = plan(words, output)
+    before_dir, after_dir, compare_dir = p.folders
+    p.root.mkdir(parents=True)
+    for label, command, folder in (("BEFORE", p.before, before_dir), ("AFTER", p.after, after_dir)):
+        console.print(f"launchprof check: {label}: {' '.join(command)}", markup=False, soft_wrap=True)
+        result = run_profile(command, console, folder, nsys, (), bubble_threshold_ns, step, False, baseline_runs=runs)
+        if result.exit_code != 0:
+            console.print(
+                f"launchprof check: {label} exited with status {result.exit_code} under nsys; nothing compared "
+                f"(its report: {folder})",
+                markup=False,
+                soft_wrap=True,
+            )
+            return result.exit_code
+    if runs and not any((d / "baseline-1.steps").is_file() for d in (before_dir, after_dir)):
+        console.print(
+            "launchprof check: no step times from the runs without nsys (the workloads mark no steps with "
+            "launchprof.step()): the speedup is the one measured under nsys",
+            markup=False,
+            soft_wrap=True,
+        )
+    return run_compare(
+        before_dir, after_dir, compare_dir, False, step, fail_on, min_effect, bubble_threshold_ns, nsys, console
+    )
