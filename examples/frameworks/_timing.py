@@ -48,6 +48,18 @@ def profiled_region() -> Iterator[None]:
         torch.cuda.profiler.stop()
 
 
+def step() -> contextlib.AbstractContextManager[object]:
+    """One step's NVTX range ``step``: ``launchprof.step()`` when launchprof is importable
+    (domain ``launchprof``; it also writes the step's times for ``profile --baseline-runs``
+    and ``check``), else ``torch.cuda.nvtx.range("step")`` (default domain)."""
+    try:
+        import launchprof
+
+        return launchprof.step()  # type: ignore[no-any-return]
+    except ImportError:
+        return torch.cuda.nvtx.range("step")
+
+
 def report(**fields: object) -> None:
     """Print the ``RESULT {json}`` line (sorted keys)."""
     print("RESULT " + json.dumps(fields, sort_keys=True), flush=True)

@@ -14,7 +14,8 @@ MODE:
           ``AdamW(capturable=True)`` (its step count lives on the GPU: a few more small
           kernels); each step copies its batch into static inputs and replays
 
-Each step is an NVTX range ``step`` (``torch.cuda.nvtx``, default domain). The truth
+Each step of the traced loop is an NVTX range ``step`` (:func:`_timing.step`:
+``launchprof.step()`` when launchprof is installed, else ``torch.cuda.nvtx``). The truth
 without the profiler: the median over ``--reps`` timed loops of N steps, divided by N.
 The trace holds one loop of N steps (``cudaProfilerStart/Stop``).
 """
@@ -22,6 +23,7 @@ The trace holds one loop of N steps (``cudaProfilerStart/Stop``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -29,7 +31,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import median_ns, profiled_region, report  # noqa: E402
+from _timing import median_ns, profiled_region, report, step  # noqa: E402
 
 
 def main() -> None:
@@ -79,14 +81,11 @@ def main() -> None:
 
     def loop(mark: bool) -> None:
         for i in range(a.steps):
-            if mark:
-                torch.cuda.nvtx.range_push("step")
-            one_step(i)
-            if mark:
-                torch.cuda.nvtx.range_pop()
+            with step() if mark else contextlib.nullcontext():
+                one_step(i)
 
-    loop(True)
-    t = median_ns(lambda: loop(True), a.reps)
+    loop(False)
+    t = median_ns(lambda: loop(False), a.reps)
     with profiled_region():
         loop(True)
     report(

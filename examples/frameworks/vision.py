@@ -13,7 +13,8 @@ MODEL: ``resnet50`` (torchvision) or ``vit_small`` (timm ``vit_small_patch16_224
             replayed as CUDA graphs (``cudagraph_mark_step_begin`` every step)
 
 Every step copies a new batch into the input buffer (one device-to-device copy) and runs
-the forward. Each step is an NVTX range ``step`` (``torch.cuda.nvtx``, default domain),
+the forward. Each step of the traced loop is an NVTX range ``step`` (:func:`_timing.step`:
+``launchprof.step()`` when launchprof is installed, else ``torch.cuda.nvtx``),
 except with ``--emit-nvtx``: then there is no step range and the loop runs under
 ``torch.autograd.profiler.emit_nvtx()``, which gives every operator its own range
 (``aten::...``), as a user who turned it on to see operator names would have it.
@@ -32,7 +33,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _timing import median_ns, profiled_region, report  # noqa: E402
+from _timing import median_ns, profiled_region, report, step  # noqa: E402
 
 
 def build(name: str) -> torch.nn.Module:
@@ -87,11 +88,8 @@ def main() -> None:
     def loop(mark: bool) -> None:
         with torch.inference_mode():
             for i in range(a.steps):
-                if mark:
-                    torch.cuda.nvtx.range_push("step")
-                one_step(i)
-                if mark:
-                    torch.cuda.nvtx.range_pop()
+                with step() if mark else contextlib.nullcontext():
+                    one_step(i)
 
     loop(False)
     t = median_ns(lambda: loop(False), a.reps)
