@@ -268,7 +268,8 @@ def apply_to_recommendation(
     period = section.get("period_p50_ns")
     if not exp or not period or section.get("host_ahead_of_gpu") or recommendation is None:
         return
-    new = with_measured_eager(Expectation(**exp), float(period))
+    known = {f.name for f in dataclasses.fields(Expectation)}
+    new = with_measured_eager(Expectation(**{k: v for k, v in exp.items() if k in known}), float(period))
     recommendation["expected"] = dataclasses.asdict(new)
     recommendation["expected_speedup"] = new.speedup
     recommendation["expected_speedup_range"] = [new.speedup_low, new.speedup_high]

@@ -83,6 +83,11 @@ def plan(words: Sequence[str], output: Path | None, label: str | None = None) ->
     return CheckPlan(before, after, root)
 
 
+def _has_step_times(folder: Path) -> bool:
+    """Whether a profile folder holds a non-empty step-times file of a run without nsys."""
+    return any(p.stat().st_size > 0 for p in folder.glob("baseline-*.steps"))
+
+
 def run_check(
     words: Sequence[str],
     console: Console,
@@ -117,10 +122,11 @@ def run_check(
                 soft_wrap=True,
             )
             return result.exit_code
-    if runs and not any((d / "baseline-1.steps").is_file() for d in (before_dir, after_dir)):
+    missing = [name for name, d in (("BEFORE", before_dir), ("AFTER", after_dir)) if not _has_step_times(d)]
+    if runs and missing:
         console.print(
-            "launchprof check: no step times from the runs without nsys (the workloads mark no steps with "
-            "launchprof.step()): the speedup is the one measured under nsys",
+            f"launchprof check: no step times from the runs without nsys of {' and '.join(missing)} (no steps "
+            "marked with launchprof.step()): the speedup is the one measured under nsys",
             markup=False,
             soft_wrap=True,
         )

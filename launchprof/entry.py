@@ -41,7 +41,7 @@ AFTER_TARGET_WARNED = frozenset(
     [name for name in (*VALUE_OPTIONS, *FLAG_OPTIONS) if name.startswith("--")] + ["--json", "--quiet", "--force"]
 )
 MAX_BASELINE_RUNS = 100  # launchprof.cli.profile's --baseline-runs max
-COMMANDS = ("analyze", "profile", "doctor", "compare", "calibrate")  # launchprof.cli's
+COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # launchprof.cli's
 
 
 def profile_defaults() -> dict[str, Any]:

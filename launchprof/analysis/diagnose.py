@@ -18,8 +18,9 @@ Verdict (over the steady-state steps, :attr:`Steps.steady`; sums over those step
   ``sync-in-step`` (a sync outside the graph does not break its capture).
 
 Recommendation: ``convert`` is True for a launch-bound steady state that does not run
-as graphs already, with a predicted speedup of at least :data:`MIN_SPEEDUP` (1.25x, the
-gain a 20 % host-wait share would allow at best). The prediction
+as graphs already, with an expected speedup without the profiler
+(:mod:`launchprof.analysis.expect`) of at least :data:`MIN_SPEEDUP` (1.25x, the gain a
+20 % host-wait share would allow at best). The prediction
 (:mod:`launchprof.analysis.predict`) is computed for every verdict with per-launch
 kernels, so a gpu-bound workload shows how little a graph would give. Blockers are the
 findings of severity ``blocker``: fix them before (or while) converting.

@@ -5,7 +5,8 @@ traces, and PyTorch makes several traced calls per kernel (``cudaLaunchKernel`` 
 driver queries such as ``cuKernelGetName``). And a graph removes only the host work of the
 launches it captures, not the loop around them. This module estimates, per steady step
 (medians over the steady steps, ns), from the calls of the step's process on its CPU
-timeline (:attr:`StepContext.calls`, grouped by the thread that makes most of them):
+timeline (:attr:`StepContext.calls`, every thread's calls of the process merged by start:
+PyTorch launches the backward pass from its autograd threads):
 
 - ``profiler_ns``: for PyTorch, whose host time nsys inflates as a whole (several traced
   driver calls per launch, ``cuKernelGetName`` and friends, and slower dispatch between
@@ -17,12 +18,13 @@ timeline (:attr:`StepContext.calls`, grouped by the thread that makes most of th
   calibration's ``profiler`` section, else the defaults);
 - the eager step without the profiler ``E = max(period - profiler_ns, busy)`` (the GPU's
   work is not inflated), or the measured one when the run has unprofiled step times;
-- the host work a graph keeps ``kept_host_ns``: CPU stretches without any CUDA call of at
-  least ``host_gap_ns`` (the loop's own Python: sampling, stopping checks, data handling)
-  plus the time in calls a graph does not replace (synchronizations, copies to or from
-  the host); everything else on the CPU side - kernel launches, the framework's dispatch
-  between them (short gaps) and the driver calls around them - is the launch path a graph
-  removes;
+- the host work a graph keeps ``kept_host_ns``, as a share of the CPU step applied to the
+  unprofiled host time: CPU stretches without any CUDA call of at least ``host_gap_ns``
+  (the loop's own Python), or, for a step that synchronizes (a capture cannot hold the
+  sync), everything outside the step's largest sync-free run of launches (a decode step's
+  forward; the sampling, stopping check and the sync's wait stay); everything else on the
+  CPU side - kernel launches, the framework's dispatch between them and the driver calls
+  around them - is the launch path a graph removes;
 - the graph step without the profiler ``G``: its GPU side (busy time, dispatch gaps, the
   gap between graph launches; :func:`~launchprof.analysis.predict.unprofiled_values`) and
   its CPU side (one unprofiled ``cudaGraphLaunch`` + ``kept_host_ns``) add up when the
@@ -179,7 +181,9 @@ def expect(
         return None
     # Inferred steps are the shortest repeat: one graph may hold many (as the profiled
     # prediction assumes, predict.py).
-    amortized = ctx.steps.source == "inferred"
+    synchronizing = float(ctx.steady["sync_calls"].median()) >= 1 if "sync_calls" in ctx.steady else False
+    # (One graph cannot span a synchronization: a synchronizing step is one graph.)
+    amortized = ctx.steps.source == "inferred" and not synchronizing
     base = predict_graph_step(float(period), float(busy), nodes, unprofiled_values(values), amortized=amortized)
     split = host_split(ctx, host_gap_ns)
     if split.empty:
@@ -189,12 +193,13 @@ def expect(
     if framework == "pytorch":
         # PyTorch's host time as a whole is inflated (several traced calls per launch, the
         # dispatch between them slowed too): the step divided by the measured factor.
-        inflation = values["profiler_torch_inflation"]
-        profiler = float(period) * (1 - 1 / inflation)
-        shares = (
-            float(period) * (1 - 1 / values["profiler_torch_inflation_high"]),
-            float(period) * (1 - 1 / values["profiler_torch_inflation_low"]),
+        # A calibration's factors below 1 (nsys does not speed a program up) are taken as 1.
+        low, inflation, high = sorted(
+            max(float(values[k]), 1.0)
+            for k in ("profiler_torch_inflation_low", "profiler_torch_inflation", "profiler_torch_inflation_high")
         )
+        profiler = float(period) * (1 - 1 / inflation)
+        shares = (float(period) * (1 - 1 / high), float(period) * (1 - 1 / low))
     else:
         profiler = (
             launches * values["profiler_launch_overhead_ns"] + (calls - launches) * values["profiler_call_overhead_ns"]
@@ -202,7 +207,6 @@ def expect(
         shares = (profiler * (1 + PROFILER_SPREAD), profiler * (1 - PROFILER_SPREAD))
     cpu = split["cpu_ns"].dropna()
     cpu_step = float(cpu.median()) if len(cpu) else float(period)
-    synchronizing = float(ctx.steady["sync_calls"].median()) >= 1 if "sync_calls" in ctx.steady else False
     run = split["run_ns"].dropna()
     if synchronizing and len(run) and cpu_step > 0:
         # A capture cannot hold the sync: the graph is at most the largest sync-free run of
@@ -214,7 +218,9 @@ def expect(
     launch_call, gpu = base.cpu_side_ns, base.gpu_side_ns  # one unprofiled graph launch; the GPU's side
 
     def eager(share: float) -> float:
-        return max(float(period) - share, float(busy))
+        # Never below what the same kernels take as a graph's GPU side: the eager GPU pays
+        # the same dispatch gaps (a GPU-saturated step gains nothing, not less than nothing).
+        return max(float(period) - share, gpu)
 
     measured = eager_step_ns is not None and eager_step_ns > 0
     e = float(eager_step_ns) if measured else eager(profiler)  # type: ignore[arg-type]

@@ -179,7 +179,8 @@ class SpeedupParts:
     removed, the rest of the gain). As factors whose product is the speedup ``Pb / Pa``:
     ``from_gpu_work = Pb / (Pb - (Bb - Ba))`` (BEFORE's step with AFTER's GPU work) and
     ``from_host = (Pb - (Bb - Ba)) / Pa``. ``gpu_work_share`` = gpu_work_saved_ns /
-    (Pb - Pa) (None when the period did not change).
+    (Pb - Pa) (None when the period did not change). The periods are those of the traces
+    (under nsys), also when ``speedup_unprofiled`` decides the verdict.
     """
 
     before_period_ns: float

@@ -149,6 +149,10 @@ def render_files(
             (summary.diagnosis or {}).get("verdict"),
             float((summary.diagnosis or {}).get("thresholds", {}).get("min_speedup") or 1.25),
         )
+        from launchprof.analysis.headline import headline
+
+        # The recommendation may have changed: the headline follows it.
+        summary.headline = headline(summary.steps, summary.diagnosis, summary.recommendation, summary.nvtx_steps)
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = (summary.diagnosis or {}).get("reasons")
     page = render_report(
