@@ -69,8 +69,13 @@ def test_a_predicted_loss_is_not_called_a_gain(tmp_path: Path) -> None:
     rec = json.loads((tmp_path / "out" / "summary.json").read_text())["recommendation"]
     speedup = rec["expected"]["eager_step_ns"] / rec["expected_step_ns"]
     assert speedup == pytest.approx(rec["expected_speedup"])
-    assert speedup < 1 and rec["convert"] is False
-    assert rec["reason"] == (
-        f"Launch-bound under nsys, but a graph is expected to be slower without the profiler ({speedup:.2f}x; "
-        f"under nsys {rec['predicted_speedup']:.2f}x)."
-    )
+    # Under nsys a graph is predicted slower (0.90x); without it no gain (the eager step is
+    # floored at the graph's GPU side): not a conversion, and not called a gain.
+    assert rec["predicted_speedup"] < 1 and speedup <= 1 and rec["convert"] is False
+    if speedup < 1:
+        assert rec["reason"].startswith("Launch-bound under nsys, but a graph is expected to be slower")
+    else:
+        assert rec["reason"] == (
+            f"Launch-bound under nsys, but the expected gain without the profiler is only {speedup:.2f}x (under "
+            f"nsys {rec['predicted_speedup']:.2f}x); below the 1.25x a conversion should bring."
+        )

@@ -448,6 +448,11 @@ def diagnose(
         _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None, None)
     )
     replaying = verdict == "host-bound" and (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    exp = (
+        expect(ctx, fig, values, host_gap_ns, framework)
+        if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
+        else None
+    )
     found_list = (
         [
             F.sync_in_step(ctx) if not replaying else None,
@@ -457,7 +462,12 @@ def diagnose(
             F.reinstantiation(ctx, analysis),
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
-            F.profiler_overhead(ctx, values, unprof.graph_step_ns if unprof and verdict == "launch-bound" else None),
+            F.profiler_overhead(
+                ctx,
+                values,
+                unprof.graph_step_ns if unprof and verdict == "launch-bound" else None,
+                (exp.eager_step_ns, exp.graph_step_ns) if exp is not None and verdict == "launch-bound" else None,
+            ),
             host_outside_graph(ctx) if replaying else None,
         ]
         if ctx.device is not None and len(ctx.steady)
@@ -474,11 +484,6 @@ def diagnose(
         framework=framework,
         per_step=_per_step(ctx),
         durations=_durations(ctx, analysis),
-    )
-    exp = (
-        expect(ctx, fig, values, host_gap_ns, framework)
-        if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
-        else None
     )
     return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, unprof, calib, exp)
 
@@ -531,7 +536,7 @@ def _recommend(
             f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x"
             + (f"; under nsys {pred.speedup:.2f}x)." if exp is not None else ").")
             if gain < 1
-            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys: "
+            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys "
             f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
         )
     else:

@@ -561,7 +561,10 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
 
 
 def profiler_overhead(
-    ctx: StepContext, values: Mapping[str, float], unprofiled_graph_step_ns: float | None
+    ctx: StepContext,
+    values: Mapping[str, float],
+    unprofiled_graph_step_ns: float | None,
+    expected: tuple[float, float] | None = None,
 ) -> Finding | None:
     """Launch calls inflated under the profiler: each launch call of a step is taken to
     last ``profiler_launch_overhead_ns`` longer than without nsys (a calibration's
@@ -571,7 +574,12 @@ def profiler_overhead(
     calls per step x that overhead; against ``unprofiled_graph_step_ns`` (the graph step
     predicted without the profiler, :func:`launchprof.analysis.predict.unprofiled_values`)
     it gives ``unprofiled_speedup``. Reported when the overhead is at least
-    :data:`PROFILER_SHARE_MIN` of the step period."""
+    :data:`PROFILER_SHARE_MIN` of the step period.
+
+    ``expected``: ``(eager_step_ns, graph_step_ns)`` of the recommendation's expectation
+    (:mod:`launchprof.analysis.expect`, which counts every traced call and, for PyTorch,
+    the inflated dispatch between them); when given, the unprofiled step and speedup are
+    those, so the finding and the headline agree."""
     steady = ctx.steady
     if steady.empty or "launch_calls" not in steady or float(steady["launch_calls"].median()) < 1:
         return None
@@ -601,6 +609,15 @@ def profiler_overhead(
         "share": share,
     }
     unprofiled = period - overhead
+    if expected is not None:
+        unprofiled, unprofiled_graph_step_ns = expected
+        overhead = period - unprofiled
+        figures.update({"overhead_ns": overhead, "share": overhead / period})
+        evidence = (
+            f"launch calls last p50 {_us(call_p50)} here; with every traced call and the dispatch between them "
+            f"slowed by the profiler, about {_us(overhead)} ({min(overhead / period, 1.0):.0%}) of the "
+            f"{_us(period)} step is the profiler's"
+        )
     if unprofiled <= 0:
         evidence += " (more than the step period: steps overlap here, so the correction cannot be applied)"
     else:

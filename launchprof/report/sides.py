@@ -418,22 +418,40 @@ def _check_one_run(folder: Path, summary: dict[str, Any]) -> None:
         )
 
 
-def _baseline_periods(folder: Path, section: Any, notes: list[str]) -> np.ndarray | None:
-    """The pooled step periods of the folder's runs without nsys (``baseline-I.steps``,
-    :func:`launchprof.baseline.run_files`), each run's first period left out; None when the
-    summary has no usable baseline (none, or the host ran ahead of the GPU) or no file."""
-    from launchprof.baseline import StepTimesError, read_step_times, run_files
+def _baseline_periods(
+    folder: Path, section: Any, table: pd.DataFrame | None, step_name: str | None, notes: list[str]
+) -> np.ndarray | None:
+    """The pooled step periods of the folder's runs without nsys (``baseline-*.steps``,
+    every file of a run that wrote one, the steps named ``step_name``), each run's first
+    period left out; None when the summary has no baseline, or no file holds two steps.
 
-    if not isinstance(section, dict) or section.get("host_ahead_of_gpu") or not section.get("runs"):
+    A host that ran ahead of the GPU in those runs (``host_ahead_of_gpu``: its steps took
+    less host time than the GPU's work, as a graph replay or GPU-bound work does) does not
+    show the step's pace; the step is then GPU-bound, nsys does not slow the GPU's work,
+    and the steady periods under nsys (``table``) stand for the unprofiled ones (said in
+    ``notes``)."""
+    from launchprof.baseline import StepTimesError, read_step_times
+
+    if not isinstance(section, dict) or not section.get("runs"):
         return None
-    periods = []
-    for path in run_files(folder, int(section["runs"])):
-        try:
-            times = read_step_times(path)
-        except (StepTimesError, OSError) as exc:
-            notes.append(f"{path}: not read ({exc}); the runs without nsys are left out")
+    if section.get("host_ahead_of_gpu"):
+        if table is None:
             return None
-        periods.append(np.diff(times[:, 0])[1:] if len(times) > 2 else np.empty(0, dtype=np.int64))
+        steady = table.loc[~table["warmup"] & table["period_ns"].notna(), "period_ns"].to_numpy(dtype=float)
+        notes.append(
+            f"{folder}: the host ran ahead of the GPU in the runs without nsys (GPU-bound steps): the step periods "
+            "under nsys stand for the ones without it (nsys does not slow the GPU's work)"
+        )
+        return steady if steady.size >= 2 else None
+    periods = []
+    for path in sorted(folder.glob("baseline-*.steps")):
+        try:
+            times = read_step_times(path, step_name)
+        except (StepTimesError, OSError) as exc:
+            notes.append(f"{path}: not read ({exc}); left out")
+            continue
+        if len(times) > 2:
+            periods.append(np.diff(times[:, 0])[1:])
     pooled = np.concatenate(periods) if periods else np.empty(0)
     return pooled.astype(float) if pooled.size >= 2 else None
 
@@ -474,7 +492,8 @@ def _side_from_folder(folder: Path) -> SideData:
     if inst and inst_p50 is not None and inst > 1:
         notes.append(f"{folder}: instantiation time estimated as {inst} x the median instantiate call")
     threshold = devices[0].get("bubbles", {}).get("threshold_ns", 1000) if devices else 1000
-    unprofiled = _baseline_periods(folder, summary.get("baseline"), notes)
+    marker = str(stats.get("name") or "step").rpartition(":")[2] if stats.get("source") == "nvtx" else "step"
+    unprofiled = _baseline_periods(folder, summary.get("baseline"), table, marker, notes)
     rec = summary.get("recommendation")
     rep = None
     if table is not None and sample is not None:
