@@ -137,6 +137,7 @@ def test_a_replaying_decode_loop_is_host_bound_with_its_copies_and_syncs(name: s
     per_token = facts["api"]["cudaMemcpyAsync"] / facts["api"]["cudaGraphLaunch"]  # whole trace, prefill included
     assert f.figures["input_copies_per_step"] == pytest.approx(per_token, rel=0.05)
     assert f.figures["syncs_per_step"] >= 1  # the stopping check of every token
+    assert f.figures["read_backs_per_step"] >= 1  # ... reads a flag back to the host
     assert "static buffers" in f.fix
 
 

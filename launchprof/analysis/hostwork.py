@@ -6,8 +6,9 @@ module lists, per steady step (medians over the steady steps, ns), what remains 
 submitting process's CPU side:
 
 - ``input_copies``: asynchronous copy calls (``cudaMemcpyAsync`` and the driver's
-  ``cuMemcpy*Async``), e.g. torch's ``cudagraphs`` backend copying each input into the
-  graph's static buffers on every replay; cost: the time in those calls;
+  ``cuMemcpy*Async``) less the device-to-host copies among them (read-backs, counted as
+  ``read_backs_per_step``), e.g. torch's ``cudagraphs`` backend copying each input into
+  the graph's static buffers on every replay; cost: the time in all those calls;
 - ``syncs``: synchronizing calls (:data:`~launchprof.analysis.callkinds.SYNC_CALLS` and
   synchronous copies: ``.item()``, a stopping check every token); cost: the time blocked
   in them;
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.findings import Finding
+from launchprof.analysis.findings import COPY_DTOH, Finding
 from launchprof.analysis.stepdata import StepContext
 
 ASYNC_COPY = re.compile(r"^(cudaMemcpy\w*Async|cuMemcpy\w*Async)$")
@@ -73,8 +74,13 @@ def host_outside_graph(ctx: StepContext) -> Finding | None:
     steps = s["step"].to_numpy()
     period = float(s["period_ns"].median())
     names = calls["call"].astype(str)
+    copies = _median_per_step(calls.loc[names.str.match(ASYNC_COPY).to_numpy()], steps)
+    # Device-to-host copies among them are read-backs (a stopping check, .item()), not inputs.
+    m = ctx.memops
+    d2h = m.loc[(m["kind"] == "memcpy") & (m["copy_kind"] == COPY_DTOH)] if len(m) else m
+    read_backs = float(d2h.groupby("step").size().reindex(steps, fill_value=0).median()) if len(d2h) else 0.0
     parts: dict[str, tuple[float, float]] = {
-        "input_copies": _median_per_step(calls.loc[names.str.match(ASYNC_COPY).to_numpy()], steps),
+        "input_copies": (max(copies[0] - read_backs, 0.0), copies[1]),
         "syncs": _median_per_step(calls.loc[calls["sync"].to_numpy(dtype=bool)], steps),
         "eager_launches": _median_per_step(calls.loc[calls["launch"].to_numpy(dtype=bool)], steps),
     }
@@ -97,6 +103,7 @@ def host_outside_graph(ctx: StepContext) -> Finding | None:
     figures: dict[str, Any] = {f"{k}_per_step": v[0] for k, v in parts.items() if k != "host_gaps"}
     figures.update({f"{k}_ns_per_step": v[1] for k, v in parts.items()})
     figures["period_ns"] = period
+    figures["read_backs_per_step"] = read_backs
     return Finding(
         "host-outside-graph",
         "warning",
