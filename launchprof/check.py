@@ -94,18 +94,20 @@ def run_check(
     output: Path | None = None,
     runs: int = 3,
     step: str | None = None,
-    fail_on: str = "not-faster,not-converted,different-work,churn",
+    fail_on: str | None = None,
     min_effect: float = 0.05,
     bubble_threshold_ns: int = 1000,
     nsys: str | None = None,
 ) -> int:
-    """Run the loop (module docstring) and return the exit status.
+    """Run the loop (module docstring) and return the exit status. ``fail_on``: the
+    verdicts that exit 1 (default: every verdict but ``verified``, as ``compare``).
 
     Raises:
         LaunchprofError: bad input (usage, output folder), nsys missing or failing, a side
             that cannot be compared; the caller prints it in one line.
     """
     from launchprof.commands import run_compare
+    from launchprof.compare_runs import DEFAULT_FAIL_ON
     from launchprof.profiling import run_profile
 
     p = plan(words, output)
@@ -131,5 +133,14 @@ def run_check(
             soft_wrap=True,
         )
     return run_compare(
-        before_dir, after_dir, compare_dir, False, step, fail_on, min_effect, bubble_threshold_ns, nsys, console
+        before_dir,
+        after_dir,
+        compare_dir,
+        False,
+        step,
+        DEFAULT_FAIL_ON if fail_on is None else fail_on,
+        min_effect,
+        bubble_threshold_ns,
+        nsys,
+        console,
     )
