@@ -71,13 +71,16 @@ def plan(words: Sequence[str], output: Path | None, label: str | None = None) ->
 
     Raises:
         CheckUsageError: see :func:`split_commands`.
+        TargetError: BEFORE or AFTER cannot be run (e.g. a missing script).
         OutputError: ``output`` exists.
     """
     from launchprof.nsys.profile import workload
     from launchprof.profiling import default_folder
 
     before, after = split_commands(words)
-    root = output if output is not None else default_folder(f"check-{label or workload(before).label}")
+    first = workload(before)  # both targets are checked before anything is created or run
+    workload(after)
+    root = output if output is not None else default_folder(f"check-{label or first.label}")
     if root.exists():
         raise OutputError(f"{root} already exists; give another --output (check never writes over a folder)")
     return CheckPlan(before, after, root)

@@ -65,3 +65,12 @@ def test_check_of_cpu_only_workloads_profiles_both_and_says_no_gpu_work(tmp_path
     assert done.returncode == 2
     errors = [ln for ln in done.stderr.splitlines() if ln.startswith("launchprof: error:")]
     assert len(errors) == 1 and "GPU work" in errors[0]
+
+
+def test_a_missing_after_script_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [LAUNCHPROF, "check", "-o", "out", LOOP, "--", "nosuch.py"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "nosuch.py" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists() and "steps:" not in done.stdout  # BEFORE never ran
