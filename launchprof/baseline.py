@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.errors import LaunchprofError
+from launchprof.profiler_region import REGION_NAME
 
 
 class StepTimesError(LaunchprofError):
@@ -114,6 +115,88 @@ def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class RegionRuns:
+    """The runs without nsys of a workload without step markers: per run, the
+    ``(start_ns, end_ns)`` rows of its profiler regions (:mod:`launchprof.profiler_region`:
+    ``torch.cuda.profiler.start()`` to ``stop()``, GPU drained at both ends; int64, shape
+    (regions, 2))."""
+
+    runs: list[np.ndarray]
+
+
+PROFILER_START = ("cudaProfilerStart", "cuProfilerStart")
+PROFILER_STOP = ("cudaProfilerStop", "cuProfilerStop")
+
+
+def trace_regions(api: pd.DataFrame) -> np.ndarray:
+    """The profiler regions of a trace: ``(start_ns, end_ns)`` from the end of each
+    ``cudaProfilerStart`` call to the start of the next ``cudaProfilerStop`` (the driver's
+    ``cuProfilerStart/Stop`` when the runtime calls are not in the trace); int64, shape
+    (regions, 2); empty when the trace has none (nsys records these calls with
+    ``--trace=cuda``; a trace cut by ``--capture-range=cudaProfilerApi`` holds only its
+    region, without the calls).
+
+    Args:
+        api: the trace's CUDA API calls (columns ``start``, ``end``, ``call``; ns).
+    """
+    call = api["call"].astype(str)
+    regions: list[tuple[int, int]] = []
+    for starts_of, stops_of in ((PROFILER_START[0], PROFILER_STOP[0]), (PROFILER_START[1], PROFILER_STOP[1])):
+        starts = np.sort(api.loc[call == starts_of, "end"].to_numpy(dtype=np.int64))
+        stops = np.sort(api.loc[call == stops_of, "start"].to_numpy(dtype=np.int64))
+        for s in starts:
+            later = stops[stops > s]
+            if later.size and not any(a <= s < b for a, b in regions):
+                regions.append((int(s), int(later[0])))
+        if regions:
+            break
+    return np.array(regions, dtype=np.int64).reshape(-1, 2)
+
+
+def region_step_count(regions: np.ndarray, table: pd.DataFrame | None) -> int:
+    """Steps of the analysis' step table (``cpu_start``, ns) that start inside one of
+    ``regions`` (:func:`trace_regions`)."""
+    if table is None or not len(table) or not len(regions):
+        return 0
+    start = table["cpu_start"].to_numpy(dtype=np.int64)
+    inside = np.zeros(start.size, dtype=bool)
+    for a, b in regions:
+        inside |= (start >= a) & (start < b)
+    return int(inside.sum())
+
+
+def region_section(runs: RegionRuns, region_steps: int, trace_region_count: int) -> dict[str, Any]:
+    """:func:`summarize_runs` for :class:`RegionRuns`: one step time per run, the total time
+    of its profiler regions divided by ``region_steps`` (the steps found inside the trace's
+    profiler regions, :func:`region_step_count`). ``source`` is ``"profiler-region"``,
+    ``steps`` the step count per run (``region_steps``), ``periods`` the number of runs
+    with a figure, ``region_ns`` each run's total region time, ``regions`` each run's
+    region count, ``trace_regions`` the trace's; the figures are None when no steps were
+    found in the trace's regions."""
+    totals = [int((r[:, 1] - r[:, 0]).sum()) for r in runs.runs]
+    per_step = np.array([t / region_steps for t in totals if t > 0], dtype=float) if region_steps else np.empty(0)
+    return {
+        "source": "profiler-region",
+        "runs": len(runs.runs),
+        "steps": [region_steps] * len(runs.runs),
+        "warmup_per_run": 0,
+        "periods": int(per_step.size),
+        "period_p50_ns": float(np.median(per_step)) if per_step.size else None,
+        "period_mean_ns": float(per_step.mean()) if per_step.size else None,
+        "duration_p50_ns": None,
+        "region_ns": totals,
+        "regions": [int(len(r)) for r in runs.runs],
+        "region_steps": region_steps,
+        "trace_regions": trace_region_count,
+    }
+
+
+def region_step_times(path: Path) -> np.ndarray:
+    """The profiler-region rows of one run's step-times file (:func:`read_step_times`)."""
+    return read_step_times(path, REGION_NAME)
+
+
 def corrected_prediction(
     per_launch_step_ns: float,
     gpu_side_ns: float,
@@ -170,18 +253,24 @@ def nvtx_period_p50(nvtx: pd.DataFrame, text: str = "step", warmup: int = 1) -> 
 
 
 def baseline_section(
-    runs: Sequence[np.ndarray],
+    runs: Sequence[np.ndarray] | RegionRuns,
     steps: Mapping[str, Any] | None,
     recommendation: Mapping[str, Any] | None,
     nvtx_period_ns: float | None = None,
+    regions: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
-    """The ``baseline`` section of summary.json: :func:`summarize_runs` plus
+    """The ``baseline`` section of summary.json: :func:`summarize_runs` (or, for
+    :class:`RegionRuns`, :func:`region_section` with ``regions`` = (steps found inside the
+    trace's profiler regions, the trace's region count)) plus
     ``profiled_period_p50_ns`` (the analysis' step period, else ``nvtx_period_ns`` - the
     marker ranges' period in the trace, :func:`nvtx_period_p50`, for traces without GPU
     steps) and its ``profiled_source``, ``overhead_ratio``, ``correction`` and, when the
     summary has a graph prediction, ``corrected`` (:func:`corrected_prediction`) and
     ``assumption``; ratios are None when either period is missing."""
-    section = summarize_runs(runs)
+    if isinstance(runs, RegionRuns):
+        section = region_section(runs, *(regions or (0, 0)))
+    else:
+        section = {"source": "step-markers", **summarize_runs(runs)}
     profiled = (steps or {}).get("period_p50_ns")
     source = "steps"
     if not profiled:
@@ -193,7 +282,8 @@ def baseline_section(
     busy = (steps or {}).get("busy_p50_ns")
     # Host step times show the step's pace only when the host waits for the GPU; a host that
     # runs ahead (a graph launch a step, GPU-bound work) finishes its steps sooner than the GPU.
-    ahead = bool(ok and busy and unprofiled < float(busy))  # type: ignore[operator]
+    # A profiler region's time includes draining the GPU: it is the step's pace either way.
+    ahead = bool(ok and busy and unprofiled < float(busy) and section["source"] != "profiler-region")  # type: ignore[operator]
     section["host_ahead_of_gpu"] = ahead
     section["gpu_busy_p50_ns"] = float(busy) if busy else None
     ok = ok and not ahead
@@ -226,8 +316,15 @@ def run_files(folder: Path, runs: int) -> list[Path]:
 def describe(section: Mapping[str, Any]) -> str:
     """One line for the terminal: unprofiled vs profiled step period and the corrected speedup."""
     unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
+    region = section.get("source") == "profiler-region"
     if unprof is None or prof is None:
         runs = int(section.get("runs", 0) or 0)
+        if region:
+            return (
+                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys timed the workload's profiler region, "
+                f"but the trace shows {section.get('trace_regions', 0)} profiler regions with "
+                f"{section.get('region_steps', 0)} steps found in them: no step time without nsys"
+            )
         return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
     if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
         return (
@@ -244,6 +341,12 @@ def describe(section: Mapping[str, Any]) -> str:
         f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
         f"({section['overhead_ratio']:.2f}x, {section['runs']} runs, steps {section['steps']})"
     )
+    if region:
+        line = (
+            f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
+            f"median of {section['periods']} runs, / the {section['region_steps']} steps found in it) vs "
+            f"{prof / 1e3:,.1f} us under nsys ({section['overhead_ratio']:.2f}x)"
+        )
     corr = section.get("corrected")
     if corr:
         line += (

@@ -3,7 +3,8 @@
 Profiles the BEFORE command and then the AFTER command under nsys, each followed by
 ``--runs`` runs without nsys for its step times (``profile --baseline-runs``, read from
 the step markers: ``launchprof.step()``, or any marker honouring
-``LAUNCHPROF_STEP_TIMES``), compares the two report folders (``compare``: the speedup
+``LAUNCHPROF_STEP_TIMES``; without markers, a Python workload's profiler region divided by
+the steps found in it, :mod:`launchprof.profiler_region`), compares the two report folders (``compare``: the speedup
 without nsys decides when both sides have step times), writes everything under one
 folder and returns the verdict's exit code, so CI can gate on it:
 
@@ -131,7 +132,8 @@ def run_check(
     if runs and missing:
         console.print(
             f"launchprof check: no step times from the runs without nsys of {' and '.join(missing)} (no steps "
-            "marked with launchprof.step()): the speedup is the one measured under nsys",
+            "marked with launchprof.step(), no torch.cuda.profiler region timed): the speedup is the one measured "
+            "under nsys",
             markup=False,
             soft_wrap=True,
         )

@@ -443,6 +443,8 @@ def _baseline_periods(
             "under nsys stand for the ones without it (nsys does not slow the GPU's work)"
         )
         return steady if steady.size >= 2 else None
+    if section.get("source") == "profiler-region":
+        return _region_periods(folder, section, notes)
     periods = []
     for path in sorted(folder.glob("baseline-*.steps")):
         try:
@@ -454,6 +456,33 @@ def _baseline_periods(
             periods.append(np.diff(times[:, 0])[1:])
     pooled = np.concatenate(periods) if periods else np.empty(0)
     return pooled.astype(float) if pooled.size >= 2 else None
+
+
+def _region_periods(folder: Path, section: dict[str, Any], notes: list[str]) -> np.ndarray | None:
+    """One step time per run without nsys of a workload without step markers: the run's
+    profiler regions (:mod:`launchprof.profiler_region`) divided by the steps found inside the
+    trace's regions (``region_steps``); None with fewer than two runs."""
+    from launchprof.baseline import StepTimesError, region_step_times
+
+    steps = int(section.get("region_steps") or 0)
+    if not steps:
+        return None
+    values = []
+    for path in sorted(folder.glob("baseline-*.steps")):
+        try:
+            regions = region_step_times(path)
+        except (StepTimesError, OSError) as exc:
+            notes.append(f"{path}: not read ({exc}); left out")
+            continue
+        total = int((regions[:, 1] - regions[:, 0]).sum())
+        if total > 0:
+            values.append(total / steps)
+    notes.append(
+        f"{folder}: no step markers: the step time without nsys is the workload's profiler region "
+        f"(torch.cuda.profiler.start() to stop(), GPU drained at both ends) divided by the {steps} steps found "
+        "inside that region of the trace, one figure per run"
+    )
+    return np.array(values, dtype=float) if len(values) >= 2 else None
 
 
 def _side_from_folder(folder: Path) -> SideData:

@@ -98,7 +98,7 @@ def write_report(
     folder: Path,
     force: bool = False,
     trace_path: str | None = None,
-    baseline: list[Any] | None = None,
+    baseline: Any = None,
     step_files: bool = True,
     device_figures: list[EmbeddedFigure] | None = None,
     workload: dict[str, Any] | None = None,
@@ -111,6 +111,8 @@ def write_report(
     already made (see :func:`render_report`). ``workload``: what ``profile`` knows of the
     run (``exit_code`` when it failed), or None. ``writer``: the folder's writer when the
     caller opened it (:func:`open_report_folder`; ``folder`` and ``force`` are then its own).
+    ``baseline``: the runs without nsys (``profile --baseline-runs``): a list of per-run
+    step-time arrays, or :class:`launchprof.baseline.RegionRuns`; None when there were none.
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
@@ -130,7 +132,7 @@ def write_report(
 def render_files(
     analysis: Analysis,
     trace_path: str | None = None,
-    baseline: list[Any] | None = None,
+    baseline: Any = None,
     device_figures: list[EmbeddedFigure] | None = None,
     workload: dict[str, Any] | None = None,
 ) -> tuple[Summary, str]:
@@ -139,10 +141,21 @@ def render_files(
     summary.workload = workload
     extra_html = ""
     if baseline is not None:
-        from launchprof.baseline import apply_to_recommendation, baseline_section, nvtx_period_p50
+        from launchprof.baseline import (
+            RegionRuns,
+            apply_to_recommendation,
+            baseline_section,
+            nvtx_period_p50,
+            region_step_count,
+            trace_regions,
+        )
 
         nvtx_period = nvtx_period_p50(analysis.trace.nvtx)
-        summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period)
+        regions = None
+        if isinstance(baseline, RegionRuns):
+            found = trace_regions(analysis.trace.api)
+            regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
+        summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period, regions)
         apply_to_recommendation(
             summary.recommendation,
             summary.baseline,
