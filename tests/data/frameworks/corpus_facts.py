@@ -8,6 +8,8 @@ With no arguments it reads every ``*.sqlite.xz`` beside this file. Per trace:
 - ``api``: calls per CUDA API name (``_vNNNN`` suffix removed) for launches, graph
   launches and instantiations, synchronizations and copies;
 - ``api_rows``: all runtime (+ driver) API rows; ``memcpy``: memcpy rows;
+- ``copies_between_graph_launches_p50`` (traces that launch graphs): the median count of
+  ``cudaMemcpyAsync`` calls between one ``cudaGraphLaunch`` call and the next;
 - ``nvtx``: outermost-agnostic count of push/pop + start/end ranges per ``domain:text``
   (domain from the NvtxDomainCreate event of the same domainId; default domain: text);
 - ``busy_ns`` and ``span_ns``: union of kernel/memcpy/memset intervals on the busiest
@@ -60,6 +62,22 @@ def facts(path: Path) -> dict[str, object]:
                     if NAMES.match(name):
                         api[name] += n
         out["api"] = dict(sorted(api.items()))
+        if api.get("cudaGraphLaunch", 0) > 1:
+            calls = []
+            for name_id, start in con.execute("select nameId, start from CUPTI_ACTIVITY_KIND_RUNTIME order by start"):
+                name = re.sub(r"_v\d+$", "", strings.get(name_id, "?"))
+                if name in ("cudaGraphLaunch", "cudaMemcpyAsync"):
+                    calls.append(name)
+            counts, current = [], None
+            for name in calls:
+                if name == "cudaGraphLaunch":
+                    if current is not None:
+                        counts.append(current)
+                    current = 0
+                elif current is not None:
+                    current += 1
+            counts.sort()
+            out["copies_between_graph_launches_p50"] = counts[len(counts) // 2]
         out["api_rows"] = rows
         out["memcpy"] = (
             con.execute("select count(*) from CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0]
