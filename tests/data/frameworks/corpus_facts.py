@@ -64,7 +64,7 @@ def facts(path: Path) -> dict[str, object]:
         out["api"] = dict(sorted(api.items()))
         if api.get("cudaGraphLaunch", 0) > 1:
             calls = []
-            for name_id, start in con.execute("select nameId, start from CUPTI_ACTIVITY_KIND_RUNTIME order by start"):
+            for (name_id,) in con.execute("select nameId from CUPTI_ACTIVITY_KIND_RUNTIME order by start"):
                 name = re.sub(r"_v\d+$", "", strings.get(name_id, "?"))
                 if name in ("cudaGraphLaunch", "cudaMemcpyAsync"):
                     calls.append(name)
