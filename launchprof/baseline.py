@@ -325,6 +325,11 @@ def describe(section: Mapping[str, Any]) -> str:
                 f"but the trace shows {section.get('trace_regions', 0)} profiler regions with "
                 f"{section.get('region_steps', 0)} steps found in them: no step time without nsys"
             )
+        if not any(section.get("steps") or []):
+            return (
+                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, no step times: no step markers "
+                "(launchprof.step()) and no torch.cuda.profiler region timed"
+            )
         return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
     if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
         return (

@@ -13,7 +13,9 @@ which runs the script as ``__main__`` (``runpy``, as ``python SCRIPT.py`` would)
 wrapping ``torch.cuda.profiler.start`` and ``stop`` the moment that module is imported.
 Each start records ``time.perf_counter_ns()`` after ``torch.cuda.synchronize()`` and
 each stop records it after another one, so a region's time is its wall-clock time with
-the GPU drained at both ends (the workload's own CUDA-synchronised timed loop). At exit,
+the GPU drained at both ends (the workload's own CUDA-synchronised timed loop). As in the
+trace, a region runs from a start to the next stop: a start inside an open region changes
+nothing. A forked child does not write its parent's regions again. At exit,
 every region is appended to the file named by ``LAUNCHPROF_STEP_TIMES`` as a line
 ``profiler region START_NS END_NS`` (the step-times format of :mod:`launchprof.marker`,
 name :data:`REGION_NAME`). Calls to ``cudart().cudaProfilerStart()`` that bypass
@@ -44,8 +46,8 @@ REGION_NAME = "profiler region"
 STEP_TIMES_ENV = "LAUNCHPROF_STEP_TIMES"  # launchprof.marker.STEP_TIMES_ENV (not imported: this file stands alone)
 TARGET = "torch.cuda.profiler"
 
-_regions: list[tuple[int, int]] = []
-_open: list[int] = []
+_regions: list[tuple[int, int, int]] = []  # (pid, start_ns, end_ns)
+_open: list[int] = []  # the start of the open region (at most one)
 
 
 def _synchronize() -> None:
@@ -62,14 +64,15 @@ def _wrap(module: ModuleType) -> None:
 
     def timed_start() -> Any:
         result = start()
-        _synchronize()
-        _open.append(time.perf_counter_ns())
+        if not _open:  # a start inside an open region changes nothing (as in the trace)
+            _synchronize()
+            _open.append(time.perf_counter_ns())
         return result
 
     def timed_stop() -> Any:
-        _synchronize()
         if _open:
-            _regions.append((_open.pop(), time.perf_counter_ns()))
+            _synchronize()
+            _regions.append((os.getpid(), _open.pop(), time.perf_counter_ns()))
         return stop()
 
     timed_start._launchprof_region = True  # type: ignore[attr-defined]
@@ -107,10 +110,14 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 def _write() -> None:
     path = os.environ.get(STEP_TIMES_ENV)
-    if not path or not _regions:
+    mine = [(a, b) for pid, a, b in _regions if pid == os.getpid()]  # not a forked child's copy
+    if not path or not mine:
         return
-    with open(path, "a", encoding="utf-8") as out:
-        out.writelines(f"{REGION_NAME} {a} {b}\n" for a, b in _regions)
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.writelines(f"{REGION_NAME} {a} {b}\n" for a, b in mine)
+    except OSError as exc:
+        print(f"launchprof: profiler region times not written to {path}: {exc.strerror}", file=sys.stderr)
 
 
 def install() -> None:
@@ -128,14 +135,20 @@ def main(argv: Sequence[str]) -> None:
     if not args or (args[0] == "-m" and len(args) < 2):
         sys.exit("usage: python profiler_region.py SCRIPT.py [ARGS...] | -m MODULE [ARGS...]")
     install()
+    # sys.path[0] is this file's folder; python itself would have put the script's real
+    # folder (symlinks resolved) or, for -m, the working directory there - or nothing at
+    # all with -P / PYTHONSAFEPATH, when sys.path[0] is already the first PYTHONPATH entry.
+    safe = bool(getattr(sys.flags, "safe_path", False))
     if args[0] == "-m":
         sys.argv = [args[1], *args[2:]]
-        sys.path[0] = os.getcwd()  # as python -m has it (not this file's folder)
+        if not safe:
+            sys.path[0] = os.getcwd()
         runpy.run_module(args[1], run_name="__main__", alter_sys=True)
     else:
         sys.argv = args
-        sys.path[0] = os.path.dirname(os.path.abspath(args[0]))
-        runpy.run_path(args[0], run_name="__main__")
+        if not safe:
+            sys.path[0] = os.path.dirname(os.path.realpath(args[0]))
+        runpy.run_path(os.path.abspath(args[0]), run_name="__main__")  # __file__ absolute, as python gives it
 
 
 if __name__ == "__main__":

@@ -476,21 +476,42 @@ def _after_recording(
 PYTHON_NAME = re.compile(r"python[0-9.]*(?:\.exe)?$")
 
 
-def baseline_argv(argv: Sequence[str]) -> list[str]:
-    """The command line of a run without nsys: a Python workload (``python[X.Y] SCRIPT.py``
-    or ``python -m MODULE``, options before them left alone) runs through
-    ``launchprof/profiler_region.py``, which times its profiler regions for a workload without
-    step markers (:mod:`launchprof.profiler_region`); any other command runs unchanged."""
-    args = list(argv)
-    if len(args) > 1 and PYTHON_NAME.match(os.path.basename(args[0])):
-        i = 1
-        while i < len(args) and args[i].startswith("-") and args[i] != "-m" and args[i] != "-":
-            i += 1
-        if i < len(args) and (args[i] == "-m" or args[i].endswith(".py")):
-            from launchprof import profiler_region
+# Python options that take the next word as their value (``python --help``).
+PYTHON_VALUE_OPTIONS = ("-W", "-X", "--check-hash-based-pycs")
 
-            return [*args[:i], str(Path(profiler_region.__file__).resolve()), *args[i:]]
-    return args
+
+def baseline_argv(argv: Sequence[str]) -> list[str]:
+    """The command line of a run without nsys: a Python workload (``python[X.Y] [OPTIONS]
+    SCRIPT`` or ``... -m MODULE``; options with a value, ``-W``/``-X``, read as Python does)
+    runs through ``launchprof/profiler_region.py``, which times its profiler regions for a
+    workload without step markers (:mod:`launchprof.profiler_region`); any other command -
+    not Python, ``-c CODE``, a script read from stdin - runs unchanged."""
+    args = list(argv)
+    if len(args) < 2 or not PYTHON_NAME.match(os.path.basename(args[0])):
+        return args
+    i = 1
+    while i < len(args):
+        word = args[i]
+        if word == "-m" or (word.startswith("-m") and not word.startswith("--")):
+            break
+        if word == "-" or word.startswith("-c") or word in ("--help", "-h", "--version", "-V"):
+            return args
+        if word in PYTHON_VALUE_OPTIONS:
+            i += 2
+        elif word.startswith("-"):
+            i += 1
+        else:
+            break
+    if i >= len(args):
+        return args
+    from launchprof import profiler_region
+
+    rest = args[i:]
+    if rest[0].startswith("-m") and rest[0] != "-m":  # -mpkg.mod
+        rest = ["-m", rest[0][2:], *rest[1:]]
+    if rest[0] == "-m" and len(rest) < 2:
+        return args
+    return [*args[:i], str(Path(profiler_region.__file__).resolve()), *rest]
 
 
 def _run_baselines(
@@ -509,6 +530,8 @@ def _run_baselines(
     got, regions = [], []
     for i, path in enumerate(run_files(folder, runs), start=1):
         console.print(f"launchprof: baseline run {i} of {runs} (without nsys)", markup=False)
+        with contextlib.suppress(OSError):  # a file left by an earlier run of this folder
+            path.unlink(missing_ok=True)
         began = time.perf_counter()
         try:
             done = subprocess.run(argv, env={**os.environ, STEP_TIMES_ENV: str(path.resolve())}, check=False)
@@ -516,6 +539,8 @@ def _run_baselines(
             raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None
         wall = time.perf_counter() - began
         if done.returncode != 0:
+            if path.exists():  # kept for the record, out of compare's way (it reads baseline-*.steps)
+                path.replace(path.with_name(path.name + ".failed"))
             console.print(f"launchprof: baseline run {i} exited with code {done.returncode}; left out", markup=False)
             continue
         try:

@@ -270,3 +270,26 @@ def test_a_failed_workload_is_recorded_in_the_summary_and_page(tmp_path: Path) -
     )
     assert ok.returncode == 0, ok.stderr
     assert "workload" not in json.loads((tmp_path / "ok" / "summary.json").read_text())
+
+
+def test_a_failed_baseline_runs_file_is_moved_out_of_compares_way(tmp_path: Path) -> None:
+    # The workload marks 6 steps, and fails on its second run without nsys (a counter file
+    # says which run it is: the nsys run is 1); compare reads every baseline-*.steps.
+    script = tmp_path / "flaky.py"
+    script.write_text(
+        "import sys, time\nfrom pathlib import Path\nimport launchprof\n"
+        "count = Path(sys.argv[1])\nn = int(count.read_text()) + 1 if count.exists() else 1\n"
+        "count.write_text(str(n))\nfor _ in range(6):\n    with launchprof.step():\n        time.sleep(0.002)\n"
+        "sys.exit(1 if n == 3 else 0)\n"
+    )
+    done = run_nsys_retrying(
+        [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "3", str(script), str(tmp_path / "count")],
+        cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "out"
+    assert "launchprof: baseline run 2 exited with code 1; left out" in done.stdout
+    assert sorted(p.name for p in folder.glob("baseline-*")) == [
+        "baseline-1.steps", "baseline-2.steps.failed", "baseline-3.steps",
+    ]  # fmt: skip
+    assert json.loads((folder / "summary.json").read_text())["baseline"]["runs"] == 2

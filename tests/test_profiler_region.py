@@ -194,3 +194,107 @@ def test_region_section_one_figure_per_run_and_no_host_ahead() -> None:
     empty = baseline_section(runs, steps, None, None, (0, 0))
     assert empty["period_p50_ns"] is None and empty["overhead_ratio"] is None
     assert "no step time without nsys" in describe(empty)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["python3", "-X", "pycache_prefix=a.py", "x.py"],
+            ["python3", "-X", "pycache_prefix=a.py", REGION_FILE, "x.py"],
+        ),
+        (["python3", "-W", "ignore", "-u", "x"], ["python3", "-W", "ignore", "-u", REGION_FILE, "x"]),
+        (["python3", "-Wignore", "-mpkg.mod", "1"], ["python3", "-Wignore", REGION_FILE, "-m", "pkg.mod", "1"]),
+        (["python3", "-c", "a.py"], ["python3", "-c", "a.py"]),
+        (["python3", "-cprint(1)"], ["python3", "-cprint(1)"]),
+        (["python3", "-", "a.py"], ["python3", "-", "a.py"]),
+        (["python3", "-m"], ["python3", "-m"]),
+        (["python3", "-X", "dev"], ["python3", "-X", "dev"]),
+    ],
+)
+def test_baseline_argv_reads_python_options_as_python_does(argv: list[str], expected: list[str]) -> None:
+    assert baseline_argv(argv) == expected
+
+
+def test_the_script_runs_as_python_would_run_it(tmp_path: Path) -> None:
+    # A symlinked script imports its real folder's modules; __file__ is absolute; a chdir
+    # does not lose it.
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "helper.py").write_text("VALUE = 7\n")
+    (real / "main.py").write_text(
+        "import os, helper\nos.chdir('/')\nprint(helper.VALUE, os.path.isabs(__file__),"
+        " os.path.exists(os.path.join(os.path.dirname(__file__), 'helper.py')))\n"
+    )
+    link = tmp_path / "sp ace"
+    link.mkdir()
+    (link / "link.py").symlink_to(real / "main.py")
+    for safe in ("", "1"):
+        env = {**os.environ, "PYTHONSAFEPATH": safe} if safe else dict(os.environ)
+        plain = subprocess.run(
+            [sys.executable, "sp ace/link.py"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        wrapped = subprocess.run(
+            baseline_argv([sys.executable, "sp ace/link.py"]), cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert (wrapped.returncode, wrapped.stdout) == (plain.returncode, plain.stdout), (safe, wrapped.stderr)
+    assert plain.returncode == 1 and "No module named 'helper'" in plain.stderr  # -P: no script folder on sys.path
+
+
+def test_safe_path_keeps_the_first_pythonpath_entry(tmp_path: Path) -> None:
+    done, times = _run(tmp_path, "import torch.cuda.profiler as p\np.start()\np.stop()\n")
+    assert done.returncode == 0
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), STEP_TIMES_ENV: str(times), "PYTHONSAFEPATH": "1"}
+    again = subprocess.run(baseline_argv([sys.executable, str(tmp_path / "work.py")]), env=env, capture_output=True)
+    assert again.returncode == 0, again.stderr
+    assert region_step_times(times).shape == (2, 2)
+
+
+def test_a_start_inside_an_open_region_and_a_fork_change_nothing(tmp_path: Path) -> None:
+    done, times = _run(
+        tmp_path,
+        """
+        import os, sys, time
+        import torch.cuda.profiler as p
+        p.start()
+        time.sleep(0.03)
+        with p.profile():  # a second start inside the open region: the region ends at its stop
+            time.sleep(0.01)
+        p.stop()  # no region open: nothing
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)  # the child exits normally: its atexit must not write the parent's region
+        os.waitpid(pid, 0)
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = region_step_times(times)
+    assert rows.shape == (1, 2)
+    assert (rows[0, 1] - rows[0, 0]) / 1e9 >= 0.04
+
+
+def test_an_unwritable_step_times_file_is_one_line(tmp_path: Path) -> None:
+    _fake_torch(tmp_path / "site")
+    script = tmp_path / "work.py"
+    script.write_text("import torch.cuda.profiler as p\np.start()\np.stop()\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), STEP_TIMES_ENV: str(tmp_path / "no" / "x.steps")}
+    done = subprocess.run(baseline_argv([sys.executable, str(script)]), env=env, capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stderr.strip().splitlines() == [
+        f"launchprof: profiler region times not written to {tmp_path / 'no' / 'x.steps'}: No such file or directory"
+    ]
+
+
+def test_unprofiled_interval_of_a_few_runs_is_their_whole_range() -> None:
+    from launchprof.analysis.verify import unprofiled_interval
+
+    point, (low, high) = unprofiled_interval(np.array([80.0, 120.0]), np.array([100.0, 99.0]))
+    assert point == pytest.approx(100 / 99.5)
+    assert (low, high) == (pytest.approx(0.80), pytest.approx(120 / 99))
+    many = np.linspace(90, 110, 20)
+    assert unprofiled_interval(many, many / 2)[1][0] > 1.5  # enough values: the bootstrap's narrow interval
+
+
+def test_describe_says_why_there_are_no_step_times() -> None:
+    section = baseline_section([np.empty((0, 2), dtype=np.int64)] * 2, {"period_p50_ns": 1e6}, None)
+    assert "no step markers (launchprof.step()) and no torch.cuda.profiler region timed" in describe(section)

@@ -128,7 +128,8 @@ class Comparison:
         speedup_parts: where the gain came from (:func:`speedup_parts`); None without
             periods and busy times on both sides.
         speedup_unprofiled, speedup_unprofiled_ci: the same ratio of median step periods
-            and its interval from the runs without nsys (``profile --baseline-runs``), when
+            and its interval (:func:`unprofiled_interval`) from the runs without nsys
+            (``profile --baseline-runs``), when
             both sides have them; the ``faster`` check then decides on it.
     """
 
@@ -338,6 +339,23 @@ def speedup_interval(
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(ratios, [tail, 100 - tail])
     return point, (float(min(lo, point)), float(max(hi, point)))
+
+
+SMALL_SAMPLE = 8
+
+
+def unprofiled_interval(before_ns: np.ndarray, after_ns: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """:func:`speedup_interval` for the step times of the runs without nsys; with fewer than
+    :data:`SMALL_SAMPLE` values on a side (one figure per run: the profiler-region source),
+    where a bootstrap of so few values has no width, the interval is the whole range of
+    ratios instead: ``min(before) / max(after)`` to ``max(before) / min(after)``."""
+    b = np.asarray(before_ns, dtype=float)
+    a = np.asarray(after_ns, dtype=float)
+    if b.size >= SMALL_SAMPLE and a.size >= SMALL_SAMPLE:
+        return speedup_interval(b, a)
+    point = float(np.median(b) / np.median(a))
+    low, high = b.min() / a.max(), (b.max() / a.min() if a.min() > 0 else point)
+    return point, (float(min(low, point)), float(max(high, point)))
 
 
 def _mean_interval(fb: SideFigures, fa: SideFigures, level: float = CI_LEVEL) -> tuple[float, tuple[float, float]]:
@@ -737,7 +755,7 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
     unprofiled = None
     ub, ua = before.unprofiled_periods, after.unprofiled_periods
     if ub is not None and ua is not None and ub.size >= 2 and ua.size >= 2 and np.median(ua) > 0:
-        unprofiled = speedup_interval(ub, ua)
+        unprofiled = unprofiled_interval(ub, ua)
     checks = [
         check_converted(fb, fa),
         check_same_work(fb, fa, kernels),

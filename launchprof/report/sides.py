@@ -464,8 +464,11 @@ def _region_periods(folder: Path, section: dict[str, Any], notes: list[str]) -> 
     trace's regions (``region_steps``); None with fewer than two runs."""
     from launchprof.baseline import StepTimesError, region_step_times
 
-    steps = int(section.get("region_steps") or 0)
-    if not steps:
+    steps = section.get("region_steps")
+    if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps < 2**31:
+        notes.append(
+            f"{folder}: its baseline section has no usable region_steps ({steps!r}); no step time without nsys"
+        )
         return None
     values = []
     for path in sorted(folder.glob("baseline-*.steps")):
