@@ -24,6 +24,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.arrays import kind_in
 from launchprof.analysis.intervals import sorted_union, union
 
 DEFAULT_BUBBLE_THRESHOLD_NS = 1_000
@@ -314,7 +315,7 @@ def kind_counts(kind: pd.Series) -> tuple[int, int]:
         counts = np.bincount(kind.cat.codes.to_numpy() + 1, minlength=len(cats) + 1)[1:]
         per = dict(zip(cats, counts.tolist(), strict=True))
         return per.get("kernel", 0), per.get("memcpy", 0) + per.get("memset", 0)
-    return int((kind == "kernel").sum()), int(kind.isin(["memcpy", "memset"]).sum())
+    return int(kind_in(kind, ("kernel",)).sum()), int(kind_in(kind, ("memcpy", "memset")).sum())
 
 
 def submit_ends(api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:
