@@ -158,7 +158,6 @@ class EarlyAnalysis:
         self.render = render
         self.after = after
         self.result: EarlyResult | None = None
-        self.error: str | None = None
         self._nsys_done = threading.Event()
         self._dropped = threading.Event()
         self._lock = threading.Lock()
@@ -207,8 +206,8 @@ class EarlyAnalysis:
                 return
             self.result = self._analyse(folder, {"export": exported - began})
             mark("early_done")
-        except BaseException as exc:  # noqa: BLE001 - the usual path runs instead (and reports)
-            self.error = repr(exc)
+        except BaseException:  # noqa: BLE001 - any failure: the usual path runs instead (and reports)
+            pass
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
