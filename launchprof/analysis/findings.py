@@ -1,5 +1,5 @@
-"""Findings: what stands in the way of a CUDA Graph, or skews the numbers (DOMAIN.md and
-the source chapter's list of capture breakers and places where graphs do not pay).
+"""Findings: what stands in the way of a CUDA Graph, or skews the numbers (the
+capture breakers of docs/metrics.md, and the places where graphs do not pay).
 
 Each finder takes a :class:`~launchprof.analysis.stepdata.StepContext` (steady-state
 steps only, so warm-up allocations and one-off syncs do not count) and returns a
@@ -541,11 +541,11 @@ def profiler_overhead(
     """Launch calls inflated under the profiler: each launch call of a step is taken to
     last ``profiler_launch_overhead_ns`` longer than without nsys (a calibration's
     ``profiler.launch_overhead_ns``, measured by ``launchprof calibrate --profiler``, or
-    the default: DOMAIN.md's table, 517 vs 310 us per 75-launch demo step with and without
-    nsys = 2.76 us per launch). The unprofiled per-launch step = step period - launch
-    calls per step x that overhead; against ``unprofiled_graph_step_ns`` (the graph step
-    predicted without the profiler, :func:`launchprof.analysis.predict.unprofiled_values`)
-    it gives ``unprofiled_speedup``. Reported when the overhead is at least
+    the default: 2.76 us per launch, docs/metrics.md, "Launch overhead and the
+    profiler"). The unprofiled per-launch step = step period - launch calls per step x
+    that overhead; against ``unprofiled_graph_step_ns`` (the graph step predicted
+    without the profiler, :func:`launchprof.analysis.predict.unprofiled_values`) it
+    gives ``unprofiled_speedup``. Reported when the overhead is at least
     :data:`PROFILER_SHARE_MIN` of the step period.
 
     ``expected``: ``(eager_step_ns, graph_step_ns)`` of the recommendation's expectation

@@ -362,7 +362,7 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
     ``analysis.extra["steps"]``, or steps found again with a template).
 
     The instantiation cost is the total duration of the graph instantiate calls of the
-    step's process (DOMAIN.md: instantiate once, launch many times). The recommendation,
+    step's process (docs/metrics.md, "Amortized cost and break-even"). The recommendation,
     when present, is read from ``analysis.extra["recommendation"]`` (attributes
     ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
     """

@@ -4,7 +4,7 @@
 the steady-state steps, their kernels (with names and launch configuration), their
 CUDA API calls, and the cause of each GPU idle gap (``gap_causes``).
 
-Gap causes (DOMAIN.md, "Host-wait"): every idle gap between busy intervals of the
+Gap causes (docs/metrics.md, "Gap causes"): every idle gap between busy intervals of the
 process's stepped activity belongs to the step of the busy interval before it (so a step
 owns its inner gaps and the gap after it: the window of its period, first activity to the
 next step's first activity). A host-wait gap (the submitting call ended
@@ -305,8 +305,8 @@ def _gap_causes(
     nxt = u.order[u.first_row[1:]]  # the activity row that ends each gap
     nxt = nxt + kept.start if isinstance(kept, slice) else kept[nxt]
     # A gap counts for the step whose period spans it: the step of the busy interval
-    # before it (the gap after a step's last activity is that step's, as its period runs
-    # to the next step's start; issue 17: it was the next step's, one gap off the window).
+    # before it (the gap after a step's last activity is that step's: its period runs to
+    # the next step's start; docs/metrics.md, "Per-step figures").
     before = u.order[u.first_row[:-1]]
     before = before + kept.start if isinstance(kept, slice) else kept[before]
     gap_start, gap_end = u.gap_starts, u.gap_ends

@@ -1,6 +1,6 @@
 """Steps: one iteration of the user's loop, found in the trace and projected onto the GPU.
 
-Three sources, in order of preference (DOMAIN.md, "Step"):
+Three sources, in order of preference (docs/metrics.md, "Step"):
 
 1. ``nvtx``: NVTX ranges. By default launchprof's own marker (range ``step`` in domain
    ``launchprof``, see :mod:`launchprof.marker`); ``step_name`` picks ranges by text;

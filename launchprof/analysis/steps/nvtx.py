@@ -130,7 +130,7 @@ def with_helper_threads(api: pd.DataFrame, ranges: pd.DataFrame, api_step: np.nd
     (PyTorch runs the backward pass on autograd engine threads; DDP's reducer launches its
     all-reduces from them) belong to the step whose range, on any thread of the process,
     contains the call's start in time. Calls on a thread that has step ranges keep the
-    same-thread rule of DOMAIN.md. ``ranges`` are the chosen process's step ranges, sorted
+    same-thread rule (docs/metrics.md, "Step"). ``ranges`` are the chosen process's step ranges, sorted
     by start and not nested.
     """
     rows = np.flatnonzero((api["pid"].to_numpy() == pid) & (api_step < 0))

@@ -68,7 +68,7 @@ def step_table(
     first_row[inner.first_steps[keep]] = call_row[inner.first_rows[keep]]
     lead_wait = np.where(_ended_after(api["end"].to_numpy(), first_row, prev_end) & prev_has, lead_gap, 0)
     # The gap after the step (before the next one's first activity) is the step's, as its
-    # period spans it (issue 17: the gap before it was counted, one gap off the period).
+    # period spans it (docs/metrics.md, "Per-step figures").
     host_wait = inner.wait_ns + np.r_[lead_wait[1:], 0]
     next_has = np.r_[has[1:], False]
     period = np.where(has & next_has, (np.r_[start_i[1:], np.int64(0)] - start_i).astype(np.float64), np.nan)
