@@ -26,6 +26,9 @@ from launchprof.analysis.steps.link import Link
 WARMUP_FACTOR = 1.5
 
 
+# ~100 lines: one pass over the step's activity and calls, whose intermediate arrays
+# (rows, call rows, first rows, exact starts and ends) each later column reuses; split
+# it only where the benchmark (benchmarks/analyze_stages.py) says no copy is added.
 def step_table(
     analysis: Analysis,
     device: DeviceAnalysis,
@@ -195,6 +198,7 @@ class Inner:
     last_end: np.ndarray
 
 
+# ~70 lines: the sorted rows, run ends and segment bounds are shared by every figure.
 def inner_figures(
     step: np.ndarray,
     start: np.ndarray,
