@@ -23,8 +23,6 @@ from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
 
-TRACE_SUFFIXES = (".sqlite", ".sqlite.xz", ".nsys-rep")
-
 
 def _decompress_xz(path: Path, folder: Path) -> Path:
     """Decompress ``path`` into ``folder`` (the temporary folder, ``$TMPDIR``).

@@ -1,16 +1,16 @@
 """Analysing a recording while nsys is still writing its SQLite export.
 
-``nsys profile --export=sqlite`` ends in two steps once the workload has exited: it writes
-the report (``STEM.nsys-rep``), then exports it to ``STEM.sqlite``. The second step took
-0.65 s of a 4.3 s run with 72k kernels and 2.5 s of a 12.5 s run with 360k kernels on the
-H200 machine (nsys 2025.3.1), and ``launchprof profile`` used to start its analysis only
-after it. :class:`EarlyAnalysis` starts as soon as the ``.nsys-rep`` is complete - nsys
-creates ``STEM.sqlite`` only then (the ``.nsys-rep`` had stopped changing 10-20 ms
-before, in both runs) - and runs, in a background thread of the ``launchprof`` process:
+``nsys profile --export=sqlite`` ends in two steps once the workload has exited: it
+writes the report (``STEM.nsys-rep``), then exports it to ``STEM.sqlite``. The second
+step is a sizeable share of a run (benchmarks/README.md, "Measurements behind constants
+in the code"), and ``launchprof profile`` used to start its analysis only after it.
+:class:`EarlyAnalysis` starts as soon as the ``.nsys-rep`` is complete - nsys creates
+``STEM.sqlite`` only then, after the ``.nsys-rep`` has stopped changing - and runs, in a
+background thread of the ``launchprof`` process:
 
 1. ``nsys export --type arrowdir`` of the ``.nsys-rep`` into a hidden folder next to it,
-   only the tables the loader reads (:func:`export_command`; for a 72k-kernel report
-   0.35 s with every table against 0.56 s for the SQLite export, on other CPUs);
+   only the tables the loader reads (:func:`export_command`; faster than the SQLite
+   export);
 2. :func:`~launchprof.trace.arrowdir.load_arrowdir` and the whole analysis
    (:func:`~launchprof.api.analyze_loaded`), the step files' texts and the report page;
 3. the hidden folder is removed.
@@ -93,7 +93,7 @@ def exports_arrowdir(nsys: str) -> bool:
 def export_command(nsys: str, rep: Path, folder: Path) -> list[str]:
     """``nsys export --type arrowdir`` of ``rep`` into ``folder``, limited to the tables the
     loader reads (:data:`~launchprof.trace.arrowdir.LOADED_TABLES`) when this nsys has
-    ``--tables`` (2025: 0.35 s for all tables of a 72k-kernel report)."""
+    ``--tables`` (nsys 2025 and later)."""
     cmd = [nsys, "export", "--type", "arrowdir", "--force-overwrite", "true", "--quiet", "true"]
     if "--tables" in export_help(nsys):
         cmd.append("--tables=" + ",".join(f"^{t}$" for t in EXPORTED_TABLES))
@@ -158,7 +158,6 @@ class EarlyAnalysis:
         self.render = render
         self.after = after
         self.result: EarlyResult | None = None
-        self.error: str | None = None
         self._nsys_done = threading.Event()
         self._dropped = threading.Event()
         self._lock = threading.Lock()
@@ -207,8 +206,8 @@ class EarlyAnalysis:
                 return
             self.result = self._analyse(folder, {"export": exported - began})
             mark("early_done")
-        except BaseException as exc:  # noqa: BLE001 - the usual path runs instead (and reports)
-            self.error = repr(exc)
+        except BaseException:  # noqa: BLE001 - any failure: the usual path runs instead (and reports)
+            pass
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 

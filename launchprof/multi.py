@@ -209,10 +209,9 @@ def _link_plotlyjs(top: Path, folder: Path) -> None:
         pass
 
 
-# When a local Dask cluster pays (README: Multi-rank analysis). Measured: its start-up took
-# 4.2 s on the 16-core H200 machine, and one trace costs ~0.1 s per MB of SQLite
-# (demo_B_4096: 11.5 MB, 1.1 s); on 2 shared cores two small traces took 8.2 s on Dask
-# against 2.7 s one after another (issue 19).
+# When a local Dask cluster pays (docs/reference.md, "Multi-rank analysis"): the cluster's
+# start-up and the cost of one MB of SQLite, as measured (benchmarks/README.md,
+# "Measurements behind constants in the code").
 DASK_MIN_CPUS = 4
 DASK_STARTUP_S = 4.2
 SECONDS_PER_MB = 0.1

@@ -339,6 +339,7 @@ def test_nsys_rep_without_nsys_on_path(tmp_path: Path) -> None:
     assert_one_line_error(p.returncode, p.stderr, "nsys (Nsight Systems) was not found")
 
 
+@pytest.mark.nsys
 def test_nsys_rep_that_nsys_cannot_read(tmp_path: Path) -> None:
     if not shutil.which("nsys"):
         pytest.skip("nsys not installed")

@@ -171,6 +171,7 @@ def test_no_file_without_the_variable(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.nsys
 @pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
 def test_profile_with_baseline_runs_end_to_end(tmp_path: Path) -> None:
     steps = 9
@@ -215,6 +216,7 @@ def test_profile_with_baseline_runs_end_to_end(tmp_path: Path) -> None:
     assert "baseline: step p50" in done.stdout
 
 
+@pytest.mark.nsys
 def test_no_baseline_runs_after_a_failed_workload_and_it_says_so(tmp_path: Path) -> None:
     done = run_nsys_retrying(
         [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "2", str(EXAMPLES / "cpu" / "fails.py"), "3"],
@@ -257,6 +259,7 @@ def test_describe_without_a_ratio() -> None:
     assert describe(section) == "baseline: step p50 0.0 us without nsys vs 1.5 us under nsys: no ratio (a zero period)"
 
 
+@pytest.mark.nsys
 def test_a_failed_workload_is_recorded_in_the_summary_and_page(tmp_path: Path) -> None:
     done = run_nsys_retrying(
         [LAUNCHPROF, "profile", "-o", "out", str(EXAMPLES / "cpu" / "fails.py"), "5"], cwd=tmp_path, timeout=300

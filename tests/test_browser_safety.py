@@ -29,7 +29,7 @@ PAYLOADS = [
     f"\\u003c/script\\u003e<script>{JS}</script>",
 ]
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")]
 
 
 def dump_dom(page: Path, profile: Path) -> str:

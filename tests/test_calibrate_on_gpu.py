@@ -15,6 +15,8 @@ import pytest
 
 from launchprof.calibrate import CalibrationError, run_calibration
 
+pytestmark = pytest.mark.gpu
+
 
 def _gpu_or_skip() -> dict[str, object]:
     try:

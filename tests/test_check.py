@@ -47,6 +47,7 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
     assert again.returncode == 2 and "already exists" in again.stderr and "Traceback" not in again.stderr
 
 
+@pytest.mark.nsys
 def test_check_of_cpu_only_workloads_profiles_both_and_says_no_gpu_work(tmp_path: Path) -> None:
     steps = 8
     done = run_nsys_retrying(

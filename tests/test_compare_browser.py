@@ -38,6 +38,7 @@ def dump_dom(page: Path, profile: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.browser
 def test_compare_page_renders_in_chromium(tmp_path: Path) -> None:
     before, _ = build(tmp_path, "eager", eager_run)
     after, _ = build(tmp_path, "graph", graph_run)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import launchprof
-from launchprof.analysis import findings, side, stepdata
+from launchprof.analysis import side, stepdata
 from launchprof.analysis.callkinds import classify
 from launchprof.analysis.diagnose import _durations
 from launchprof.analysis.side import KERNEL_KEY, kernel_info
@@ -157,31 +157,6 @@ def test_take_is_iloc_with_a_fresh_index() -> None:
         got = stepdata._take(frame, rows, extra={"s": np.arange(rows.size)})
         expected = frame.iloc[rows].reset_index(drop=True).assign(s=np.arange(rows.size))
         pd.testing.assert_frame_equal(got, expected)
-
-
-def _row_codes_reference(frame: pd.DataFrame) -> np.ndarray:
-    """Rows numbered by first appearance of their values."""
-    return frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy()
-
-
-def test_row_codes_number_distinct_rows_by_first_appearance() -> None:
-    rng = np.random.default_rng(11)
-    frame = pd.DataFrame(
-        {
-            "name_id": rng.integers(600, 620, 5_000),
-            "grid_x": rng.choice([1, 16, 2**30], 5_000).astype(np.int32),
-            "grid_y": np.ones(5_000, dtype=np.int32),  # constant: no part of the key
-            "block_x": rng.choice([128, 256], 5_000).astype(np.int32),
-        }
-    )
-    expected = _row_codes_reference(frame)
-    np.testing.assert_array_equal(findings._row_codes(frame), expected)
-    np.testing.assert_array_equal(side._row_codes([frame[c].to_numpy() for c in frame.columns]), expected)
-    wide = frame.assign(grid_y=rng.choice([0, 2**62], 5_000))  # too wide to pack: factorized pairwise
-    wide["grid_x"] = wide["grid_x"].astype(np.int64) * 2**31
-    expected = _row_codes_reference(wide)
-    np.testing.assert_array_equal(findings._row_codes(wide), expected)
-    np.testing.assert_array_equal(side._row_codes([wide[c].to_numpy() for c in wide.columns]), expected)
 
 
 def _analysis(real_trace, name: str):  # type: ignore[no-untyped-def]

@@ -45,6 +45,7 @@ def test_trace_strings_are_escaped(tmp_path: Path) -> None:
     assert "<img src=x" not in page
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     _report(tmp_path, kernel_name=EVIL)

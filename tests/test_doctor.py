@@ -33,6 +33,7 @@ def test_nvtx_recording_rule(nsys: tuple[int, ...], nvtx: tuple[int, ...], expec
     assert nvtx_recorded(nsys, nvtx) is expected
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_doctor_on_this_machine() -> None:
     version = subprocess.run([str(NSYS), "--version"], capture_output=True, text=True).stdout.split()[-1]
@@ -53,6 +54,7 @@ def test_no_nsys_fails_and_says_what_to_install(tmp_path: Path) -> None:
     assert "profiling cannot work here: fix nsys" in result.output
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_unloadable_importer_fails_with_the_missing_library(tmp_path: Path) -> None:
     real = find_importer(Path(str(NSYS)))
@@ -76,6 +78,7 @@ def test_gpu_check_answers_without_crashing() -> None:
         assert check.status == "ok" or check.detail.startswith("no GPU")
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_check_nvtx_probe_agrees_with_the_version_rule() -> None:
     import importlib.metadata

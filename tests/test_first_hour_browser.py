@@ -21,9 +21,12 @@ from typer.testing import CliRunner
 from launchprof.cli import app
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs Debian's chromium package)"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs Debian's chromium package)"
+    ),
+]
 DATA = Path(__file__).parent / "data"
 
 PROBE = """<script>

@@ -77,6 +77,7 @@ def test_split_traces_hold_one_process_each(rank_traces) -> None:
         assert pids == {pid} and n == 1605  # MANIFEST.md: 3210 kernels, two equal processes
 
 
+@pytest.mark.dask
 def test_dask_path_writes_the_bytes_of_the_serial_path(rank_traces, dask_run, tmp_path: Path) -> None:
     _, parts = rank_traces
     out, _ = dask_run
@@ -88,6 +89,7 @@ def test_dask_path_writes_the_bytes_of_the_serial_path(rank_traces, dask_run, tm
             assert (out / part.stem / name).read_bytes() == (single / name).read_bytes(), name
 
 
+@pytest.mark.dask
 def test_combined_json_is_the_same_with_and_without_dask(rank_traces, dask_run, tmp_path: Path) -> None:
     _, parts = rank_traces
     out, _ = dask_run
@@ -97,6 +99,7 @@ def test_combined_json_is_the_same_with_and_without_dask(rank_traces, dask_run, 
     assert serial == (out / "combined.json").read_bytes()
 
 
+@pytest.mark.dask
 def test_combined_view_equals_the_view_of_the_whole_trace(rank_traces, dask_run) -> None:
     whole, _ = rank_traces
     out, _ = dask_run
@@ -116,6 +119,7 @@ def test_combined_view_equals_the_view_of_the_whole_trace(rank_traces, dask_run)
             assert a[key] == b[key], key
 
 
+@pytest.mark.dask
 def test_combined_page_and_rank_folders(dask_run) -> None:
     out, output = dask_run
     page = (out / "combined.html").read_text()
@@ -125,6 +129,8 @@ def test_combined_page_and_rank_folders(dask_run) -> None:
     assert (out / "rank0" / "plotly.min.js").samefile(out / "plotly.min.js")
 
 
+@pytest.mark.browser
+@pytest.mark.dask
 def test_combined_page_renders_in_chromium(dask_run, tmp_path: Path) -> None:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -179,6 +185,7 @@ def test_expand_traces(tmp_path: Path) -> None:
     assert folder_names(["x/rank0.sqlite", "y/rank0.sqlite.xz", "rank1.nsys-rep"]) == ["rank0-0", "rank0-1", "rank1"]
 
 
+@pytest.mark.dask
 def test_unreachable_scheduler_is_a_user_error(rank_traces, tmp_path: Path) -> None:
     _, parts = rank_traces
     result = runner.invoke(
@@ -188,6 +195,7 @@ def test_unreachable_scheduler_is_a_user_error(rank_traces, tmp_path: Path) -> N
     assert result.exit_code != 0 and "cannot reach the Dask scheduler" in result.output
 
 
+@pytest.mark.dask
 def test_existing_scheduler_gives_the_same_report(rank_traces, dask_run, tmp_path: Path) -> None:
     import logging
 
@@ -220,6 +228,7 @@ def test_a_trace_without_gpu_work_counts_as_failed(rank_traces, tmp_path: Path) 
     assert (out / "idle" / "summary.json").exists()  # written, as the single-trace command does
 
 
+@pytest.mark.dask
 def test_installed_command_runs_the_dask_path(rank_traces, dask_run, tmp_path: Path) -> None:
     import sys
 

@@ -79,6 +79,7 @@ def test_nsys_args_are_split_and_output_is_refused() -> None:
         split_nsys_args(['"unbalanced'])  # was a ValueError traceback (breaker)
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_nsys_command_has_the_flags_this_nsys_knows(tmp_path: Path) -> None:
     nsys = Path(shutil.which("nsys") or "")
@@ -118,6 +119,7 @@ def test_bad_nsys_path_is_one_line_error(tmp_path: Path, monkeypatch: pytest.Mon
     assert "launchprof: error: nsys not found at" in result.output
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_module_target_in_process_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "mymod.py").write_text("import sys\nprint('module ran', sys.argv[1:])\nsys.exit(4)\n")
@@ -129,6 +131,7 @@ def test_module_target_in_process_exit_code(tmp_path: Path, monkeypatch: pytest.
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_double_dash_before_target_and_options_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -151,6 +154,7 @@ def test_double_dash_before_target_and_options_after_it(tmp_path: Path, monkeypa
     assert not (tmp_path / "inner").exists()
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_executable_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -237,6 +241,7 @@ def test_runs_started_together_get_their_own_default_folders(tmp_path: Path) -> 
     assert len(set(got)) == 8 and all(p.is_dir() for p in got)
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_a_flag_nsys_refuses_leaves_no_empty_folder(tmp_path: Path) -> None:
     script = tmp_path / "loop.py"
@@ -258,6 +263,7 @@ def test_dash_h_is_help(command: list[str]) -> None:
     assert f"Usage: launchprof {' '.join(command)}".rstrip() in " ".join(result.output.split())
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_dash_h_after_the_target_goes_to_the_workload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)

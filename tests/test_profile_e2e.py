@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples" / "cpu"
 LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
 
-pytestmark = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+pytestmark = [pytest.mark.nsys, pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")]
 
 
 def profile(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -23,6 +23,7 @@ def profile(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproc
     return run_nsys_retrying([LAUNCHPROF, "profile", *args], cwd=cwd, timeout=300, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.nsys
 @needs_nsys
 @pytest.mark.parametrize("name", ["pct%p", "pct%%", "pct%q{HOME}", "~/tilde"])
 def test_an_output_named_like_an_nsys_pattern_is_taken_literally(tmp_path: Path, name: str) -> None:
@@ -35,6 +36,7 @@ def test_an_output_named_like_an_nsys_pattern_is_taken_literally(tmp_path: Path,
         assert (tmp_path / name / file).is_file(), (file, done.stderr)
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_a_script_whose_name_starts_with_a_dash_runs_after_double_dash(tmp_path: Path) -> None:
     (tmp_path / "-dash.py").write_text(MARKS)

@@ -94,6 +94,7 @@ def test_importer_env_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         find_importer(nsys)
 
 
+@pytest.mark.nsys
 @pytest.mark.skipif(not HAVE_NSYS, reason="nsys is not installed")
 def test_real_nsys_version_matches_its_own_output() -> None:
     info = nsys_info()

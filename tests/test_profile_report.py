@@ -30,6 +30,7 @@ def build(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.browser
 def test_lost_ranges_card_and_named_process_without_gpu(tmp_path: Path) -> None:
     analysis = launchprof.analyze(build(tmp_path))
     summary = write_report(analysis, tmp_path / "rep")

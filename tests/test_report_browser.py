@@ -18,9 +18,12 @@ import launchprof
 from launchprof.report.write import write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs Debian's chromium package)"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (scripts/test.sh installs Debian's chromium package)"
+    ),
+]
 
 FLAGS = [
     *HEADLESS_FLAGS,

@@ -1,7 +1,6 @@
-"""The numpy parts of the step finder, checked against plain references: pandas' grouped
-cummax, ``merge_asof`` and ``merge`` (what they replace), ``np.searchsorted``,
-``np.bincount``, and a per-step loop written out in Python for the busy/bubble/host-wait
-figures."""
+"""The numpy parts of the step finder, checked against plain references: ``merge_asof``
+and ``merge`` (what they replace), and a per-step loop written out in Python for the
+busy/bubble/host-wait figures. The shared array kernels are tests/test_arrays.py's."""
 
 from __future__ import annotations
 
@@ -13,59 +12,13 @@ import pytest
 from tracebuilder import TraceBuilder
 
 from launchprof.analysis import analyze_trace
-from launchprof.analysis.steps import (
-    _activity_from_api,
-    _bounds,
-    _call_rows,
-    _first_seen_codes,
-    _group_cummax,
-    _inner,
-    _last_at_or_before,
-    _link,
-    _outermost,
-    _project,
-    _rows,
-    _sums,
-    _take,
-)
+from launchprof.analysis.steps.link import activity_from_api, call_rows, link_calls
+from launchprof.analysis.steps.nvtx import outermost, project
+from launchprof.analysis.steps.table import inner_figures
 from launchprof.analysis.timeline import call_index, last_call_rows
 from launchprof.trace import load_trace
 
 SEEDS = range(40)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_group_cummax_is_pandas_grouped_cummax(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(0, 60))
-    group = np.sort(rng.integers(0, 6, n))
-    scale = [10, 10**6, 2**62][seed % 3]  # the last: the packed key would overflow
-    for values in (rng.integers(-scale, scale, n), rng.normal(size=n), np.sort(rng.integers(0, 50, n))):
-        ref = pd.Series(values).groupby(group, sort=False).cummax().to_numpy()
-        assert np.array_equal(_group_cummax(group, values), ref)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_last_at_or_before_is_searchsorted(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    bounds = np.sort(rng.integers(0, 1000, int(rng.integers(0, 30))))
-    t_sorted = np.sort(rng.integers(-10, 1100, int(rng.integers(0, 400))))  # many, ascending: counted
-    t_any = rng.integers(-10, 1100, 50)  # not in order: binary search
-    for t in (t_sorted, t_any):
-        assert np.array_equal(_last_at_or_before(bounds, t), np.searchsorted(bounds, t, side="right") - 1)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_sums_over_runs_are_bincount_sums(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n_steps = int(rng.integers(1, 12))
-    step = np.sort(rng.integers(-2, n_steps + 3, int(rng.integers(0, 80))))  # some outside 0..n-1
-    inside = (step >= 0) & (step < n_steps)
-    for values in (rng.integers(-(10**12), 10**12, step.size), rng.random(step.size) < 0.4):
-        ref = np.zeros(n_steps, dtype=np.int64)
-        np.add.at(ref, step[inside], values[inside].astype(np.int64))
-        got = _sums(values, _bounds(step, n_steps))
-        assert got.dtype == np.int64 and np.array_equal(got, ref)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -81,31 +34,7 @@ def test_call_rows_by_table_are_last_call_rows(seed: int) -> None:
     if seed % 5 == 0:
         corr[0] = 2**32 + 3  # does not fit 32 bits: the binary search (which masks it)
     for pid in (rng.choice(np.unique(pids), m), np.full(m, pids[0]), rng.choice([7, 8, 9], m)):
-        assert np.array_equal(_call_rows(api, pid, corr, index), last_call_rows(api, pid, corr, index))
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_first_seen_codes_are_pandas_ngroup(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 200))
-    top = [3, 1000, 2**40][seed % 3]  # the last: too wide to pack, pandas numbers them
-    columns = [rng.integers(-top, top, n) for _ in range(int(rng.integers(1, 8)))]
-    columns = [c if rng.random() < 0.5 else np.full(n, c[0]) for c in columns]  # some constant
-    frame = pd.DataFrame({str(i): c for i, c in enumerate(columns)})
-    ref = frame.groupby(list(frame.columns), sort=False).ngroup().to_numpy()
-    assert np.array_equal(_first_seen_codes(columns), ref)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_rows_take_the_masked_rows(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(0, 20))
-    values = rng.integers(0, 100, n)
-    a, b = sorted(rng.integers(0, n + 1, 2)) if n else (0, 0)
-    block = np.zeros(n, bool)
-    block[a:b] = True
-    for mask in (np.ones(n, bool), block, rng.random(n) < 0.5):
-        assert np.array_equal(_take(values, _rows(mask)), values[mask])
+        assert np.array_equal(call_rows(api, pid, corr, index), last_call_rows(api, pid, corr, index))
 
 
 def _ranges(rng: np.random.Generator, n: int) -> pd.DataFrame:
@@ -140,18 +69,18 @@ def _project_merge_asof(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
 def test_outermost_and_projection_match_the_pandas_formulation(seed: int) -> None:
     rng = np.random.default_rng(seed)
     ranges = _ranges(rng, int(rng.integers(1, 40)))
-    outer = _outermost(ranges)
+    outer = outermost(ranges)
     ref = _outermost_pandas(ranges)
     pd.testing.assert_frame_equal(outer, ref)
     n = int(rng.integers(0, 300))
     # Calls in time order (as the trace holds them), then shuffled: both ways of searching.
     api = pd.DataFrame({"start": np.sort(rng.integers(0, 1100, n)), "tid": rng.choice([1, 2, 4], n)})
     for calls in (api, api.sample(frac=1.0, random_state=seed).reset_index(drop=True)):
-        assert np.array_equal(_project(calls, outer), _project_merge_asof(calls, outer))
+        assert np.array_equal(project(calls, outer), _project_merge_asof(calls, outer))
     # One thread only, every call on it.
     one = outer.loc[outer["tid"] == 1]
     calls = api.assign(tid=1)
-    assert np.array_equal(_project(calls, one), _project_merge_asof(calls, one))
+    assert np.array_equal(project(calls, one), _project_merge_asof(calls, one))
 
 
 def _inner_by_hand(step, start, end, submit_end, threshold, n_steps):  # type: ignore[no-untyped-def]
@@ -193,7 +122,7 @@ def test_inner_figures_match_a_per_step_loop(seed: int) -> None:
     call_end = rng.integers(0, 450, 20)
     call_row = rng.integers(-1, 20, n)
     threshold = int(rng.choice([0, 5, 1000]))
-    got = _inner(step, start, end, call_row, call_end, threshold, n_steps)
+    got = inner_figures(step, start, end, call_row, call_end, threshold, n_steps)
     submit_end = np.where(call_row >= 0, call_end[np.maximum(call_row, 0)], np.nan)
     ref, first, gpu_start, gpu_end = _inner_by_hand(step, start, end, submit_end, threshold, n_steps)
     assert got.busy_ns.tolist() == ref["busy"]
@@ -218,13 +147,13 @@ def test_activity_steps_with_repeated_correlation_ids_match_a_pandas_merge(tmp_p
     trace = load_trace(b.write(tmp_path / "t.sqlite"))
     analysis = analyze_trace(trace)
     act = analysis.devices[0].activity
-    link = _link(analysis, act)
+    link = link_calls(analysis, act)
     assert not link.unique
     for api_step in (np.array([0, 1, 2, 3, -1]), np.array([5, -1, 7, 8, 9]), np.full(5, -1)):
         keyed = pd.DataFrame({"pid": trace.api["pid"], "correlation_id": trace.api["correlation_id"], "step": api_step})
         keyed = keyed.loc[keyed["step"] >= 0].drop_duplicates(["pid", "correlation_id"], keep="last")
         ref = act[["pid", "correlation_id"]].merge(keyed, on=["pid", "correlation_id"], how="left")
         expected = ref["step"].fillna(-1).to_numpy(dtype=np.int64)
-        assert np.array_equal(_activity_from_api(link, act, trace.api, api_step), expected)
+        assert np.array_equal(activity_from_api(link, act, trace.api, api_step), expected)
     # By hand for the first: kernel corr 1 <- the second call (step 1), 2 <- 2, 3 <- none, 4 <- 3, 5 <- none.
-    assert _activity_from_api(link, act, trace.api, np.array([0, 1, 2, 3, -1])).tolist() == [1, 2, -1, 3, -1]
+    assert activity_from_api(link, act, trace.api, np.array([0, 1, 2, 3, -1])).tolist() == [1, 2, -1, 3, -1]

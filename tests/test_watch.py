@@ -34,6 +34,7 @@ open(sys.argv[1], "w").write(repr(time.time()))
 """
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_the_wait_ends_when_the_workload_exits_not_when_nsys_does(tmp_path: Path) -> None:
     script = tmp_path / "ends_later.py"
@@ -130,6 +131,7 @@ def test_children_from_task_files_and_from_the_parent_fields_agree() -> None:
     assert from_tasks == from_stat == expected, done.stderr
 
 
+@pytest.mark.nsys
 @needs_nsys
 @pytest.mark.parametrize("setting", ["", "start"])
 def test_profile_imports_its_analysis_after_the_workload_exits(tmp_path: Path, setting: str) -> None:
@@ -155,6 +157,7 @@ def test_profile_imports_its_analysis_after_the_workload_exits(tmp_path: Path, s
         assert marks["nsys_start"] < ended <= marks["warm_start"] < marks["nsys_end"]
 
 
+@pytest.mark.nsys
 @needs_nsys
 def test_ctrl_c_after_the_workload_exited_is_not_forwarded_and_the_trace_is_kept(tmp_path: Path) -> None:
     """A SIGINT that reached nsys 2022.4 while it wrote the trace (the workload done) made

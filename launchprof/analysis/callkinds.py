@@ -1,7 +1,8 @@
 """Classes of CUDA API calls, by name (nsys ``_vNNNN`` suffix already removed).
 
 Sources: CUDA Runtime and Driver API references (synchronous/stream-ordered semantics);
-DOMAIN.md's list of calls that break stream capture.
+the CUDA C++ Programming Guide, "CUDA Graphs", "Prohibited and Unhandled Operations", for
+the calls that break stream capture (docs/metrics.md, "Capture breakers").
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     Args:
         trace: from :func:`launchprof.trace.load_trace`.
         bubble_threshold_ns: minimum idle gap counted as a bubble (default 1 us,
-            DOMAIN.md). Must be >= 0.
+            docs/metrics.md, "Bubble"). Must be >= 0.
 
     Returns:
         :class:`Analysis`.

@@ -1,5 +1,5 @@
-"""Findings: what stands in the way of a CUDA Graph, or skews the numbers (DOMAIN.md and
-the source chapter's list of capture breakers and places where graphs do not pay).
+"""Findings: what stands in the way of a CUDA Graph, or skews the numbers (the
+capture breakers of docs/metrics.md, and the places where graphs do not pay).
 
 Each finder takes a :class:`~launchprof.analysis.stepdata.StepContext` (steady-state
 steps only, so warm-up allocations and one-off syncs do not count) and returns a
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.arrays import row_codes
 from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.stepdata import StepContext
@@ -159,35 +160,6 @@ def alloc_in_step(ctx: StepContext) -> Finding | None:
     )
 
 
-def _row_codes(frame: pd.DataFrame) -> np.ndarray:
-    """One int64 code per row, equal for rows equal in every column, numbered in order of
-    first appearance (0, 1, ...). Integer columns are packed into one int64 key (each
-    column's offset from its minimum times the product of the ranges before it; constant
-    columns drop out) and the key factorized once; otherwise, or when the ranges do not
-    fit in 62 bits, columns are factorized one at a time and combined pairwise. Either
-    way the codes are the first-appearance numbering of the distinct rows."""
-    columns = [frame[c].to_numpy() for c in frame.columns]
-    if len(frame) and all(isinstance(v, np.ndarray) and v.dtype.kind in "iu" for v in columns):
-        key = np.zeros(len(frame), dtype=np.int64)
-        scale = 1
-        for v in columns:
-            low, high = int(v.min()), int(v.max())
-            width = high - low + 1
-            if width == 1:
-                continue
-            if scale > (2**62) // width:
-                break
-            key += (v.astype(np.int64) - low) * scale
-            scale *= width
-        else:
-            return pd.factorize(key)[0].astype(np.int64)
-    codes = np.zeros(len(frame), dtype=np.int64)
-    for col in frame.columns:
-        col_codes, uniques = pd.factorize(frame[col], use_na_sentinel=False)
-        codes = pd.factorize(codes * len(uniques) + col_codes)[0].astype(np.int64)
-    return codes
-
-
 def _multi_config_names(ctx: StepContext) -> int:
     """How many kernel names of ``ctx.kernels`` run with more than one launch
     configuration (name, grid, block); computed once per context."""
@@ -199,7 +171,7 @@ def _multi_config_names(ctx: StepContext) -> int:
         grid_block = [k[c].to_numpy() for c in CONFIG if c != "name_id"]
         if all(v.dtype.kind in "iu" and v.min() == v.max() for v in grid_block):
             return 0  # one grid and block size for every kernel
-        codes = _row_codes(k[list(CONFIG)])
+        codes = row_codes([k[c].to_numpy() for c in CONFIG])
         # Codes number distinct rows by first appearance: a row is a configuration's first
         # when its code exceeds every code before it.
         first = np.ones(codes.size, dtype=bool)
@@ -296,7 +268,7 @@ def _signatures(kernels: pd.DataFrame, what: str = "both") -> tuple[pd.Series, p
 
     empty = pd.Series([], dtype=object)
     names = per_step(pd.factorize(kernels["name_id"])[0]) if what != "shapes" else empty
-    shapes = per_step(_row_codes(kernels[list(CONFIG)])) if what != "names" else empty
+    shapes = per_step(row_codes([kernels[c].to_numpy() for c in CONFIG])) if what != "names" else empty
     return names, shapes
 
 
@@ -569,11 +541,11 @@ def profiler_overhead(
     """Launch calls inflated under the profiler: each launch call of a step is taken to
     last ``profiler_launch_overhead_ns`` longer than without nsys (a calibration's
     ``profiler.launch_overhead_ns``, measured by ``launchprof calibrate --profiler``, or
-    the default: DOMAIN.md's table, 517 vs 310 us per 75-launch demo step with and without
-    nsys = 2.76 us per launch). The unprofiled per-launch step = step period - launch
-    calls per step x that overhead; against ``unprofiled_graph_step_ns`` (the graph step
-    predicted without the profiler, :func:`launchprof.analysis.predict.unprofiled_values`)
-    it gives ``unprofiled_speedup``. Reported when the overhead is at least
+    the default: 2.76 us per launch, docs/metrics.md, "Launch overhead and the
+    profiler"). The unprofiled per-launch step = step period - launch calls per step x
+    that overhead; against ``unprofiled_graph_step_ns`` (the graph step predicted
+    without the profiler, :func:`launchprof.analysis.predict.unprofiled_values`) it
+    gives ``unprofiled_speedup``. Reported when the overhead is at least
     :data:`PROFILER_SHARE_MIN` of the step period.
 
     ``expected``: ``(eager_step_ns, graph_step_ns)`` of the recommendation's expectation

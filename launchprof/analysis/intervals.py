@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from launchprof.analysis.arrays import sorted_by
+
 IntArray = npt.NDArray[np.int64]
 
 
@@ -67,7 +69,7 @@ def union(start: npt.ArrayLike, end: npt.ArrayLike, *, presorted: bool = False) 
         empty = np.empty(0, dtype=np.int64)
         return Union(empty, empty, empty, empty)
     # Activity frames arrive sorted by (start, end) (Trace.gpu_activity); skip the sort then.
-    if presorted or _is_sorted(s, e):
+    if presorted or sorted_by(s, e):
         order = np.arange(s.size, dtype=np.int64)
         s_sorted, e_sorted = s, e
     else:
@@ -89,14 +91,3 @@ def sorted_union(start: IntArray, end: IntArray) -> tuple[IntArray, IntArray, In
     last[:-1] = first[1:] - 1
     last[-1] = start.size - 1
     return start[first], running_end[last], first.astype(np.int64, copy=False)
-
-
-def _is_sorted(s: IntArray, e: IntArray) -> bool:
-    """Whether the rows are sorted by (start, end)."""
-    ds = np.diff(s)
-    low = ds.min() if ds.size else 1
-    if low > 0:
-        return True
-    if low < 0:
-        return False
-    return bool((np.diff(e)[ds == 0] >= 0).all())

@@ -65,15 +65,6 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
 
 
-def _shorter_ratio(launches: pd.DataFrame, per_launch: pd.DataFrame) -> float | None:
-    """Share of ``per_launch`` kernels shorter than the call that launched them, joined
-    on (pid, correlation id) like an inner merge (None when nothing joins)."""
-    return _shorter_ratio_arrays(
-        *(launches[c].to_numpy() for c in ("pid", "correlation_id", "start", "end")),
-        *(per_launch[c].to_numpy() for c in ("pid", "correlation_id", "start", "end")),
-    )
-
-
 def _shorter_ratio_arrays(
     call_pid: np.ndarray,
     call_corr: np.ndarray,
@@ -84,7 +75,8 @@ def _shorter_ratio_arrays(
     k_start: np.ndarray,
     k_end: np.ndarray,
 ) -> float | None:
-    """:func:`_shorter_ratio` of launch calls and kernels given as columns."""
+    """Share of kernels (``k_*`` columns) shorter than the call that launched them (``call_*``
+    columns), joined on (pid, correlation id) like an inner merge (None when nothing joins)."""
     call_key = corr_key(call_pid, call_corr)
     if call_key.size > 1 and not (call_key[1:] > call_key[:-1]).all():
         order = key_order(call_key)

@@ -1,4 +1,4 @@
-"""Predict what a CUDA Graph would make of a launch-bound step (DOMAIN.md, "The problem").
+"""Predict what a CUDA Graph would make of a launch-bound step (docs/metrics.md, "Prediction").
 
 The model, per steady-state step of ``nodes`` GPU activities (kernels + memcpys + memsets):
 
@@ -37,8 +37,8 @@ overrides :data:`DEFAULTS` key by key. :data:`DEFAULTS` were measured on one H20
 nsys 2025.3 from the bundled traces by ``scripts/derive_defaults.py`` (see its docstring
 for each one), except the ``unprofiled_graph_launch_call_*`` pair, which is the H200
 calibration in docs/data/calibration_h200_2026-11-29.json, and
-``profiler_launch_overhead_ns``, DOMAIN.md's table (per-launch demo step 517 us under
-nsys vs 310 us without, 75 launches: 2.76 us each). A ``launchprof.calibration/1`` file is
+``profiler_launch_overhead_ns`` (2.76 us: docs/metrics.md, "Launch overhead and the
+profiler"). A ``launchprof.calibration/1`` file is
 measured without the profiler; only its ``profiler`` section (``launchprof calibrate
 --profiler``) is measured under nsys. :data:`CALIBRATION_KEYS` says which figure of it
 sets which constant.

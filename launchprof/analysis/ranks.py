@@ -200,11 +200,6 @@ def find_ranks(analysis: Analysis, step_name: str | None = None) -> list[RankRec
     ]
 
 
-def has_many_ranks(ranks: Sequence[RankRecord]) -> bool:
-    """Whether a cross-rank view is worth reporting: two ranks or more, or any NCCL kernel."""
-    return len(ranks) > 1 or any(r.figures["comm_kernels"] > 0 for r in ranks)
-
-
 @dataclass(frozen=True)
 class CrossRank:
     """The cross-rank view.

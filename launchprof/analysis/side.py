@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.arrays import row_codes
 from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.stepdata import _member
@@ -265,7 +266,7 @@ def _step_kernels(
     rows = kernel_rows[_member(act_step, steady_steps) & (kernel_rows >= 0)]
     config = {c: _int_column(kern[c], rows) for c in KERNEL_KEY[1:]}
     name_id = kern["name_id"].to_numpy()[rows]
-    codes = _row_codes([name_id, *config.values()])
+    codes = row_codes([name_id, *config.values()])
     counts = np.bincount(codes) if codes.size else np.zeros(0, dtype=np.int64)
     first = np.zeros(counts.size, dtype=np.int64)
     first[codes] = np.arange(codes.size)  # a row of each distinct config (any: they are equal)
@@ -288,28 +289,6 @@ def _int_column(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu":
         return column.to_numpy()[rows].astype(np.int64)
     return column.fillna(-1).to_numpy(dtype=np.int64)[rows]
-
-
-def _row_codes(columns: list[np.ndarray]) -> np.ndarray:
-    """One code (0..m-1) per row, equal for rows equal in every int column."""
-    if not columns or columns[0].size == 0:
-        return np.zeros(0, dtype=np.int64)
-    key = np.zeros(columns[0].size, dtype=np.int64)
-    scale = 1
-    for v in columns:
-        low = int(v.min())
-        width = int(v.max()) - low + 1
-        if width == 1:
-            continue
-        if scale > (2**62) // width:  # too wide to pack: factorize the columns pairwise
-            codes = np.zeros(columns[0].size, dtype=np.int64)
-            for col in columns:
-                col_codes, uniques = pd.factorize(col)
-                codes = pd.factorize(codes * len(uniques) + col_codes)[0].astype(np.int64)
-            return codes
-        key += (v.astype(np.int64) - low) * scale
-        scale *= width
-    return pd.factorize(key)[0].astype(np.int64)
 
 
 def _representative(steady: pd.DataFrame) -> int | None:
@@ -383,7 +362,7 @@ def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None
     ``analysis.extra["steps"]``, or steps found again with a template).
 
     The instantiation cost is the total duration of the graph instantiate calls of the
-    step's process (DOMAIN.md: instantiate once, launch many times). The recommendation,
+    step's process (docs/metrics.md, "Amortized cost and break-even"). The recommendation,
     when present, is read from ``analysis.extra["recommendation"]`` (attributes
     ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
     """

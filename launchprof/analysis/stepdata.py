@@ -4,7 +4,7 @@
 the steady-state steps, their kernels (with names and launch configuration), their
 CUDA API calls, and the cause of each GPU idle gap (``gap_causes``).
 
-Gap causes (DOMAIN.md, "Host-wait"): every idle gap between busy intervals of the
+Gap causes (docs/metrics.md, "Gap causes"): every idle gap between busy intervals of the
 process's stepped activity belongs to the step of the busy interval before it (so a step
 owns its inner gaps and the gap after it: the window of its period, first activity to the
 next step's first activity). A host-wait gap (the submitting call ended
@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.arrays import ascending, kind_in, segment_cummax, sorted_by
 from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.intervals import union
@@ -151,8 +152,8 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
             "gpu_end": [int(u.ends[-1]) if u.starts.size else 0],
             "cpu_start": [int(act["start"].min()) if len(act) else 0],
             "cpu_end": [int(act["end"].max()) if len(act) else 0],
-            "kernels": [int((kind == "kernel").sum())],
-            "memops": [int(kind.isin(["memcpy", "memset"]).sum())],
+            "kernels": [int(kind_in(kind, ("kernel",)).sum())],
+            "memops": [int(kind_in(kind, ("memcpy", "memset")).sum())],
             "busy_ns": [u.busy_ns],
             "period_ns": [float(span)],
             "launch_calls": [int(cls["launch"].sum())],
@@ -160,26 +161,6 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
             "warmup": [False],
         }
     )
-
-
-def _segment_cummax(values: np.ndarray, new_segment: np.ndarray) -> np.ndarray:
-    """Running maximum of int ``values`` restarting where ``new_segment`` is True (the
-    first entry starts a segment). Each segment is lifted above the ones before it by a
-    multiple of the value range, so one ``np.maximum.accumulate`` serves all of them;
-    a loop over the segments when that would overflow int64."""
-    if values.size == 0:
-        return values.astype(np.int64)
-    seg = np.cumsum(new_segment) - 1
-    low = int(values.min())
-    width = int(values.max()) - low + 1
-    if int(seg[-1]) + 1 <= (2**62) // width:
-        lift = seg.astype(np.int64) * width
-        return np.maximum.accumulate(values - low + lift) - lift + low
-    out = np.empty(values.size, dtype=np.int64)
-    bounds = np.append(np.flatnonzero(new_segment), values.size)
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # many threads, huge range: rare
-        out[a:b] = np.maximum.accumulate(values[a:b])
-    return out
 
 
 def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
@@ -192,7 +173,7 @@ def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
         return np.empty(0, dtype=np.float64)
     # The loader sorts calls by start: then the (tid, start) order is a stable sort by tid
     # (and no sort at all for one thread).
-    if _ascending(start):
+    if ascending(start):
         order = None if (tid == tid[0]).all() else np.argsort(tid, kind="stable")
     else:
         order = np.lexsort((start, tid))
@@ -201,7 +182,7 @@ def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
     new_tid = np.ones(t.size, bool)
     new_tid[1:] = t[1:] != t[:-1]
     ends = api["end"].to_numpy()
-    running = _segment_cummax(ends if order is None else ends[order], new_tid).astype(np.float64)
+    running = segment_cummax(ends if order is None else ends[order], np.cumsum(new_tid) - 1).astype(np.float64)
     prev = np.empty(t.size, dtype=np.float64)
     prev[0:1] = np.nan
     prev[1:] = running[:-1]
@@ -225,7 +206,7 @@ def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     row r on its thread are the rows before the first call sharing r's start."""
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
-    if not (tid.size and (tid == tid[0]).all() and _ascending(start)):
+    if not (tid.size and (tid == tid[0]).all() and ascending(start)):
         return _prev_end_on_thread(api)[rows]
     # before[i]: the latest end of rows < i (NaN for i = 0), as float like the general path
     # (the max of rounded values is the rounded max: the same floats).
@@ -233,7 +214,7 @@ def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     before[0] = np.nan
     np.maximum.accumulate(api["end"].to_numpy(), dtype=np.float64, out=before[1:])
     # The first call sharing each row's start: the row itself when no two calls share one.
-    first = rows if _ascending(start, strict=True) else np.searchsorted(start, start[rows], side="left")
+    first = rows if ascending(start, strict=True) else np.searchsorted(start, start[rows], side="left")
     return before[first]
 
 
@@ -324,8 +305,8 @@ def _gap_causes(
     nxt = u.order[u.first_row[1:]]  # the activity row that ends each gap
     nxt = nxt + kept.start if isinstance(kept, slice) else kept[nxt]
     # A gap counts for the step whose period spans it: the step of the busy interval
-    # before it (the gap after a step's last activity is that step's, as its period runs
-    # to the next step's start; issue 17: it was the next step's, one gap off the window).
+    # before it (the gap after a step's last activity is that step's: its period runs to
+    # the next step's start; docs/metrics.md, "Per-step figures").
     before = u.order[u.first_row[:-1]]
     before = before + kept.start if isinstance(kept, slice) else kept[before]
     gap_start, gap_end = u.gap_starts, u.gap_ends
@@ -376,7 +357,7 @@ def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
     start = table["cpu_start"].to_numpy(dtype=np.int64)
     end = table["cpu_end"].to_numpy(dtype=np.int64)
     step = table["step"].to_numpy()
-    if not _ascending(start):  # steps in CPU start order (stable)
+    if not ascending(start):  # steps in CPU start order (stable)
         order = np.argsort(start, kind="stable")
         start, end, step = start[order], end[order], step[order]
     i = np.searchsorted(start, times, side="right") - 1
@@ -396,7 +377,7 @@ def _steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarr
     t_start = table["cpu_start"].to_numpy(dtype=np.int64)
     t_end = table["cpu_end"].to_numpy(dtype=np.int64)
     of_pid = api["pid"].to_numpy() == pid
-    ordered = _ascending(t_start) and bool((t_end[:-1] <= t_start[1:]).all()) and _ascending(start)
+    ordered = ascending(t_start) and bool((t_end[:-1] <= t_start[1:]).all()) and ascending(start)
     if not ordered:
         return of_pid & _member(_step_of_time(start.astype(np.int64, copy=False), table), steady_steps)
     steady = _member(table["step"].to_numpy(), steady_steps)
@@ -447,7 +428,7 @@ def _take(
     RangeIndex) and the ``extra`` columns after them, taken column by column with numpy
     (cheaper than pandas' take on wide frames of many rows); ascending consecutive
     ``rows`` are a slice (no copy)."""
-    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size and _ascending(rows, strict=True):
+    if rows.size and int(rows[-1]) - int(rows[0]) + 1 == rows.size and ascending(rows, strict=True):
         pick: Any = slice(int(rows[0]), int(rows[-1]) + 1)
     else:
         pick = rows
@@ -460,22 +441,6 @@ def _take(
             cols[c] = col.array[pick] if isinstance(pick, slice) else col.array.take(pick)
     cols.update(extra or {})
     return pd.DataFrame(cols, index=index if index is not None else pd.RangeIndex(len(rows)), copy=False)
-
-
-def _ascending(values: np.ndarray, strict: bool = False) -> bool:
-    """Whether ``values`` never decrease (``strict``: always increase); compared in place,
-    without the int64 array ``np.diff`` would make."""
-    if strict:
-        return bool((values[1:] > values[:-1]).all())
-    return bool((values[1:] >= values[:-1]).all())
-
-
-def _sorted_by(primary: np.ndarray, secondary: np.ndarray) -> bool:
-    """Whether rows are already in (primary, secondary) order."""
-    if _ascending(primary, strict=True):
-        return True
-    d1 = np.diff(primary)
-    return bool((d1 >= 0).all() and (np.diff(secondary)[d1 == 0] >= 0).all())
 
 
 def _steady_kernels(
@@ -497,7 +462,7 @@ def _steady_kernels(
     start, end = kern["start"].to_numpy(), kern["end"].to_numpy()
     if not every:
         start, end = start[mine], end[mine]
-    in_order = _sorted_by(start, end)  # the loader sorts by start
+    in_order = sorted_by(start, end)  # the loader sorts by start
     by_time = mine if in_order else mine[np.lexsort((end, start))]
     act_rows = np.arange(all_kernels.size) if only_kernels else np.flatnonzero(all_kernels)
     wanted = _selection(is_kernel if only_kernels else is_kernel[all_kernels])
@@ -509,7 +474,7 @@ def _steady_kernels(
     # Then stably by (step, start). Kernel-table order is start order when the table is
     # sorted by start: only the steps need checking then.
     k_start = kern["start"].to_numpy()
-    if not (_ascending(steps) and (in_order or (np.diff(k_start[rows])[np.diff(steps) == 0] >= 0).all())):
+    if not (ascending(steps) and (in_order or (np.diff(k_start[rows])[np.diff(steps) == 0] >= 0).all())):
         order = np.lexsort((k_start[rows], steps))  # stable, as sort_values(kind="stable")
         rows, steps, act_rows = rows[order], steps[order], act_rows[order]
     return rows, steps, act_rows

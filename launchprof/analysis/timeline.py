@@ -1,5 +1,4 @@
-"""Timeline figures: span, busy, idle, bubbles and host-wait idle (DOMAIN.md, "What the
-numbers mean").
+"""Timeline figures: span, busy, idle, bubbles and host-wait idle (docs/metrics.md).
 
 Definitions (all ns, on one device, over the activity rows given):
 
@@ -8,7 +7,7 @@ Definitions (all ns, on one device, over the activity rows given):
   utilization = busy / span (0 when span is 0);
 - a gap is an idle interval between two busy intervals; a bubble is a gap of at least
   ``bubble_threshold_ns`` (default 1 us: shorter gaps are the sub-us dispatch gaps that
-  remain between graph nodes, DOMAIN.md);
+  remain between graph nodes, docs/metrics.md, "Bubble");
 - a gap is host-wait when the activity that ends it was submitted by an API call
   (joined on (pid, correlation id)) that ended after the gap began: the GPU had nothing
   queued and waited for the CPU. host_wait = sum of those gaps (any length);
@@ -24,6 +23,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.arrays import kind_in
 from launchprof.analysis.intervals import sorted_union, union
 
 DEFAULT_BUBBLE_THRESHOLD_NS = 1_000
@@ -314,7 +314,7 @@ def kind_counts(kind: pd.Series) -> tuple[int, int]:
         counts = np.bincount(kind.cat.codes.to_numpy() + 1, minlength=len(cats) + 1)[1:]
         per = dict(zip(cats, counts.tolist(), strict=True))
         return per.get("kernel", 0), per.get("memcpy", 0) + per.get("memset", 0)
-    return int((kind == "kernel").sum()), int(kind.isin(["memcpy", "memset"]).sum())
+    return int(kind_in(kind, ("kernel",)).sum()), int(kind_in(kind, ("memcpy", "memset")).sum())
 
 
 def submit_ends(api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@
 Input: two :class:`~launchprof.analysis.side.SideData` (BEFORE, AFTER), their steps
 already cut to the same unit of work. Output: a :class:`Comparison`. Pure: no files.
 
-Checks (DOMAIN.md, "A good report answers", point 4):
+Checks (docs/metrics.md, "Verifying a conversion"):
 
 - ``converted``: AFTER launches at least one graph per steady step (median) and at least
   :data:`GRAPH_SHARE_MIN` of its steady steps' kernels are submitted by a graph launch
@@ -34,7 +34,7 @@ Checks (DOMAIN.md, "A good report answers", point 4):
   instantiation each time). Exec updates are reported, never failed: they are the cheap
   way to change parameters.
 - ``paid_back``: the run's step count N against the break-even N* = AFTER's measured
-  instantiation time / (BEFORE period - AFTER period) (DOMAIN.md: amortized cost).
+  instantiation time / (BEFORE period - AFTER period) (docs/metrics.md, "Amortized cost and break-even").
   Evidence only.
 
 Verdict, first match: ``not-converted`` (converted failed), ``churn`` (re-capturing or

@@ -13,7 +13,7 @@ Source of the break-even formula: the graph pays ``instantiate_ns`` once and the
 ``per_launch_step_ns - graph_step_ns`` every iteration, so the amortized graph step
 ``(instantiate_ns + N * graph_step_ns) / N`` is no longer than the per-launch step once
 ``N >= instantiate_ns / (per_launch_step_ns - graph_step_ns)``; the smallest such whole
-N is the ceiling of that ratio (DOMAIN.md, "amortized cost").
+N is the ceiling of that ratio (docs/metrics.md, "Amortized cost and break-even").
 """
 
 from __future__ import annotations

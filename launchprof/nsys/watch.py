@@ -3,9 +3,9 @@
 nsys starts the workload from a process of its own, ``nsys-launcher``, a descendant of the
 ``nsys`` process launchprof started: the launcher forks, the fork execs the workload (and
 ``nsys-tee``, which copies its output). Once the launcher has no child left, the workload is
-gone and nsys is writing the report. Seen with nsys 2022.4 (Debian) and 2025.3.1 (the H200
-machine) by ``benchmarks/nsys_timeline.py``; on the H200 machine nsys 2025.3.1 then took
-1.4-1.6 s more before the ``.nsys-rep`` appeared, 4.6 s after a 6.5 s PyTorch workload.
+gone and nsys is writing the report. Seen with nsys 2022.4 (Debian) and 2025.3.1 by
+``benchmarks/nsys_timeline.py``; nsys then takes a second or more before the
+``.nsys-rep`` appears (benchmarks/README.md, "Measurements behind constants in the code").
 
 ``launchprof profile`` imports its analysis modules in that window
 (:func:`wait_for_workload_exit`), so that they do not compete with the workload for the CPU.

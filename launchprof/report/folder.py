@@ -1,4 +1,4 @@
-"""Write a report folder whole or not at all (issue 17).
+"""Write a report folder whole or not at all.
 
 Every file of a run (``summary.json``, ``report.html``, the step files, ``plotly.min.js``)
 is first written into a staging folder of its own beside the target

@@ -66,12 +66,6 @@ _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _OPTIONAL_BY_VERSION = {"graphNodeId", "graphId"}
 
 
-def pid_of(global_id: pd.Series) -> pd.Series:
-    """Process id of an nsys serialized globalTid/globalPid: ``(id >> 24) & 0xFFFFFF``."""
-    values = global_id.fillna(0).astype("int64").to_numpy()
-    return pd.Series((values >> 24) & 0xFFFFFF, index=global_id.index, dtype="int64")
-
-
 def _pid_array(values: np.ndarray) -> np.ndarray:
     return ((values >> 24) & 0xFFFFFF).astype(np.int32)
 
@@ -625,4 +619,4 @@ def load_tables(
     )
 
 
-__all__ = ["load_trace", "pid_of"]
+__all__ = ["load_trace"]
