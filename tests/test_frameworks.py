@@ -11,6 +11,7 @@ it ran; ``facts.json`` holds counts read from each trace with plain sqlite3
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,10 @@ def test_per_operator_ranges_of_emit_nvtx_are_never_the_step() -> None:
     assert nvtx["total"] > 500 * MANIFEST["traces"]["resnet50_b1_emit-nvtx"]["steps_truth"]  # sqlite3
     assert s.source == "inferred"
     assert s.rejected and all(text.startswith("aten::") for text, _ in s.rejected)
+    # One entry per operator, not one per range text: the counts add up to sqlite3's.
+    counts = [re.fullmatch(r".* \((\d+) range texts\)", text) for text, _ in s.rejected]
+    assert sum(int(m.group(1)) if m else 1 for m in counts) == nvtx["distinct"]
+    assert len(s.rejected) < 50
 
 
 # Same-kernel pairs where the expected speedup misses the truth by more than 30 %: the

@@ -256,7 +256,30 @@ def nvtx_candidates(
         # Equal cover: prefer the finer range (more ranges: one iteration, not an epoch).
         if cover > best_cover or (cover == best_cover and best is not None and len(rows) > len(best)):
             best, best_cover = rows, cover
-    return (best if best_cover > 0 else None), tuple(rejected)
+    return (best if best_cover > 0 else None), collapse_rejected(rejected)
+
+
+# What emit_nvtx appends to an operator's name ("aten::add, seq = 12", "..., op_id = 7",
+# "..., sizes = [[4, 4]]"): one range text per call, the same operator.
+_OPERATOR_SUFFIX = re.compile(r",\s*(?:seq|op_id|stashed seq|sizes|input_op_ids)\s*=.*$", re.DOTALL)
+MAX_REJECTED = 50
+
+
+def collapse_rejected(rejected: list[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """The rejected ``(label, reason)`` pairs with the texts of one operator under
+    ``emit_nvtx`` (``aten::add, seq = 12``, ``aten::add, seq = 13``, ...) as one entry
+    ``aten::add (N range texts)``, in first-seen order, at most :data:`MAX_REJECTED`
+    entries (then a last one ``... and K more``); a trace with per-operator ranges has
+    thousands of distinct texts."""
+    groups: dict[tuple[str, str], int] = {}
+    for label, why in rejected:
+        key = (_OPERATOR_SUFFIX.sub("", label), why)
+        groups[key] = groups.get(key, 0) + 1
+    out = [(base if n == 1 else f"{base} ({n} range texts)", why) for (base, why), n in groups.items()]
+    if len(out) > MAX_REJECTED:
+        more = len(out) - MAX_REJECTED + 1
+        out = [*out[: MAX_REJECTED - 1], (f"... and {more} more", "not listed")]
+    return tuple(out)
 
 
 def _one_domain(analysis: Analysis, device: DeviceAnalysis, link: Link, chosen: pd.DataFrame) -> pd.DataFrame:
