@@ -28,9 +28,9 @@ from launchprof.baseline import (
     region_step_times,
     trace_regions,
 )
+from launchprof.commands.baseline import baseline_argv
 from launchprof.marker import STEP_TIMES_ENV
 from launchprof.profiler_region import REGION_NAME
-from launchprof.profiling import baseline_argv
 
 REGION_FILE = str(Path(sys.modules["launchprof.profiler_region"].__file__ or "").resolve())
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from launchprof.commands import verdict_line
+from launchprof.commands.text import verdict_line
 from launchprof.report.summary import rank_scope
 
 STEPS = {"device_id": 0, "pid": 719, "period_p50_ns": 4_141_700.0, "steady": 56}

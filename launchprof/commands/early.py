@@ -213,7 +213,7 @@ class EarlyAnalysis:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _analyse(self, folder: Path, seconds: dict[str, float]) -> EarlyResult:
-        from launchprof.api import analyze_loaded
+        from launchprof.api.traces import analyze_loaded
         from launchprof.report.figures import embedded_device_figures
         from launchprof.report.sides import step_file_texts
         from launchprof.report.write import render_files

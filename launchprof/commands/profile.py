@@ -3,31 +3,32 @@
 Flow: check the target and the output folder (before anything runs) -> ``nsys profile``
 with the workload's output passing through live -> import/export the trace when nsys could
 not (:func:`launchprof.nsys.profile.finish_trace`) -> the same analysis and report as
-``launchprof analyze`` (:func:`launchprof.commands.run_analyze`). The analysis modules
+``launchprof analyze`` (:func:`launchprof.commands.analyze.run_analyze`). The analysis modules
 (pandas, pyarrow, pydantic, jinja2) are imported in a background thread while nsys runs, so their import time
-does not add to the wall time.
+does not add to the wall time (:mod:`launchprof.commands.warmup`); the analysis may start
+while nsys still exports (:mod:`launchprof.commands.early`); the runs without nsys are
+:mod:`launchprof.commands.baseline`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import os
-import re
 import shlex
 import shutil
-import subprocess
 import threading
 import time
 import webbrowser
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from launchprof.early import EarlyAnalysis, EarlyResult, background_priority, wanted
-from launchprof.errors import LaunchprofError, NsysError, OutputError
+from launchprof.commands.baseline import run_baselines
+from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
+from launchprof.commands.folders import claim_default_folder, claim_folder
+from launchprof.commands.warmup import WARM_ARROW, WARM_MODULES, WARM_SQLITE, WarmUp
+from launchprof.errors import LaunchprofError, NsysError
 from launchprof.nsys.locate import check_importer_setting, locate_nsys, nsys_info
 from launchprof.nsys.profile import (
     TRACE_STEM,
@@ -51,22 +52,6 @@ class Interrupted(LaunchprofError):
     exit_code = 130
 
 
-# What a run writes into its folder (launchprof.report.sides.STEP_FILES spelled out: that
-# module imports pandas); profile never overwrites any of them.
-TRACE_FILES = (
-    "trace.nsys-rep",
-    "trace.sqlite",
-    "trace.qdstrm",
-    "summary.json",
-    "report.html",
-    "plotly.min.js",
-    "steps.csv",
-    "step_kernels.csv",
-    "step_timeline.csv",
-    "baseline-1.steps",
-)
-
-
 @dataclass(frozen=True)
 class ProfileResult:
     """Where the run's files went and the workload's exit code."""
@@ -74,148 +59,6 @@ class ProfileResult:
     folder: Path
     exit_code: int
     analysed: bool
-
-
-def default_folder(label: str, root: Path = Path("reports"), now: datetime | None = None) -> Path:
-    """``reports/<label>-<UTC time>``, with ``-2``, ``-3``... appended if it exists."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in label)[:100] or "workload"  # names end at 255 bytes
-    base = root / f"{safe}-{stamp}"
-    folder, n = base, 1
-    while folder.exists():
-        n += 1
-        folder = base.with_name(f"{base.name}-{n}")
-    return folder
-
-
-def _claim_default_folder(label: str, root: Path = Path("reports")) -> Path:
-    """Create and return a new :func:`default_folder`; two runs started in the same second
-    get two folders (the creation itself is the check: ``mkdir`` without ``exist_ok``).
-
-    Raises:
-        OutputError: the folder cannot be created.
-    """
-    for _ in range(1000):
-        folder = default_folder(label, root)
-        try:
-            folder.mkdir(parents=True)
-            return folder
-        except FileExistsError:
-            continue  # another run took it between the check and the creation
-        except OSError as exc:
-            raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    raise OutputError(f"cannot find a free folder name for {label} under {root}")
-
-
-def _claim_folder(folder: Path) -> bool:
-    """Create ``folder``; refuse one that already holds a trace or report (never overwrite).
-    True when this call created it."""
-    existed = folder.exists()
-    if existed and not folder.is_dir():
-        raise OutputError(f"{folder} exists and is not a folder")
-    taken = [name for name in TRACE_FILES if (folder / name).exists()]
-    if taken:
-        raise OutputError(f"{folder} already holds {taken[0]}; choose another --output (profile never overwrites)")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    _check_writable(folder)
-    return not existed
-
-
-def _check_writable(folder: Path) -> None:
-    """Create and remove a file in ``folder``: a folder nsys cannot write into (read-only,
-    another user's) is refused before the workload runs, not after.
-
-    Raises:
-        OutputError: the file cannot be created.
-    """
-    probe = folder / f".launchprof-write-check-{os.getpid()}"
-    try:
-        probe.touch()
-        probe.unlink()
-    except OSError as exc:
-        raise OutputError(f"cannot write into {folder}: {exc.strerror or exc}") from None
-
-
-# Imported while nsys runs, besides launchprof.commands (pandas and the report modules):
-# what the first analysis would otherwise import on the way (measured: 0.01 s), and the
-# SQLite reader of the usual path (ADBC: 0.06 s here) or the early path's Arrow reader.
-WARM_MODULES = (
-    "launchprof.analysis.ranks",
-    "launchprof.calibrate.store",
-    "numpy.char",
-    "pandas.io.formats.csvs",
-    "pyarrow.csv",
-)
-WARM_SQLITE = ("adbc_driver_manager", "adbc_driver_sqlite")
-WARM_ARROW = ("launchprof.trace.arrowdir", "pyarrow.ipc", "launchprof.report.figures", "launchprof.report.sides")
-
-
-WARM_ENV = "LAUNCHPROF_WARM_AT"  # "start": import while the workload runs (the default before)
-
-
-class WarmUp(threading.Thread):
-    """Imports the analysis modules ``modules`` (besides :mod:`launchprof.commands`) in the
-    background, at low priority (:func:`~launchprof.early.background_priority`), once the
-    workload has exited (:func:`~launchprof.nsys.watch.wait_for_workload_exit`): nsys then
-    writes its report for 1.4 s or more, while the imports took 1.4-1.7 s of one CPU on
-    the H200 machine, where they slowed down the workload they ran beside
-    (benchmarks/README.md). ``ready``: true once the report is complete (the imports start
-    then at the latest). With ``$LAUNCHPROF_WARM_AT=start`` they start at once, and the
-    wait follows them. :attr:`workload_exited` is set once the workload is known to have
-    exited (``run_nsys`` then holds back the first Ctrl-C).
-
-    :meth:`nsys_started` gives the nsys process to watch; :meth:`nsys_exited` ends the wait.
-    """
-
-    def __init__(self, modules: Sequence[str], ready: Callable[[], bool] = lambda: False) -> None:
-        super().__init__(name="launchprof-warm-up", daemon=True)
-        self.modules = tuple(modules)
-        self.ready = ready
-        self.waited = ""  # why the wait ended (watch.wait_for_workload_exit), for benchmarks
-        self.workload_gone = threading.Event()  # set when the wait ends (the workload exited, or no telling)
-        self.workload_exited = threading.Event()  # set when the workload is known to have exited
-        self._pid: int | None = None
-        self._nsys_seen = threading.Event()
-        self._nsys_gone = threading.Event()
-
-    def nsys_started(self, pid: int) -> None:
-        self._pid = pid
-        self._nsys_seen.set()
-
-    def nsys_exited(self) -> None:
-        self._nsys_gone.set()
-        self._nsys_seen.set()
-
-    def run(self) -> None:
-        background_priority()  # the workload and nsys come first
-        at_start = os.environ.get(WARM_ENV) == "start"
-        if at_start:
-            self._import()
-        self._nsys_seen.wait()
-        if self._pid is not None:
-            from launchprof.nsys.watch import wait_for_workload_exit
-
-            self.waited = wait_for_workload_exit(self._pid, self._nsys_gone, self.ready)
-            if self.waited in ("exited", "ready"):
-                self.workload_exited.set()
-        self.workload_gone.set()
-        if not at_start:
-            self._import()
-
-    def _import(self) -> None:
-        mark(f"warm_start_{self.waited or WARM_ENV}")
-        mark("warm_start")
-        import importlib
-
-        import launchprof.commands  # noqa: F401
-
-        for name in self.modules:
-            with contextlib.suppress(ImportError):  # a missing one is met (and reported) where it is used
-                importlib.import_module(name)
-        mark("warm_done")
 
 
 def split_nsys_args(values: Sequence[str]) -> list[str]:
@@ -250,10 +93,10 @@ def run_profile(
 ) -> ProfileResult:
     """Profile ``target`` (see :func:`launchprof.nsys.profile.workload`) and write
     ``trace.nsys-rep``, ``trace.sqlite``, ``summary.json``, ``report.html`` into ``output``
-    (default :func:`default_folder`). The trace is kept whatever happens after recording.
+    (default :func:`~launchprof.commands.folders.default_folder`). The trace is kept whatever happens after recording.
     With ``baseline_runs`` N > 0 and a successful nsys run, the workload then runs N more
     times without nsys (``LAUNCHPROF_STEP_TIMES=FOLDER/baseline-I.steps``) and the report
-    gets a ``baseline`` section (:mod:`launchprof.baseline`).
+    gets a ``baseline`` section (:mod:`launchprof.analysis.baseline`).
 
     Returns:
         :class:`ProfileResult` with the workload's exit code (nsys passes it on).
@@ -269,9 +112,9 @@ def run_profile(
     check_importer_setting()
     if output is not None:
         folder = output
-        created = _claim_folder(folder)
+        created = claim_folder(folder)
     else:
-        folder, created = _claim_default_folder(work.label), True
+        folder, created = claim_default_folder(work.label), True
     cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
     if cmd.dropped:
         version = nsys_info(nsys_path).version
@@ -289,7 +132,7 @@ def run_profile(
     )
     warm.start()
     early = None
-    if use_early:  # analyse while nsys writes its SQLite export (launchprof.early)
+    if use_early:  # analyse while nsys writes its SQLite export (launchprof.commands.early)
         early = EarlyAnalysis(
             folder / TRACE_STEM,
             nsys_path,
@@ -429,7 +272,7 @@ def _after_recording(
     gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
     mark("imports_done")
     baseline = (
-        _run_baselines(work, folder, baseline_runs, console, step) if (work and baseline_runs and code == 0) else None
+        run_baselines(work, folder, baseline_runs, console, step) if (work and baseline_runs and code == 0) else None
     )
     if baseline_runs and code != 0:
         console.print(
@@ -437,7 +280,7 @@ def _after_recording(
             markup=False,
             soft_wrap=True,
         )
-    from launchprof.commands import run_analyze
+    from launchprof.commands.analyze import run_analyze
     from launchprof.trace.columns import prefetch
 
     prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
@@ -471,63 +314,3 @@ def _after_recording(
         if not webbrowser.open(uri):
             console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
     return ProfileResult(folder, code, analysed)
-
-
-PYTHON_NAME = re.compile(r"python[0-9.]*(?:\.exe)?$")
-
-
-def baseline_argv(argv: Sequence[str]) -> list[str]:
-    """The command line of a run without nsys: a Python workload (``python[X.Y] SCRIPT.py``
-    or ``python -m MODULE``, options before them left alone) runs through
-    ``launchprof/profiler_region.py``, which times its profiler regions for a workload without
-    step markers (:mod:`launchprof.profiler_region`); any other command runs unchanged."""
-    args = list(argv)
-    if len(args) > 1 and PYTHON_NAME.match(os.path.basename(args[0])):
-        i = 1
-        while i < len(args) and args[i].startswith("-") and args[i] != "-m" and args[i] != "-":
-            i += 1
-        if i < len(args) and (args[i] == "-m" or args[i].endswith(".py")):
-            from launchprof import profiler_region
-
-            return [*args[:i], str(Path(profiler_region.__file__).resolve()), *args[i:]]
-    return args
-
-
-def _run_baselines(
-    work: Workload, folder: Path, runs: int, console: Console, step: str | None = None
-) -> list[Any] | Any:
-    """Run ``work`` ``runs`` times without nsys (:func:`baseline_argv`), each with
-    ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.baseline.run_files`),
-    and return the step times read back: one array per run that exited 0 (failed runs and
-    unreadable step files are reported and left out, so the analysis of the recorded trace
-    always runs); when no run recorded a step but some timed a profiler region, the regions
-    instead (:class:`launchprof.baseline.RegionRuns`)."""
-    from launchprof.baseline import RegionRuns, StepTimesError, read_step_times, region_step_times, run_files
-    from launchprof.marker import STEP_NAME, STEP_TIMES_ENV
-
-    argv = baseline_argv(work.argv)
-    got, regions = [], []
-    for i, path in enumerate(run_files(folder, runs), start=1):
-        console.print(f"launchprof: baseline run {i} of {runs} (without nsys)", markup=False)
-        began = time.perf_counter()
-        try:
-            done = subprocess.run(argv, env={**os.environ, STEP_TIMES_ENV: str(path.resolve())}, check=False)
-        except OSError as exc:
-            raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None
-        wall = time.perf_counter() - began
-        if done.returncode != 0:
-            console.print(f"launchprof: baseline run {i} exited with code {done.returncode}; left out", markup=False)
-            continue
-        try:
-            times = read_step_times(path, step or STEP_NAME)
-            region = region_step_times(path)
-        except StepTimesError as exc:
-            console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
-            continue
-        timed = f", profiler regions {(region[:, 1] - region[:, 0]).sum() / 1e9:.3f} s" if len(region) else ""
-        console.print(f"launchprof: baseline run {i}: {len(times)} steps{timed} in {wall:.2f} s", markup=False)
-        got.append(times)
-        regions.append(region)
-    if not any(len(t) for t in got) and any(len(r) for r in regions):
-        return RegionRuns(regions)
-    return got

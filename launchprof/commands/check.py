@@ -75,8 +75,8 @@ def plan(words: Sequence[str], output: Path | None, label: str | None = None) ->
         TargetError: BEFORE or AFTER cannot be run (e.g. a missing script).
         OutputError: ``output`` exists.
     """
+    from launchprof.commands.folders import default_folder
     from launchprof.nsys.profile import workload
-    from launchprof.profiling import default_folder
 
     before, after = split_commands(words)
     first = workload(before)  # both targets are checked before anything is created or run
@@ -110,9 +110,9 @@ def run_check(
         LaunchprofError: bad input (usage, output folder), nsys missing or failing, a side
             that cannot be compared; the caller prints it in one line.
     """
-    from launchprof.commands import run_compare
-    from launchprof.compare_runs import DEFAULT_FAIL_ON
-    from launchprof.profiling import run_profile
+    from launchprof.api.compare_runs import DEFAULT_FAIL_ON
+    from launchprof.commands.compare import run_compare
+    from launchprof.commands.profile import run_profile
 
     p = plan(words, output)
     before_dir, after_dir, compare_dir = p.folders

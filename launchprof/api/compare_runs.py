@@ -32,9 +32,8 @@ from launchprof.analysis.side import SideData, regroup, side_from_analysis
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
-from launchprof.api import analyze
+from launchprof.api.traces import analyze
 from launchprof.errors import LaunchprofError
-from launchprof.options import trace_stem
 from launchprof.report.sides import ReportFolderError, side_from_folder
 
 
@@ -61,15 +60,6 @@ def parse_fail_on(text: str) -> frozenset[str]:
             f"(choose from {', '.join(VERDICTS)}, or none)"
         )
     return frozenset(names)
-
-
-def default_name(before: Path, after: Path) -> str:
-    """``compare-<before stem>-vs-<after stem>`` (folder name for a report folder)."""
-
-    def stem(p: Path) -> str:
-        return p.resolve().name if p.is_dir() else trace_stem(p.name)
-
-    return f"compare-{stem(before)}-vs-{stem(after)}"
 
 
 def _load(
