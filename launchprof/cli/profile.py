@@ -17,6 +17,7 @@ from launchprof.cli.options import (
     step_text,
 )
 from launchprof.commands.outcome import Outcome
+from launchprof.malloc import MallocTuning
 from launchprof.timings import mark
 
 
@@ -67,6 +68,7 @@ def profile_command(
             step_text(step),
             open_report,
             baseline_runs=baseline_runs,
+            memory=MallocTuning(),  # this process is the command line's: tune malloc for the analysis
         )
     except LaunchprofError as exc:
         return Outcome(print_error(exc))

@@ -1,5 +1,7 @@
 """The ``launchprof`` Typer app: each command reads and checks its options
-(:mod:`launchprof.cli.options`) and hands over to its module in :mod:`launchprof.commands`.
+(:mod:`launchprof.cli.options`) and hands over to its module in :mod:`launchprof.commands`,
+with the process-wide decisions that are the command line's to make (malloc settings:
+:class:`~launchprof.malloc.MallocTuning`; signals; the exit).
 ``profile``'s parameters are made from the one option table,
 :data:`launchprof.cli.options.PROFILE_OPTIONS`, which the fast path reads too."""
 
@@ -19,6 +21,7 @@ from launchprof.cli.options import BUBBLE_HELP, STEP_HELP, default_output
 from launchprof.cli.profile import profile_command
 from launchprof.commands.outcome import Outcome
 from launchprof.errors import LaunchprofError, OptionError
+from launchprof.malloc import MallocTuning
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -217,6 +220,7 @@ def _analyze_many(
             step=step_name(step),
             scheduler=scheduler,
             workers=workers,
+            memory=MallocTuning(),
         )
     finally:
         if json_out and (folder / "combined.json").is_file():
@@ -257,6 +261,7 @@ def _analyze_one(
             step=step_name(step),
             require_gpu=True,
             document=print_document if json_out else None,
+            memory=MallocTuning(),
         )
     except LaunchprofError as exc:
         return Outcome(consoles.print_error(exc), quick_exit=True)
@@ -381,6 +386,7 @@ def compare(
             threshold_ns(bubble_threshold),
             nsys,
             console,
+            memory=MallocTuning(),
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
@@ -438,6 +444,7 @@ def check(
             min_effect / 100,
             threshold_ns(bubble_threshold),
             nsys,
+            memory=MallocTuning(),
         )
     except LaunchprofError as exc:
         raise fail(exc) from None

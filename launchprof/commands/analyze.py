@@ -20,6 +20,7 @@ from launchprof.analysis import Analysis
 from launchprof.api import analyze
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
+from launchprof.malloc import MallocTuning
 from launchprof.report.folder import FolderWriter
 from launchprof.report.index import write_index
 from launchprof.report.sides import StepFilesJob, start_step_files, step_file_texts
@@ -59,6 +60,7 @@ def run_analyze(
     early: Any = None,
     workload: dict[str, Any] | None = None,
     document: Callable[[str], None] | None = None,
+    memory: MallocTuning | None = None,
 ) -> Any:
     """Analyse ``trace`` and write its report into ``output``; print where it went;
     return the summary (:class:`~launchprof.report.schema.Summary`).
@@ -66,6 +68,7 @@ def run_analyze(
     ``workload``: the summary's ``workload`` section (``profile``: the failed run's
     ``exit_code``), or None.
     ``document``: called with summary.json's text once written (``--json``), or None.
+    ``memory``: the malloc settings of loading and analysing (:func:`launchprof.api.analyze`).
     ``early``: the analysis already made while nsys exported ``trace``
     (:class:`launchprof.commands.early.EarlyResult`): only the files are written.
 
@@ -77,7 +80,7 @@ def run_analyze(
         analysis, summary = early.analysis, _write_early(early, trace, output, force, baseline, workload)
     else:
         analysis, summary = _analyse_and_write(
-            trace, output, force, bubble_threshold_ns, nsys, console, step, baseline, workload
+            trace, output, force, bubble_threshold_ns, nsys, console, step, baseline, workload, memory
         )
     print_summary(summary, output, console)
     if document is not None:
@@ -116,6 +119,7 @@ def _analyse_and_write(
     step: str | None,
     baseline: list[Any] | None,
     workload: dict[str, Any] | None = None,
+    memory: MallocTuning | None = None,
 ) -> tuple[Analysis, Any]:
     """Analyse ``trace`` and write its report (run_analyze); the analysis and summary."""
     jobs: list[StepFilesJob] = []
@@ -136,6 +140,7 @@ def _analyse_and_write(
                 progress=lambda msg: status.update(f"{msg}..."),
                 step=step,
                 steps_found=steps_found,
+                memory=memory,
             )
             for writer in writers:
                 stack.enter_context(writer)  # the staging folder goes, whatever happens

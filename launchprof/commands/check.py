@@ -27,6 +27,7 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.errors import LaunchprofError, OutputError
+from launchprof.malloc import MallocTuning
 
 
 class CheckUsageError(LaunchprofError):
@@ -102,6 +103,7 @@ def run_check(
     min_effect: float = 0.05,
     bubble_threshold_ns: int = 1000,
     nsys: str | None = None,
+    memory: MallocTuning | None = None,
 ) -> int:
     """Run the loop (module docstring) and return the exit status. ``fail_on``: the
     verdicts that exit 1 (default: every verdict but ``verified``, as ``compare``).
@@ -119,7 +121,9 @@ def run_check(
     p.root.mkdir(parents=True)
     for label, command, folder in (("BEFORE", p.before, before_dir), ("AFTER", p.after, after_dir)):
         console.print(f"launchprof check: {label}: {' '.join(command)}", markup=False, soft_wrap=True)
-        result = run_profile(command, console, folder, nsys, (), bubble_threshold_ns, step, False, baseline_runs=runs)
+        result = run_profile(
+            command, console, folder, nsys, (), bubble_threshold_ns, step, False, baseline_runs=runs, memory=memory
+        )
         if result.exit_code != 0:
             console.print(
                 f"launchprof check: {label} exited with status {result.exit_code} under nsys; nothing compared "
@@ -148,4 +152,5 @@ def run_check(
         bubble_threshold_ns,
         nsys,
         console,
+        memory,
     )

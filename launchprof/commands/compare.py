@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.commands.analyze import update_index
+from launchprof.malloc import MallocTuning
 
 
 def run_compare(
@@ -21,6 +22,7 @@ def run_compare(
     bubble_threshold_ns: int,
     nsys: str | None,
     console: Console,
+    memory: MallocTuning | None = None,
 ) -> int:
     """Compare ``before`` and ``after``, write the comparison into ``output``, print the
     verdict and the checks; return the exit code (1 when the verdict is in ``fail_on``)."""
@@ -37,6 +39,7 @@ def run_compare(
             bubble_threshold_ns=bubble_threshold_ns,
             nsys=nsys,
             progress=lambda msg: status.update(f"{msg}..."),
+            memory=memory,
         )
         status.update("writing comparison")
         doc = write_compare(result, output, force=force, before_path=str(before), after_path=str(after))

@@ -41,6 +41,7 @@ from launchprof.analysis.ranks import CrossRank, cross_rank, find_ranks
 from launchprof.commands.analyze import update_index
 from launchprof.commands.folders import trace_stem
 from launchprof.errors import LaunchprofError, TraceError
+from launchprof.malloc import MallocTuning
 from launchprof.report.combined import Combined, ReportResult
 from launchprof.report.html import prepare_folder
 
@@ -90,6 +91,7 @@ def analyze_one(
     bubble_threshold_ns: int,
     nsys: str | None,
     step: str | None,
+    memory: MallocTuning | None = None,
 ) -> ReportResult:
     """Analyse one trace and write its report into ``output/folder`` (one Dask task).
 
@@ -101,7 +103,7 @@ def analyze_one(
     from launchprof.report.write import write_report
 
     try:
-        analysis = analyze(Path(path), bubble_threshold_ns, nsys=nsys, step=step)
+        analysis = analyze(Path(path), bubble_threshold_ns, nsys=nsys, step=step, memory=memory)
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
         if not analysis.devices:
             # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
@@ -239,6 +241,7 @@ def analyze_many(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    memory: MallocTuning | None = None,
 ) -> Combined:
     """Analyse ``paths`` (one trace per rank) and write one report folder per trace and
     the combined report into ``output``.
@@ -253,6 +256,8 @@ def analyze_many(
             one per trace, and only when a cluster pays: :func:`use_dask`); 0 analyses
             the traces one after another in this process, without Dask.
         progress: called with (done, total) after each trace.
+        memory: malloc settings for each trace's loading and analysis (in the process
+            that analyses it; :func:`launchprof.api.analyze`).
 
     Returns:
         :class:`Combined`.
@@ -270,7 +275,7 @@ def analyze_many(
     for name in names:
         prepare_folder(output / name, force, ("summary.json", "report.html"))
     out_abs = str(output.resolve())
-    args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step) for p, n in zip(paths, names, strict=True)]
+    args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step, memory) for p, n in zip(paths, names, strict=True)]
     results: dict[int, ReportResult] = {}
     if not scheduler and not use_dask(paths, workers):
         for i, a in enumerate(args):
@@ -324,6 +329,7 @@ def run_analyze_many(
     step: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
+    memory: MallocTuning | None = None,
 ) -> None:
     """Analyse many per-rank traces on Dask (:func:`analyze_many`);
     print one line per rank and where the combined report went.
@@ -344,6 +350,7 @@ def run_analyze_many(
             scheduler,
             workers,
             progress=lambda done, total: status.update(f"analysed {done} of {total} traces"),
+            memory=memory,
         )
     ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
     for r in ranks[:MAX_RANK_LINES]:

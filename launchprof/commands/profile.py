@@ -29,6 +29,7 @@ from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
 from launchprof.commands.folders import claim_default_folder, claim_folder
 from launchprof.commands.warmup import WARM_ARROW, WARM_MODULES, WARM_SQLITE, WarmUp
 from launchprof.errors import LaunchprofError, NsysError
+from launchprof.malloc import MallocTuning
 from launchprof.nsys.locate import check_importer_setting, locate_nsys, nsys_info
 from launchprof.nsys.profile import (
     TRACE_STEM,
@@ -90,6 +91,7 @@ def run_profile(
     step: str | None = None,
     open_report: bool = False,
     baseline_runs: int = 0,
+    memory: MallocTuning | None = None,
 ) -> ProfileResult:
     """Profile ``target`` (see :func:`launchprof.nsys.profile.workload`) and write
     ``trace.nsys-rep``, ``trace.sqlite``, ``summary.json``, ``report.html`` into ``output``
@@ -141,6 +143,7 @@ def run_profile(
             warm=warm,
             render=not baseline_runs,
             after=warm.workload_gone,
+            memory=memory,
         ).start()
     interrupts: list[int] = []
     started = time.time()
@@ -191,6 +194,7 @@ def run_profile(
             created,
             started,
             bool(interrupts),
+            memory,
         )
     except KeyboardInterrupt:
         kept = next(
@@ -232,6 +236,7 @@ def _after_recording(
     created: bool = False,
     started: float | None = None,
     interrupted: bool = False,
+    memory: MallocTuning | None = None,
 ) -> ProfileResult:
     with contextlib.ExitStack() as stack:
         shown: list[Any] = []  # the spinner starts only when there is an import or export to wait for
@@ -297,6 +302,7 @@ def _after_recording(
             baseline=baseline,
             early=ready if (ready is not None and not files.imported and not files.exported) else None,
             workload={"exit_code": code} if code != 0 else None,
+            memory=memory,
         )
     except LaunchprofError as exc:
         if code == 0:
