@@ -33,10 +33,10 @@ from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
 from launchprof.api.calibration import user_calibration
+from launchprof.api.report_folder import ReportFolderError, side_from_folder
 from launchprof.api.traces import analyze
 from launchprof.errors import LaunchprofError
 from launchprof.malloc import MallocTuning
-from launchprof.report.sides import ReportFolderError, side_from_folder
 
 
 class CompareOptionError(LaunchprofError):

@@ -23,7 +23,7 @@ from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.malloc import MallocTuning
 from launchprof.report.folder import FolderWriter
 from launchprof.report.index import write_index
-from launchprof.report.sides import StepFilesJob, start_step_files, step_file_texts
+from launchprof.report.stepfiles import StepFilesJob, start_step_files, step_file_texts
 from launchprof.report.write import commit_report, open_report_folder, render_files
 from launchprof.timings import mark
 
@@ -64,7 +64,7 @@ def run_analyze(
 ) -> Any:
     """Analyse ``trace`` and write its report into ``output``; print where it went;
     return the summary (:class:`~launchprof.report.schema.Summary`).
-    ``baseline``: step times of unprofiled runs (:mod:`launchprof.baseline`), or None.
+    ``baseline``: step times of unprofiled runs (:mod:`launchprof.analysis.baseline`), or None.
     ``workload``: the summary's ``workload`` section (``profile``: the failed run's
     ``exit_code``), or None.
     ``document``: called with summary.json's text once written (``--json``), or None.
@@ -127,7 +127,7 @@ def _analyse_and_write(
 
     def steps_found(found: Analysis) -> None:
         # The step files do not depend on the diagnosis: a child process writes them into
-        # the staging folder meanwhile (report.sides.start_step_files).
+        # the staging folder meanwhile (report.stepfiles.start_step_files).
         writers.append(open_report_folder(output, force))
         jobs.append(start_step_files(found, writers[0].staging))
 

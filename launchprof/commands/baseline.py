@@ -41,13 +41,14 @@ def run_baselines(
     work: Workload, folder: Path, runs: int, console: Console, step: str | None = None
 ) -> list[Any] | Any:
     """Run ``work`` ``runs`` times without nsys (:func:`baseline_argv`), each with
-    ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.baseline.run_files`),
+    ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.trace.steptimes.run_files`),
     and return the step times read back: one array per run that exited 0 (failed runs and
     unreadable step files are reported and left out, so the analysis of the recorded trace
     always runs); when no run recorded a step but some timed a profiler region, the regions
-    instead (:class:`launchprof.baseline.RegionRuns`)."""
-    from launchprof.baseline import RegionRuns, StepTimesError, read_step_times, region_step_times, run_files
+    instead (:class:`launchprof.analysis.baseline.RegionRuns`)."""
+    from launchprof.analysis.baseline import RegionRuns
     from launchprof.marker import STEP_NAME, STEP_TIMES_ENV
+    from launchprof.trace.steptimes import StepTimesError, read_step_times, region_step_times, run_files
 
     argv = baseline_argv(work.argv)
     got, regions = [], []

@@ -218,7 +218,7 @@ class EarlyAnalysis:
     def _analyse(self, folder: Path, seconds: dict[str, float]) -> EarlyResult:
         from launchprof.api.traces import analyze_loaded
         from launchprof.report.figures import embedded_device_figures
-        from launchprof.report.sides import step_file_texts
+        from launchprof.report.stepfiles import step_file_texts
         from launchprof.report.write import render_files
         from launchprof.trace.arrowdir import load_arrowdir
 

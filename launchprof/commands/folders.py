@@ -33,7 +33,7 @@ def default_name(before: Path, after: Path) -> str:
     return f"compare-{stem(before)}-vs-{stem(after)}"
 
 
-# What a run writes into its folder (launchprof.report.sides.STEP_FILES spelled out: that
+# What a run writes into its folder (launchprof.report.stepfiles.STEP_FILES spelled out: that
 # module imports pandas); profile never overwrites any of them.
 TRACE_FILES = (
     "trace.nsys-rep",

@@ -3,6 +3,7 @@ devices' whole-trace figures, the notes and the baseline line (all from the summ
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,47 @@ def print_summary(summary: Any, output: Path, console: Console) -> None:
     for note in summary.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
     if summary.baseline is not None:
-        from launchprof.baseline import describe
-
-        console.print(describe(summary.baseline), markup=False, soft_wrap=True)
+        console.print(describe_baseline(summary.baseline), markup=False, soft_wrap=True)
     console.print(f"report: {output / 'report.html'}", markup=False)
+
+
+def describe_baseline(section: Mapping[str, Any]) -> str:
+    """One line for the terminal: unprofiled vs profiled step period and the corrected speedup."""
+    unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
+    region = section.get("source") == "profiler-region"
+    if unprof is None or prof is None:
+        runs = int(section.get("runs", 0) or 0)
+        if region:
+            return (
+                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys timed the workload's profiler region, "
+                f"but the trace shows {section.get('trace_regions', 0)} profiler regions with "
+                f"{section.get('region_steps', 0)} steps found in them: no step time without nsys"
+            )
+        return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
+    if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
+        return (
+            f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: "
+            "no ratio (a zero period)"
+        )
+    if section.get("host_ahead_of_gpu"):
+        return (
+            f"baseline: host step p50 {unprof / 1e3:,.1f} us without nsys, shorter than the GPU's busy time a step "
+            f"({section['gpu_busy_p50_ns'] / 1e3:,.1f} us under nsys): the host ran ahead of the GPU, so host step "
+            "times do not show the step's pace and no correction is made"
+        )
+    line = (
+        f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
+        f"({section['overhead_ratio']:.2f}x, {section['runs']} runs, steps {section['steps']})"
+    )
+    if region:
+        line = (
+            f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
+            f"median of {section['periods']} runs, / the {section['region_steps']} steps found in it) vs "
+            f"{prof / 1e3:,.1f} us under nsys ({section['overhead_ratio']:.2f}x)"
+        )
+    corr = section.get("corrected")
+    if corr:
+        line += (
+            f"; overhead-corrected graph speedup {corr['speedup']:.2f}x (under nsys {corr['profiled_speedup']:.2f}x)"
+        )
+    return line

@@ -14,7 +14,7 @@ from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
 from launchprof.report.schema import Summary
-from launchprof.report.sides import STEP_FILES, step_file_texts
+from launchprof.report.stepfiles import STEP_FILES, step_file_texts
 from launchprof.report.summary import build_summary
 
 REPORT_FILES = ("summary.json", "report.html")
@@ -76,7 +76,7 @@ def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
     first 16 hex digits of the SHA-256 of the summary's JSON without it; the page carries
     the run id in ``<meta name="launchprof-run">``. Both depend only on what is written,
     so the same trace still gives the same files byte for byte, and a folder whose files
-    come from different runs is told apart (:func:`launchprof.report.sides.side_from_folder`).
+    come from different runs is told apart (:func:`launchprof.api.report_folder.side_from_folder`).
 
     Raises:
         OutputError: a file cannot be written, or the folder is busy or holds a report
@@ -105,14 +105,14 @@ def write_report(
     writer: FolderWriter | None = None,
 ) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
-    the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
+    the step files (``steps.csv`` ...) of :mod:`launchprof.report.stepfiles` that ``compare``
     reads (unless ``step_files`` is False: the caller has staged them in ``writer``), all
     at once (:func:`commit_report`). ``device_figures``: the page's device figures when
     already made (see :func:`render_report`). ``workload``: what ``profile`` knows of the
     run (``exit_code`` when it failed), or None. ``writer``: the folder's writer when the
     caller opened it (:func:`open_report_folder`; ``folder`` and ``force`` are then its own).
     ``baseline``: the runs without nsys (``profile --baseline-runs``): a list of per-run
-    step-time arrays, or :class:`launchprof.baseline.RegionRuns`; None when there were none.
+    step-time arrays, or :class:`launchprof.analysis.baseline.RegionRuns`; None when there were none.
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
@@ -141,7 +141,7 @@ def render_files(
     summary.workload = workload
     extra_html = ""
     if baseline is not None:
-        from launchprof.baseline import (
+        from launchprof.analysis.baseline import (
             RegionRuns,
             apply_to_recommendation,
             baseline_section,
