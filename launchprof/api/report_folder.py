@@ -180,7 +180,13 @@ def _region_periods(folder: Path, section: dict[str, Any], notes: list[str]) -> 
     return np.array(values, dtype=float) if len(values) >= 2 else None
 
 
-def _side_from_folder(folder: Path) -> SideData:
+def _read_summary(folder: Path) -> dict[str, Any]:
+    """The folder's ``summary.json``, checked to be a launchprof summary of the same run
+    as its step files (:func:`_check_one_run`).
+
+    Raises:
+        ReportFolderError: no summary.json, not JSON, not a launchprof summary, or files of two runs.
+    """
     summary_path = folder / "summary.json"
     if not summary_path.is_file():
         raise ReportFolderError("a folder without summary.json; give a trace or a launchprof report folder")
@@ -191,10 +197,14 @@ def _side_from_folder(folder: Path) -> SideData:
     if not isinstance(summary, dict) or not str(summary.get("schema", "")).startswith("launchprof.summary/"):
         raise ReportFolderError("its summary.json is not a launchprof summary (no 'schema': 'launchprof.summary/...')")
     _check_one_run(folder, summary)
-    stats = summary.get("steps") or {}
-    launches = summary.get("launches") or {}
-    devices = summary.get("devices") or []
-    notes: list[str] = []
+    return summary
+
+
+def _read_step_files(
+    folder: Path, notes: list[str]
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None, pd.DataFrame | None]:
+    """``steps.csv``, ``step_kernels.csv`` and ``step_timeline.csv`` of ``folder`` (each
+    None when absent or unreadable, said in ``notes``)."""
     table = _read_csv(folder / "steps.csv", STEP_COLUMNS, notes, OPTIONAL_STEP_COLUMNS)
     if table is not None:
         table = table.assign(warmup=table["warmup"].astype(str).str.lower().eq("true"))
@@ -211,6 +221,16 @@ def _side_from_folder(folder: Path) -> SideData:
         kernels = kernels.assign(name=kernels["name"].astype(str))
     if sample is not None:
         sample = sample.assign(name=sample["name"].astype(str))
+    return table, kernels, sample
+
+
+def _side_from_folder(folder: Path) -> SideData:
+    summary = _read_summary(folder)
+    stats = summary.get("steps") or {}
+    launches = summary.get("launches") or {}
+    devices = summary.get("devices") or []
+    notes: list[str] = []
+    table, kernels, sample = _read_step_files(folder, notes)
     inst = int(launches.get("graph_instantiations") or 0)
     inst_p50 = _opt(launches, "graph_instantiate_p50_ns")
     if inst and inst_p50 is not None and inst > 1:

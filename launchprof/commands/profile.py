@@ -16,7 +16,6 @@ import contextlib
 import gc
 import shlex
 import shutil
-import threading
 import time
 import webbrowser
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from launchprof.nsys.locate import check_importer_setting, locate_nsys, nsys_inf
 from launchprof.nsys.profile import (
     TRACE_STEM,
     TargetError,
+    TraceFiles,
     Workload,
     finish_trace,
     nsys_command,
@@ -81,6 +81,22 @@ def split_nsys_args(values: Sequence[str]) -> list[str]:
     return words
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One ``profile`` run: what runs, where its files go, and the analysis' settings."""
+
+    work: Workload
+    folder: Path
+    created: bool  # the folder was made by this run
+    nsys_path: Path
+    console: Console
+    bubble_threshold_ns: int
+    step: str | None
+    open_report: bool
+    baseline_runs: int
+    memory: MallocTuning | None
+
+
 def run_profile(
     target: Sequence[str],
     console: Console,
@@ -95,10 +111,12 @@ def run_profile(
 ) -> ProfileResult:
     """Profile ``target`` (see :func:`launchprof.nsys.profile.workload`) and write
     ``trace.nsys-rep``, ``trace.sqlite``, ``summary.json``, ``report.html`` into ``output``
-    (default :func:`~launchprof.commands.folders.default_folder`). The trace is kept whatever happens after recording.
-    With ``baseline_runs`` N > 0 and a successful nsys run, the workload then runs N more
-    times without nsys (``LAUNCHPROF_STEP_TIMES=FOLDER/baseline-I.steps``) and the report
-    gets a ``baseline`` section (:mod:`launchprof.analysis.baseline`).
+    (default :func:`~launchprof.commands.folders.default_folder`). The trace is kept
+    whatever happens after recording. With ``baseline_runs`` N > 0 and a successful nsys
+    run, the workload then runs N more times without nsys
+    (``LAUNCHPROF_STEP_TIMES=FOLDER/baseline-I.steps``) and the report gets a ``baseline``
+    section (:mod:`launchprof.analysis.baseline`). ``memory``: malloc settings for the
+    analysis (:func:`launchprof.api.analyze`).
 
     Returns:
         :class:`ProfileResult` with the workload's exit code (nsys passes it on).
@@ -117,6 +135,7 @@ def run_profile(
         created = claim_folder(folder)
     else:
         folder, created = claim_default_folder(work.label), True
+    run = _Run(work, folder, created, nsys_path, console, bubble_threshold_ns, step, open_report, baseline_runs, memory)
     cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
     if cmd.dropped:
         version = nsys_info(nsys_path).version
@@ -126,51 +145,12 @@ def run_profile(
             markup=False,
             soft_wrap=True,
         )
-    use_early = wanted(cmd.argv)
-    stem = folder / TRACE_STEM
-    warm = WarmUp(
-        WARM_MODULES + (WARM_ARROW if use_early else WARM_SQLITE),
-        ready=lambda: stem.with_suffix(".sqlite").exists() or stem.with_suffix(".qdstrm").exists(),
-    )
-    warm.start()
-    early = None
-    if use_early:  # analyse while nsys writes its SQLite export (launchprof.commands.early)
-        early = EarlyAnalysis(
-            folder / TRACE_STEM,
-            nsys_path,
-            bubble_threshold_ns,
-            step,
-            warm=warm,
-            render=not baseline_runs,
-            after=warm.workload_gone,
-            memory=memory,
-        ).start()
+    warm, early = _start_background(run, cmd.argv)
     interrupts: list[int] = []
     started = time.time()
     mark("nsys_start")
     try:
-        code = run_nsys(
-            cmd.argv,
-            on_interrupt=lambda: console.print(
-                "launchprof: interrupted: stopping the workload; nsys is writing the trace",
-                markup=False,
-                soft_wrap=True,
-            ),
-            on_repeat=lambda: console.print(
-                "launchprof: interrupted: nsys is still writing the trace; waiting for it (kill -9 to abandon it)",
-                markup=False,
-                soft_wrap=True,
-            ),
-            interrupts=interrupts,
-            on_start=warm.nsys_started,
-            hold=warm.workload_exited.is_set,  # a SIGINT would make nsys abandon the trace it writes
-            on_hold=lambda: console.print(
-                "launchprof: interrupted: the workload has exited and nsys is writing the trace; waiting for it "
-                "(Ctrl-C again stops nsys, which may lose the trace)",
-                markup=False,
-                soft_wrap=True,
-            ),
-        )
+        code = _record(cmd.argv, console, warm, interrupts)
     finally:
         warm.nsys_exited()
     mark("nsys_end")
@@ -179,23 +159,7 @@ def run_profile(
         ready = early.finish(wait=not interrupts) if early is not None else None
         if interrupts:
             _rescue_qdstrm(folder / TRACE_STEM, started, console)
-        return _after_recording(
-            folder,
-            nsys_path,
-            code,
-            console,
-            bubble_threshold_ns,
-            step,
-            open_report,
-            warm,
-            work,
-            baseline_runs,
-            ready,
-            created,
-            started,
-            bool(interrupts),
-            memory,
-        )
+        return _after_recording(run, code, warm, ready, started, bool(interrupts))
     except KeyboardInterrupt:
         kept = next(
             (folder / f"{TRACE_STEM}{s}" for s in (".nsys-rep", ".qdstrm") if (folder / f"{TRACE_STEM}{s}").exists()),
@@ -203,6 +167,58 @@ def run_profile(
         )
         again = f"; analyse it with: launchprof analyze {kept}" if kept is not None else ""
         raise Interrupted(f"interrupted; everything recorded so far is kept in {folder}{again}") from None
+
+
+def _start_background(run: _Run, nsys_argv: list[str]) -> tuple[WarmUp, EarlyAnalysis | None]:
+    """Start the warm-up imports (:mod:`launchprof.commands.warmup`) and, where it pays,
+    the analysis while nsys writes its SQLite export (:mod:`launchprof.commands.early`)."""
+    use_early = wanted(nsys_argv)
+    stem = run.folder / TRACE_STEM
+    warm = WarmUp(
+        WARM_MODULES + (WARM_ARROW if use_early else WARM_SQLITE),
+        ready=lambda: stem.with_suffix(".sqlite").exists() or stem.with_suffix(".qdstrm").exists(),
+    )
+    warm.start()
+    early = None
+    if use_early:
+        early = EarlyAnalysis(
+            stem,
+            run.nsys_path,
+            run.bubble_threshold_ns,
+            run.step,
+            warm=warm,
+            render=not run.baseline_runs,
+            after=warm.workload_gone,
+            memory=run.memory,
+        ).start()
+    return warm, early
+
+
+def _record(argv: list[str], console: Console, warm: WarmUp, interrupts: list[int]) -> int:
+    """Run ``nsys profile`` (:func:`launchprof.nsys.profile.run_nsys`), saying what each
+    Ctrl-C does; its exit code (the workload's). ``interrupts`` collects the Ctrl-Cs."""
+    return run_nsys(
+        argv,
+        on_interrupt=lambda: console.print(
+            "launchprof: interrupted: stopping the workload; nsys is writing the trace",
+            markup=False,
+            soft_wrap=True,
+        ),
+        on_repeat=lambda: console.print(
+            "launchprof: interrupted: nsys is still writing the trace; waiting for it (kill -9 to abandon it)",
+            markup=False,
+            soft_wrap=True,
+        ),
+        interrupts=interrupts,
+        on_start=warm.nsys_started,
+        hold=warm.workload_exited.is_set,  # a SIGINT would make nsys abandon the trace it writes
+        on_hold=lambda: console.print(
+            "launchprof: interrupted: the workload has exited and nsys is writing the trace; waiting for it "
+            "(Ctrl-C again stops nsys, which may lose the trace)",
+            markup=False,
+            soft_wrap=True,
+        ),
+    )
 
 
 def _rescue_qdstrm(stem: Path, since: float, console: Console) -> None:
@@ -222,22 +238,71 @@ def _rescue_qdstrm(stem: Path, since: float, console: Console) -> None:
 
 
 def _after_recording(
-    folder: Path,
-    nsys_path: Path,
-    code: int,
-    console: Console,
-    bubble_threshold_ns: int,
-    step: str | None,
-    open_report: bool,
-    warm: threading.Thread,
-    work: Workload | None = None,
-    baseline_runs: int = 0,
-    ready: EarlyResult | None = None,
-    created: bool = False,
-    started: float | None = None,
-    interrupted: bool = False,
-    memory: MallocTuning | None = None,
+    run: _Run, code: int, warm: WarmUp, ready: EarlyResult | None, started: float, interrupted: bool
 ) -> ProfileResult:
+    """After nsys: the trace made ready, the runs without nsys, the analysis and report."""
+    console, folder = run.console, run.folder
+    files = _trace_files(run, code, started, interrupted)
+    mark("trace_ready")
+    warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
+    gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
+    mark("imports_done")
+    baseline = (
+        run_baselines(run.work, folder, run.baseline_runs, console, run.step)
+        if (run.baseline_runs and code == 0)
+        else None
+    )
+    if run.baseline_runs and code != 0:
+        console.print(
+            f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",
+            markup=False,
+            soft_wrap=True,
+        )
+    from launchprof.commands.analyze import run_analyze
+    from launchprof.trace.columns import prefetch
+
+    prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
+    analysed = True
+    try:
+        run_analyze(
+            files.sqlite,
+            folder,
+            False,
+            run.bubble_threshold_ns,
+            str(run.nsys_path),
+            console,
+            step=run.step,
+            baseline=baseline,
+            early=ready if (ready is not None and not files.imported and not files.exported) else None,
+            workload={"exit_code": code} if code != 0 else None,
+            memory=run.memory,
+        )
+    except LaunchprofError as exc:
+        if code == 0:
+            console.print(
+                f"launchprof: the trace is kept in {folder}; analyse it again with: launchprof analyze {files.sqlite}",
+                markup=False,
+                soft_wrap=True,
+            )
+            raise
+        console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
+        analysed = False
+    mark("report_written")
+    if analysed and run.open_report:
+        uri = (folder / "report.html").resolve().as_uri()
+        if not webbrowser.open(uri):
+            console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
+    return ProfileResult(folder, code, analysed)
+
+
+def _trace_files(run: _Run, code: int, started: float, interrupted: bool) -> TraceFiles:
+    """The trace nsys wrote, imported and exported where nsys could not
+    (:func:`launchprof.nsys.profile.finish_trace`).
+
+    Raises:
+        NsysError: nsys wrote no trace (its exit status is the workload's, when not 0).
+    """
+    console, folder = run.console, run.folder
     with contextlib.ExitStack() as stack:
         shown: list[Any] = []  # the spinner starts only when there is an import or export to wait for
 
@@ -246,14 +311,14 @@ def _after_recording(
                 shown.append(stack.enter_context(console.status(f"{msg}...")))
             shown[0].update(f"{msg}...")
 
-        files = finish_trace(folder / TRACE_STEM, nsys_path, progress=progress)
+        files = finish_trace(folder / TRACE_STEM, run.nsys_path, progress=progress)
     if files is None:
         removed = ""
-        if created:  # made by this run and still empty (e.g. a --nsys-arg nsys refused): not left behind
+        if run.created:  # made by this run and still empty (e.g. a --nsys-arg nsys refused): not left behind
             with contextlib.suppress(OSError):
                 folder.rmdir()
                 removed = ", removed again"
-        stranded = stranded_qdstrm(started) if started is not None else None
+        stranded = stranded_qdstrm(started)
         if stranded is not None:  # e.g. the output folder's disk is full: nsys kept it in $TMPDIR
             why = f"nsys left its recording at {stranded} (import it with QdstrmImporter -i FILE)"
         elif interrupted:
@@ -272,51 +337,4 @@ def _after_recording(
             markup=False,
             soft_wrap=True,
         )
-    mark("trace_ready")
-    warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
-    gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
-    mark("imports_done")
-    baseline = (
-        run_baselines(work, folder, baseline_runs, console, step) if (work and baseline_runs and code == 0) else None
-    )
-    if baseline_runs and code != 0:
-        console.print(
-            f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",
-            markup=False,
-            soft_wrap=True,
-        )
-    from launchprof.commands.analyze import run_analyze
-    from launchprof.trace.columns import prefetch
-
-    prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
-    analysed = True
-    try:
-        run_analyze(
-            files.sqlite,
-            folder,
-            False,
-            bubble_threshold_ns,
-            str(nsys_path),
-            console,
-            step=step,
-            baseline=baseline,
-            early=ready if (ready is not None and not files.imported and not files.exported) else None,
-            workload={"exit_code": code} if code != 0 else None,
-            memory=memory,
-        )
-    except LaunchprofError as exc:
-        if code == 0:
-            console.print(
-                f"launchprof: the trace is kept in {folder}; analyse it again with: launchprof analyze {files.sqlite}",
-                markup=False,
-                soft_wrap=True,
-            )
-            raise
-        console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
-        analysed = False
-    mark("report_written")
-    if analysed and open_report:
-        uri = (folder / "report.html").resolve().as_uri()
-        if not webbrowser.open(uri):
-            console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
-    return ProfileResult(folder, code, analysed)
+    return files
