@@ -149,6 +149,16 @@ def test_every_module_has_a_layer() -> None:
     assert unplaced == [], f"give these modules a layer in LAYERS and docs/architecture.md: {unplaced}"
 
 
+def test_every_package_has_its_init() -> None:
+    """A folder of modules without ``__init__.py`` would be left out of the wheel."""
+    missing = [
+        str(d.relative_to(ROOT))
+        for d in sorted(PACKAGE.rglob("*"))
+        if d.is_dir() and any(d.glob("*.py")) and not (d / "__init__.py").is_file()
+    ]
+    assert missing == []
+
+
 def test_no_import_points_up_a_layer() -> None:
     upward = [
         f"{a} ({NAMES[LAYERS[group(a)]]}) imports {b} ({NAMES[LAYERS[group(b)]]})"

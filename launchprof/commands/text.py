@@ -110,7 +110,7 @@ def print_summary(summary: Any, output: Path, console: Console) -> None:
     for note in summary.notes:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
     if summary.baseline is not None:
-        console.print(describe_baseline(summary.baseline), markup=False, soft_wrap=True)
+        console.print(describe_baseline(summary.baseline.model_dump()), markup=False, soft_wrap=True)
     console.print(f"report: {output / 'report.html'}", markup=False)
 
 

@@ -3,15 +3,17 @@
 Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseconds
 (suffix ``_ns``); ratios are in [0, 1]. Invariants checked on validation:
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
-process and stream. Later stages add optional sections (``steps``, ``diagnosis``,
-``recommendation``, ``ranks``) as free-form objects documented in the README.
+process and stream. Later stages add optional sections: ``baseline`` (:class:`Baseline`)
+and ``workload`` (:class:`Workload`) are typed; ``steps``, ``diagnosis``,
+``recommendation`` and ``ranks`` are still free-form objects documented in
+docs/reference.md.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 SUMMARY_SCHEMA = "launchprof.summary/1"
 
@@ -96,6 +98,59 @@ class Launches(_Model):
     kernels_shorter_than_launch_ratio: float | None = Field(ge=0, le=1)
 
 
+class Workload(_Model):
+    """What ``profile`` knows of the run, written only when the workload failed."""
+
+    exit_code: int
+
+
+class CorrectedPrediction(_Model):
+    """The overhead-corrected graph prediction (:func:`launchprof.analysis.baseline.corrected_prediction`)."""
+
+    per_launch_step_ns: float
+    graph_step_ns: float
+    speedup: float
+    profiled_speedup: float
+
+
+REGION_KEYS = ("region_ns", "regions", "region_steps", "trace_regions")
+
+
+class Baseline(_Model):
+    """The ``baseline`` section: the runs without nsys against the profiled steps
+    (:func:`launchprof.analysis.baseline.baseline_section`; ns). The :data:`REGION_KEYS`
+    are written only for ``source`` ``profiler-region``."""
+
+    source: Literal["step-markers", "profiler-region"]
+    runs: int
+    steps: list[int]
+    warmup_per_run: int
+    periods: int
+    period_p50_ns: float | None
+    period_mean_ns: float | None
+    duration_p50_ns: float | None
+    region_ns: list[int] | None = None
+    regions: list[int] | None = None
+    region_steps: int | None = None
+    trace_regions: int | None = None
+    profiled_period_p50_ns: float | None
+    profiled_source: Literal["steps", "nvtx"] | None
+    host_ahead_of_gpu: bool
+    gpu_busy_p50_ns: float | None
+    overhead_ratio: float | None
+    correction: float | None
+    corrected: CorrectedPrediction | None
+    assumption: str
+
+    @model_serializer(mode="wrap")
+    def _without_region_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.source != "profiler-region":
+            for key in REGION_KEYS:
+                data.pop(key, None)
+        return data
+
+
 class Summary(_Model):
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
     # The verdict first (launchprof.analysis.headline): what the steady steps say.
@@ -110,8 +165,8 @@ class Summary(_Model):
     diagnosis: dict[str, Any] | None = None
     recommendation: dict[str, Any] | None = None
     ranks: dict[str, Any] | None = None
-    baseline: dict[str, Any] | None = None
-    workload: dict[str, Any] | None = None
+    baseline: Baseline | None = None
+    workload: Workload | None = None
     files: dict[str, str] | None = Field(default=None, description="SHA-256 (hex) of each step file written beside")
     run_id: str | None = Field(default=None, description="16 hex digits of the SHA-256 of this JSON without it")
     # A trace without GPU work: its NVTX step ranges (launchprof.analysis.nvtx_steps).

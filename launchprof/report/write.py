@@ -13,7 +13,7 @@ from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
-from launchprof.report.schema import Summary
+from launchprof.report.schema import Baseline, Summary, Workload
 from launchprof.report.stepfiles import STEP_FILES, step_file_texts
 from launchprof.report.summary import build_summary
 
@@ -138,7 +138,7 @@ def render_files(
 ) -> tuple[Summary, str]:
     """The summary and the report page of :func:`write_report`, not yet written."""
     summary = build_summary(analysis, trace_path)
-    summary.workload = workload
+    summary.workload = None if workload is None else Workload.model_validate(workload)
     extra_html = ""
     if baseline is not None:
         from launchprof.analysis.baseline import (
@@ -155,10 +155,11 @@ def render_files(
         if isinstance(baseline, RegionRuns):
             found = trace_regions(analysis.trace.api)
             regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
-        summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period, regions)
+        section = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period, regions)
+        summary.baseline = Baseline.model_validate(section)
         apply_to_recommendation(
             summary.recommendation,
-            summary.baseline,
+            section,
             (summary.diagnosis or {}).get("verdict"),
             float((summary.diagnosis or {}).get("thresholds", {}).get("min_speedup") or 1.25),
         )
