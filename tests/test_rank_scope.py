@@ -37,7 +37,7 @@ def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
         diagnosis={"verdict": "gpu-bound"},
         recommendation={"convert": False, "predicted_speedup": 1.05, "predicted_step_ns": 3_928_000.0,
                          "break_even_iterations": 1},
-        steps=STEPS,
+        steps=SimpleNamespace(**STEPS),  # the typed steps section: attributes
         ranks=RANKS,
     )  # fmt: skip
     line = verdict_line(summary)

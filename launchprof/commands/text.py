@@ -18,9 +18,9 @@ def verdict_line(summary: Any) -> str | None:
     line = f"verdict: {diag.get('verdict')}"
     ranks = getattr(summary, "ranks", None) or {}
     if steps and int(ranks.get("count") or 0) > 1:
-        line += f" on GPU {steps.get('device_id')} pid {steps.get('pid')} of {ranks['count']} ranks"
-    if steps and steps.get("period_p50_ns"):
-        line += f" (step period p50 {steps['period_p50_ns'] / 1e3:,.1f} us over {steps.get('steady')} steady steps)"
+        line += f" on GPU {steps.device_id} pid {steps.pid} of {ranks['count']} ranks"
+    if steps and steps.period_p50_ns:
+        line += f" (step period p50 {steps.period_p50_ns / 1e3:,.1f} us over {steps.steady} steady steps)"
     graphs = (diag.get("figures") or {}).get("graph_launches_per_step_p50") or 0
     rebuilt = any(f.get("kind") == "reinstantiation" for f in diag.get("findings") or [])
     if graphs >= 1:  # as the diagnosis decides it (analysis/diagnose.py)

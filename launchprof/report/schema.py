@@ -3,10 +3,10 @@
 Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseconds
 (suffix ``_ns``); ratios are in [0, 1]. Invariants checked on validation:
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
-process and stream. Later stages add optional sections: ``baseline`` (:class:`Baseline`)
-and ``workload`` (:class:`Workload`) are typed; ``steps``, ``diagnosis``,
-``recommendation`` and ``ranks`` are still free-form objects documented in
-docs/reference.md.
+process and stream. Later stages add optional sections: ``steps`` (:class:`StepsSection`),
+``baseline`` (:class:`Baseline`) and ``workload`` (:class:`Workload`) are typed;
+``headline``, ``diagnosis``, ``recommendation``, ``ranks`` and ``nvtx_steps`` are still
+free-form objects documented in docs/reference.md.
 """
 
 from __future__ import annotations
@@ -98,6 +98,43 @@ class Launches(_Model):
     kernels_shorter_than_launch_ratio: float | None = Field(ge=0, le=1)
 
 
+class RejectedRange(_Model):
+    range: str
+    reason: str
+
+
+class StepsSection(_Model):
+    """The ``steps`` section: how the steps were found and the steady steps' distribution
+    (:func:`launchprof.analysis.steps.step_stats`; ns and counts, numpy linear percentiles;
+    None without a steady step)."""
+
+    source: str = Field(description="nvtx, graph-launch, inferred or none")
+    name: str | None
+    reason: str
+    count: int = Field(ge=0)
+    warmup: int = Field(ge=0)
+    steady: int = Field(ge=0)
+    device_id: int | None
+    pid: int | None
+    rejected_ranges: list[RejectedRange]
+    kernels_per_step_p50: float | None
+    memops_per_step_p50: float | None
+    period_p50_ns: float | None
+    busy_p50_ns: float | None
+    bubble_ns_p50: float | None
+    host_wait_p50_ns: float | None
+    launch_calls_p50: float | None
+    launch_call_ns_p50: float | None
+    sync_calls_p50: float | None
+    alloc_calls_p50: float | None
+    graph_launches_p50: float | None
+    api_ns_p50: float | None
+    cpu_ns_p50: float | None
+    period_p90_ns: float | None
+    period_mean_ns: float | None
+    period_std_ns: float | None
+
+
 class Workload(_Model):
     """What ``profile`` knows of the run, written only when the workload failed."""
 
@@ -161,7 +198,7 @@ class Summary(_Model):
     processes_without_gpu: list[int]
     nvtx_ranges_lost: bool
     notes: list[str]
-    steps: dict[str, Any] | None = None
+    steps: StepsSection | None = None
     diagnosis: dict[str, Any] | None = None
     recommendation: dict[str, Any] | None = None
     ranks: dict[str, Any] | None = None

@@ -155,7 +155,8 @@ def render_files(
         if isinstance(baseline, RegionRuns):
             found = trace_regions(analysis.trace.api)
             regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
-        section = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period, regions)
+        steps = None if summary.steps is None else summary.steps.model_dump()
+        section = baseline_section(baseline, steps, summary.recommendation, nvtx_period, regions)
         summary.baseline = Baseline.model_validate(section)
         apply_to_recommendation(
             summary.recommendation,
@@ -166,7 +167,7 @@ def render_files(
         from launchprof.analysis.headline import headline
 
         # The recommendation may have changed: the headline follows it.
-        summary.headline = headline(summary.steps, summary.diagnosis, summary.recommendation, summary.nvtx_steps)
+        summary.headline = headline(steps, summary.diagnosis, summary.recommendation, summary.nvtx_steps)
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = (summary.diagnosis or {}).get("reasons")
     page = render_report(
