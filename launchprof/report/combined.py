@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import plotly.graph_objects as go
 from pydantic import BaseModel, ConfigDict, Field
 
 from launchprof.analysis.ranks import RankRecord
 from launchprof.report.html import atomic_write, embed, render, write_plotlyjs
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from launchprof.analysis.ranks import CrossRank
 
 COMBINED_SCHEMA = "launchprof.combined/1"
@@ -84,6 +85,8 @@ def work_heatmap(view: CrossRank) -> tuple[go.Figure, bool]:
     """Heatmap of each rank's work per aligned step relative to the step's median across
     ranks (1 = median); the first :data:`HEATMAP_MAX_STEPS` aligned steps. Returns the
     figure and whether steps were left out."""
+    import plotly.graph_objects as go  # here: `analyze` of one trace imports this module for its types
+
     steps = view.per_step["step"].to_numpy()[:HEATMAP_MAX_STEPS]
     median = view.per_step["median_work_ns"].to_numpy()[:HEATMAP_MAX_STEPS]
     z = np.full((len(view.ranks), len(steps)), np.nan)
