@@ -66,10 +66,10 @@ def steady_line(summary: Any) -> str | None:
     head = getattr(summary, "headline", None) or {}
     nvtx = getattr(summary, "nvtx_steps", None)
     if not summary.devices and nvtx:
-        n, period = nvtx["count"], nvtx.get("period_p50_ns")
-        line = f"CPU only: {n} NVTX '{nvtx['name']}' range{'s' if n != 1 else ''}"
+        n, period = nvtx.count, nvtx.period_p50_ns
+        line = f"CPU only: {n} NVTX '{nvtx.name}' range{'s' if n != 1 else ''}"
         if period:
-            line += f", period p50 {period / 1e3:,.1f} us, duration p50 {nvtx['duration_p50_ns'] / 1e3:,.1f} us"
+            line += f", period p50 {period / 1e3:,.1f} us, duration p50 {nvtx.duration_p50_ns / 1e3:,.1f} us"
         return line
     if not summary.devices:
         return "CPU only, and no NVTX step range: mark your loop's body with `with launchprof.step():` to see its steps"

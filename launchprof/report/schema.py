@@ -4,9 +4,10 @@ Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseco
 (suffix ``_ns``); ratios are in [0, 1]. Invariants checked on validation:
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
 process and stream. Later stages add optional sections: ``steps`` (:class:`StepsSection`),
-``baseline`` (:class:`Baseline`) and ``workload`` (:class:`Workload`) are typed;
-``headline``, ``diagnosis``, ``recommendation``, ``ranks`` and ``nvtx_steps`` are still
-free-form objects documented in docs/reference.md.
+``nvtx_steps`` (:class:`NvtxStepsSection`), ``baseline`` (:class:`Baseline`) and
+``workload`` (:class:`Workload`) are typed; ``headline`` (a dict in the Python API too),
+``diagnosis``, ``recommendation`` and ``ranks`` are still free-form objects documented in
+docs/reference.md.
 """
 
 from __future__ import annotations
@@ -135,6 +136,21 @@ class StepsSection(_Model):
     period_std_ns: float | None
 
 
+class NvtxStepsSection(_Model):
+    """A trace without GPU work: its NVTX step ranges
+    (:meth:`launchprof.analysis.nvtx_steps.NvtxSteps.to_dict`; ns; periods None with
+    fewer than two ranges)."""
+
+    name: str
+    pid: int
+    tid: int
+    count: int = Field(ge=0)
+    period_p50_ns: float | None
+    period_p90_ns: float | None
+    duration_p50_ns: float | None
+    total_ns: int
+
+
 class Workload(_Model):
     """What ``profile`` knows of the run, written only when the workload failed."""
 
@@ -207,7 +223,7 @@ class Summary(_Model):
     files: dict[str, str] | None = Field(default=None, description="SHA-256 (hex) of each step file written beside")
     run_id: str | None = Field(default=None, description="16 hex digits of the SHA-256 of this JSON without it")
     # A trace without GPU work: its NVTX step ranges (launchprof.analysis.nvtx_steps).
-    nvtx_steps: dict[str, Any] | None = None
+    nvtx_steps: NvtxStepsSection | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

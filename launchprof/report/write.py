@@ -167,7 +167,8 @@ def render_files(
         from launchprof.analysis.headline import headline
 
         # The recommendation may have changed: the headline follows it.
-        summary.headline = headline(steps, summary.diagnosis, summary.recommendation, summary.nvtx_steps)
+        nvtx = None if summary.nvtx_steps is None else summary.nvtx_steps.model_dump()
+        summary.headline = headline(steps, summary.diagnosis, summary.recommendation, nvtx)
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = (summary.diagnosis or {}).get("reasons")
     page = render_report(
