@@ -69,15 +69,12 @@ def fail(exc: LaunchprofError) -> typer.Exit:
     return typer.Exit(consoles.print_error(exc))
 
 
-MAX_BUBBLE_THRESHOLD_US = options.MAX_BUBBLE_THRESHOLD_US
-
-
 def threshold_ns(us: float) -> int:
     """``--bubble-threshold`` in ns (:func:`launchprof.cli.options.bubble_threshold_ns`).
 
     Raises:
         typer.Exit: (after one error line) a value that is not a finite number of us in
-            [0, :data:`MAX_BUBBLE_THRESHOLD_US`].
+            [0, :data:`launchprof.cli.options.MAX_BUBBLE_THRESHOLD_US`].
     """
     try:
         return options.bubble_threshold_ns(us)
