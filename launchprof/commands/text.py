@@ -15,14 +15,14 @@ def verdict_line(summary: Any) -> str | None:
     diag, rec, steps = summary.diagnosis, summary.recommendation, summary.steps
     if not diag:
         return None
-    line = f"verdict: {diag.get('verdict')}"
+    line = f"verdict: {diag.verdict}"
     ranks = getattr(summary, "ranks", None) or {}
     if steps and int(ranks.get("count") or 0) > 1:
         line += f" on GPU {steps.device_id} pid {steps.pid} of {ranks['count']} ranks"
     if steps and steps.period_p50_ns:
         line += f" (step period p50 {steps.period_p50_ns / 1e3:,.1f} us over {steps.steady} steady steps)"
-    graphs = (diag.get("figures") or {}).get("graph_launches_per_step_p50") or 0
-    rebuilt = any(f.get("kind") == "reinstantiation" for f in diag.get("findings") or [])
+    graphs = (diag.figures or {}).get("graph_launches_per_step_p50") or 0
+    rebuilt = any(f.kind == "reinstantiation" for f in diag.findings or [])
     if graphs >= 1:  # as the diagnosis decides it (analysis/diagnose.py)
         line += f"; already runs as CUDA graphs ({graphs:g} graph launch{'es' if graphs != 1 else ''} a step"
         line += ", rebuilt every step)" if rebuilt else ")"
@@ -54,7 +54,7 @@ def verdict_line(summary: Any) -> str | None:
         if rec.get("convert") and blockers:
             line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''}"
     bound = [r["rank"] for r in ranks.get("ranks") or [] if r.get("launch_bound")] if ranks else []
-    if int(ranks.get("count") or 0) > 1 and bound and diag.get("verdict") != "launch-bound":
+    if int(ranks.get("count") or 0) > 1 and bound and diag.verdict != "launch-bound":
         line += f"; launch-bound rank{'s' if len(bound) > 1 else ''}: {', '.join(map(str, bound))} (see the ranks)"
     return line
 

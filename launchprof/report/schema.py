@@ -4,10 +4,10 @@ Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseco
 (suffix ``_ns``); ratios are in [0, 1]. Invariants checked on validation:
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
 process and stream. Later stages add optional sections: ``steps`` (:class:`StepsSection`),
-``nvtx_steps`` (:class:`NvtxStepsSection`), ``baseline`` (:class:`Baseline`) and
-``workload`` (:class:`Workload`) are typed; ``headline`` (a dict in the Python API too),
-``diagnosis``, ``recommendation`` and ``ranks`` are still free-form objects documented in
-docs/reference.md.
+``nvtx_steps`` (:class:`NvtxStepsSection`), ``diagnosis`` (:class:`DiagnosisSection`),
+``baseline`` (:class:`Baseline`) and ``workload`` (:class:`Workload`) are typed;
+``headline`` (a dict in the Python API too), ``recommendation`` and ``ranks`` are still
+free-form objects documented in docs/reference.md.
 """
 
 from __future__ import annotations
@@ -136,6 +136,32 @@ class StepsSection(_Model):
     period_std_ns: float | None
 
 
+class FindingDoc(_Model):
+    """One finding (:meth:`launchprof.analysis.findings.Finding.to_dict`): ``figures``
+    holds the numbers behind ``evidence``, by name (they differ by kind)."""
+
+    kind: str
+    severity: str
+    steps_affected: int = Field(ge=0)
+    steps: list[int]
+    evidence: str
+    fix: str
+    figures: dict[str, Any]
+
+
+class DiagnosisSection(_Model):
+    """The ``diagnosis`` section (:meth:`launchprof.analysis.diagnose.Diagnosis.to_dict`):
+    the steady steps' verdict, the reasons (with, for several ranks, which rank was
+    judged), the findings, the figures (by name; ns and ratios) and the thresholds used."""
+
+    verdict: str = Field(description="launch-bound, sync-bound, host-bound, gpu-bound or no-gpu-work")
+    reasons: list[str]
+    findings: list[FindingDoc]
+    figures: dict[str, Any]
+    thresholds: dict[str, float]
+    framework: str
+
+
 class NvtxStepsSection(_Model):
     """A trace without GPU work: its NVTX step ranges
     (:meth:`launchprof.analysis.nvtx_steps.NvtxSteps.to_dict`; ns; periods None with
@@ -215,7 +241,7 @@ class Summary(_Model):
     nvtx_ranges_lost: bool
     notes: list[str]
     steps: StepsSection | None = None
-    diagnosis: dict[str, Any] | None = None
+    diagnosis: DiagnosisSection | None = None
     recommendation: dict[str, Any] | None = None
     ranks: dict[str, Any] | None = None
     baseline: Baseline | None = None

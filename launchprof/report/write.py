@@ -156,21 +156,24 @@ def render_files(
             found = trace_regions(analysis.trace.api)
             regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
         steps = None if summary.steps is None else summary.steps.model_dump()
+        diagnosis = summary.diagnosis
         section = baseline_section(baseline, steps, summary.recommendation, nvtx_period, regions)
         summary.baseline = Baseline.model_validate(section)
         apply_to_recommendation(
             summary.recommendation,
             section,
-            (summary.diagnosis or {}).get("verdict"),
-            float((summary.diagnosis or {}).get("thresholds", {}).get("min_speedup") or 1.25),
+            diagnosis.verdict if diagnosis is not None else None,
+            float((diagnosis.thresholds if diagnosis is not None else {}).get("min_speedup") or 1.25),
         )
         from launchprof.analysis.headline import headline
 
         # The recommendation may have changed: the headline follows it.
         nvtx = None if summary.nvtx_steps is None else summary.nvtx_steps.model_dump()
-        summary.headline = headline(steps, summary.diagnosis, summary.recommendation, nvtx)
+        summary.headline = headline(
+            steps, None if diagnosis is None else diagnosis.model_dump(), summary.recommendation, nvtx
+        )
         extra_html = render("baseline.html.j2", b=summary.baseline)
-    reasons = (summary.diagnosis or {}).get("reasons")
+    reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     page = render_report(
         analysis,
         summary,
