@@ -35,8 +35,8 @@ def test_nothing_to_say_for_one_rank_or_a_launch_bound_verdict() -> None:
 def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
     summary = SimpleNamespace(
         diagnosis=SimpleNamespace(verdict="gpu-bound", figures={}, findings=[]),  # the typed section: attributes
-        recommendation={"convert": False, "predicted_speedup": 1.05, "predicted_step_ns": 3_928_000.0,
-                         "break_even_iterations": 1},
+        recommendation=SimpleNamespace(convert=False, predicted_speedup=1.05, predicted_step_ns=3_928_000.0,
+                                       break_even_iterations=1, expected_speedup=None, blockers=[]),
         steps=SimpleNamespace(**STEPS),  # the typed steps section: attributes
         ranks=RANKS,
     )  # fmt: skip

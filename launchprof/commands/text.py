@@ -28,30 +28,30 @@ def verdict_line(summary: Any) -> str | None:
         line += ", rebuilt every step)" if rebuilt else ")"
     if graphs >= 1 and not rebuilt:
         pass  # nothing left to convert: no prediction to print
-    elif rec and rec.get("expected_speedup") and rec.get("expected_step_ns"):
-        lo, hi = rec.get("expected_speedup_range") or (None, None)
+    elif rec and rec.expected_speedup and rec.expected_step_ns:
+        lo, hi = rec.expected_speedup_range or (None, None)
         line += (
-            f"; CUDA Graph expected {rec['expected_speedup']:.2f}x without nsys"
+            f"; CUDA Graph expected {rec.expected_speedup:.2f}x without nsys"
             + (f" ({lo:.2f}-{hi:.2f}x)" if lo is not None and hi is not None else "")
-            + f", {rec['expected_step_ns'] / 1e3:,.1f} us a step"
+            + f", {rec.expected_step_ns / 1e3:,.1f} us a step"
         )
-        if rec.get("predicted_speedup"):
-            line += f" (under nsys {rec['predicted_speedup']:.2f}x)"
-        if rec.get("break_even_iterations") is not None:
-            n = rec["break_even_iterations"]
+        if rec.predicted_speedup:
+            line += f" (under nsys {rec.predicted_speedup:.2f}x)"
+        if rec.break_even_iterations is not None:
+            n = rec.break_even_iterations
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
-    elif rec and rec.get("predicted_speedup") and rec.get("predicted_step_ns"):
+    elif rec and rec.predicted_speedup and rec.predicted_step_ns:
         what = "a graph built once" if graphs >= 1 else "CUDA Graph"
-        line += f"; {what} predicted {rec['predicted_step_ns'] / 1e3:,.1f} us a step, {rec['predicted_speedup']:.2f}x"
-        if rec.get("break_even_iterations") is not None:
-            n = rec["break_even_iterations"]
+        line += f"; {what} predicted {rec.predicted_step_ns / 1e3:,.1f} us a step, {rec.predicted_speedup:.2f}x"
+        if rec.break_even_iterations is not None:
+            n = rec.break_even_iterations
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
     if graphs >= 1 and rebuilt:
         line += "; build the graph once (fix the reinstantiation blocker)"
     elif rec is not None:
-        blockers = len(rec.get("blockers") or [])
-        line += "; convert" if rec.get("convert") else "; no conversion recommended"
-        if rec.get("convert") and blockers:
+        blockers = len(rec.blockers or [])
+        line += "; convert" if rec.convert else "; no conversion recommended"
+        if rec.convert and blockers:
             line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''}"
     bound = [r["rank"] for r in ranks.get("ranks") or [] if r.get("launch_bound")] if ranks else []
     if int(ranks.get("count") or 0) > 1 and bound and diag.verdict != "launch-bound":

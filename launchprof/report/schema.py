@@ -5,9 +5,11 @@ Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseco
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
 process and stream. Later stages add optional sections: ``steps`` (:class:`StepsSection`),
 ``nvtx_steps`` (:class:`NvtxStepsSection`), ``diagnosis`` (:class:`DiagnosisSection`),
-``baseline`` (:class:`Baseline`) and ``workload`` (:class:`Workload`) are typed;
-``headline`` (a dict in the Python API too), ``recommendation`` and ``ranks`` are still
-free-form objects documented in docs/reference.md.
+``recommendation`` (:class:`RecommendationSection`), ``baseline`` (:class:`Baseline`) and
+``workload`` (:class:`Workload`) are typed; ``headline`` (a dict in the Python API too)
+and ``ranks`` are still free-form objects documented in docs/reference.md. Numbers the
+analysis gives as int or float are typed ``int | float`` (:data:`Number`): each keeps its
+type, so the JSON text is the analysis' own.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 SUMMARY_SCHEMA = "launchprof.summary/1"
+Number = int | float
 
 
 class _Model(BaseModel):
@@ -162,6 +165,47 @@ class DiagnosisSection(_Model):
     framework: str
 
 
+class Blocker(_Model):
+    """A blocking finding, as the recommendation lists it."""
+
+    kind: str
+    evidence: str
+    fix: str
+
+
+class CalibrationInfo(_Model):
+    """Which prediction constants were used (:func:`launchprof.analysis.predict.constants`)."""
+
+    source: str
+    from_calibration: list[str]
+    defaults_source: str
+    values: dict[str, float]
+
+
+class RecommendationSection(_Model):
+    """The ``recommendation`` section (:meth:`launchprof.analysis.diagnose.Recommendation.to_dict`):
+    whether to convert, the gain expected without the profiler (``expected``: every term of
+    :class:`launchprof.analysis.expect.Expectation`), the profiled prediction and its
+    model's terms (by name), break-even, blockers, assumptions and the constants' source."""
+
+    convert: bool
+    reason: str
+    expected_speedup: Number | None
+    expected_speedup_range: list[Number] | None
+    expected_step_ns: Number | None
+    expected: dict[str, Any] | None
+    measured_step_ns: Number | None
+    predicted_step_ns: Number | None
+    predicted_speedup: Number | None
+    break_even_iterations: int | None
+    instantiate_ns: Number | None
+    nodes_per_step: Number | None
+    model: dict[str, Any]
+    blockers: list[Blocker]
+    assumptions: list[str]
+    calibration: CalibrationInfo
+
+
 class NvtxStepsSection(_Model):
     """A trace without GPU work: its NVTX step ranges
     (:meth:`launchprof.analysis.nvtx_steps.NvtxSteps.to_dict`; ns; periods None with
@@ -242,7 +286,7 @@ class Summary(_Model):
     notes: list[str]
     steps: StepsSection | None = None
     diagnosis: DiagnosisSection | None = None
-    recommendation: dict[str, Any] | None = None
+    recommendation: RecommendationSection | None = None
     ranks: dict[str, Any] | None = None
     baseline: Baseline | None = None
     workload: Workload | None = None

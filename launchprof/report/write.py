@@ -13,7 +13,7 @@ from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
-from launchprof.report.schema import Baseline, Summary, Workload
+from launchprof.report.schema import Baseline, RecommendationSection, Summary, Workload
 from launchprof.report.stepfiles import STEP_FILES, step_file_texts
 from launchprof.report.summary import build_summary
 
@@ -157,10 +157,11 @@ def render_files(
             regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
         steps = None if summary.steps is None else summary.steps.model_dump()
         diagnosis = summary.diagnosis
-        section = baseline_section(baseline, steps, summary.recommendation, nvtx_period, regions)
+        rec = None if summary.recommendation is None else summary.recommendation.model_dump()
+        section = baseline_section(baseline, steps, rec, nvtx_period, regions)
         summary.baseline = Baseline.model_validate(section)
-        apply_to_recommendation(
-            summary.recommendation,
+        apply_to_recommendation(  # on the dict, validated again below
+            rec,
             section,
             diagnosis.verdict if diagnosis is not None else None,
             float((diagnosis.thresholds if diagnosis is not None else {}).get("min_speedup") or 1.25),
@@ -169,9 +170,8 @@ def render_files(
 
         # The recommendation may have changed: the headline follows it.
         nvtx = None if summary.nvtx_steps is None else summary.nvtx_steps.model_dump()
-        summary.headline = headline(
-            steps, None if diagnosis is None else diagnosis.model_dump(), summary.recommendation, nvtx
-        )
+        summary.recommendation = None if rec is None else RecommendationSection.model_validate(rec)
+        summary.headline = headline(steps, None if diagnosis is None else diagnosis.model_dump(), rec, nvtx)
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     page = render_report(
