@@ -38,9 +38,9 @@ def main() -> None:
     ap.add_argument("trace")
     ap.add_argument("--output", default=None)
     args = ap.parse_args()
-    import launchprof.cli  # noqa: F401  (what the launchprof script imports first)
+    import launchprof.cli.typer_app  # noqa: F401  (what the launchprof script imports first)
 
-    mark("import launchprof.cli")
+    mark("import launchprof.cli.typer_app")
     try:  # as the analyze command does: the big tables are read while pandas is imported
         from launchprof.trace.columns import prefetch
 
@@ -49,7 +49,7 @@ def main() -> None:
         pass
     mark("start reading ahead")
     from launchprof import api
-    from launchprof.commands import run_analyze  # noqa: F401
+    from launchprof.commands.analyze import run_analyze  # noqa: F401
 
     mark("import analyze path (commands, api)")
     from launchprof.analysis import analyze_trace

@@ -4,7 +4,7 @@ Makes ``--copies`` copies of one trace (default the bundled real H200 trace
 tests/data/traces/demo_B_4096.sqlite.xz, 150,000 kernels) named rank00.sqlite, ...,
 then times, in the same run:
 
-- serial: :func:`launchprof.multi.analyze_many` with ``workers=0`` (one after another in
+- serial: :func:`launchprof.commands.many.analyze_many` with ``workers=0`` (one after another in
   this process, no Dask);
 - dask: the same call on a fresh ``LocalCluster`` of ``--workers`` processes (default
   the CPU count), cluster start-up included; and the start-up alone.
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from launchprof.multi import analyze_many
+from launchprof.commands.many import analyze_many
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRACE = ROOT / "tests" / "data" / "traces" / "demo_B_4096.sqlite.xz"

@@ -17,7 +17,7 @@ from pathlib import Path
 import launchprof
 from launchprof.analysis.side import side_from_analysis
 from launchprof.analysis.verify import speedup_interval, verify
-from launchprof.compare_runs import align
+from launchprof.api.compare_runs import align
 from launchprof.report.compare import write_compare
 
 TRACES = Path(__file__).resolve().parents[1] / "tests" / "data" / "traces"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from launchprof.analysis import Analysis
     from launchprof.api import TraceAnalysis, analyze
-    from launchprof.compare_runs import compare
+    from launchprof.api.compare_runs import compare
     from launchprof.marker import step
 
 __version__ = "0.1.0"
@@ -38,7 +38,7 @@ def __getattr__(name: str) -> Any:
 
         return analyze
     if name == "compare":
-        from launchprof.compare_runs import compare
+        from launchprof.api.compare_runs import compare
 
         return compare
     if name == "TraceAnalysis":

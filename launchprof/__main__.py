@@ -1,3 +1,3 @@
-from launchprof.entry import main
+from launchprof.cli.entry import main
 
 main()

@@ -24,7 +24,7 @@ names a file, every step also records ``time.perf_counter_ns()`` at its start an
 (``atexit``), one line per step: ``NAME START_NS END_NS`` (perf_counter clock, so only
 differences within one process mean anything). ``launchprof profile --baseline-runs N``
 sets it for the runs it makes without nsys. The file format is read by
-:func:`launchprof.baseline.read_step_times`.
+:func:`launchprof.trace.steptimes.read_step_times`.
 """
 
 from __future__ import annotations

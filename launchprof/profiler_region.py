@@ -22,7 +22,7 @@ name :data:`REGION_NAME`). Calls to ``cudart().cudaProfilerStart()`` that bypass
 ``torch.cuda.profiler`` are not seen.
 
 The analysis divides a region's time by the steps it found inside the same region of the
-profiled trace (:func:`launchprof.baseline.region_step_count`).
+profiled trace (:func:`launchprof.analysis.baseline.region_step_count`).
 
 This file is run by path and imports nothing but the standard library (and torch, when
 the workload imports it), so it works with any Python that runs the workload, whether or

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from launchprof.api import analyze_loaded
-from launchprof.report.sides import step_file_texts
+from launchprof.report.stepfiles import step_file_texts
 from launchprof.report.summary import build_summary
 from launchprof.trace import load_trace
 from launchprof.trace.arrowdir import load_arrowdir

@@ -52,7 +52,7 @@ def _row(before: Path, after: Path) -> dict[str, Any]:
     import launchprof
     from launchprof.analysis.diagnose import diagnose
     from launchprof.analysis.steps import find_steps
-    from launchprof.compare_runs import _template, compare
+    from launchprof.api.compare_runs import _template, compare
 
     analysis = launchprof.analyze(before)
     rec = analysis.extra["recommendation"]

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from launchprof.api import analyze_loaded
-from launchprof.early import EXPORTED_TABLES
+from launchprof.commands.early import EXPORTED_TABLES
 from launchprof.errors import TraceError
-from launchprof.report.sides import step_file_texts
+from launchprof.report.stepfiles import step_file_texts
 from launchprof.report.summary import build_summary
 from launchprof.trace import load_trace
 from launchprof.trace.arrowdir import LOADED_TABLES, load_arrowdir

@@ -17,15 +17,9 @@ import pandas as pd
 import pytest
 from conftest import run_nsys_retrying
 
-from launchprof.baseline import (
-    StepTimesError,
-    baseline_section,
-    corrected_prediction,
-    describe,
-    nvtx_period_p50,
-    read_step_times,
-    summarize_runs,
-)
+from launchprof.analysis.baseline import baseline_section, corrected_prediction, nvtx_period_p50, summarize_runs
+from launchprof.commands.text import describe_baseline as describe
+from launchprof.trace.steptimes import StepTimesError, read_step_times
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run_nsys_retrying
 
-from launchprof.check import CheckUsageError, split_commands
+from launchprof.commands.check import CheckUsageError, split_commands
 
 LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
 LOOP = str(Path(__file__).resolve().parent.parent / "examples" / "cpu" / "steps_loop.py")

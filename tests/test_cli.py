@@ -218,7 +218,7 @@ def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     proc = _installed("analyze", str(trace), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "reports" / "mlp_eager"
-    # With steps found, analyze also writes the step files compare reads (report/sides.py).
+    # With steps found, analyze also writes the step files compare reads (report/stepfiles.py).
     assert {p.name for p in out.iterdir()} == REPORT_FILES | {"steps.csv", "step_kernels.csv", "step_timeline.csv"}
     assert (tmp_path / "reports" / "index.html").exists()
     summary = json.loads((out / "summary.json").read_text())

@@ -21,10 +21,10 @@ import launchprof
 from launchprof import compare
 from launchprof.analysis.steps import StepError
 from launchprof.analysis.verify import verify
+from launchprof.api.report_folder import ReportFolderError, side_from_folder
 from launchprof.errors import TraceError
 from launchprof.report.compare import write_compare
 from launchprof.report.compare_schema import CompareDoc
-from launchprof.report.sides import ReportFolderError, side_from_folder
 from launchprof.report.write import write_report
 
 T0 = 1_000_000

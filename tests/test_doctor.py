@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from launchprof.cli import app
-from launchprof.doctor import check_gpu, nvtx_recorded
+from launchprof.commands.doctor import check_gpu, nvtx_recorded
 from launchprof.nsys.locate import find_importer, nsys_own_importer
 
 runner = CliRunner()

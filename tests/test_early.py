@@ -1,4 +1,4 @@
-"""``launchprof profile``'s analysis while nsys writes its SQLite export (launchprof.early).
+"""``launchprof profile``'s analysis while nsys writes its SQLite export (launchprof.commands.early).
 
 nsys 2022.4, the one installed here, cannot export ``arrowdir``; the real path was run on
 the H200 machine with nsys 2025.3.1 (benchmarks/README.md). Here a shell script stands in
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from test_arrowdir import unpack
 
-from launchprof.early import wanted
+from launchprof.commands.early import wanted
 from launchprof.nsys.profile import PROFILE_FLAGS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +174,7 @@ def test_when_to_analyse_early(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_background_priority_lowers_only_the_calling_thread() -> None:
     import threading
 
-    from launchprof.early import BACKGROUND_NICE, background_priority
+    from launchprof.commands.early import BACKGROUND_NICE, background_priority
 
     main_before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     seen: list[int] = []
@@ -191,7 +191,7 @@ def test_background_priority_lowers_only_the_calling_thread() -> None:
 
 
 def test_the_export_asks_only_for_the_loaded_tables_at_low_priority(tmp_path: Path) -> None:
-    from launchprof.early import BACKGROUND_NICE, export_command
+    from launchprof.commands.early import BACKGROUND_NICE, export_command
     from launchprof.trace.arrowdir import LOADED_TABLES
 
     sqlite, arrowdir = unpack("graph30", tmp_path)

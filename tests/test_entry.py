@@ -1,6 +1,6 @@
-"""launchprof.entry: `launchprof profile` read without Typer, exactly as Typer reads it.
+"""launchprof.cli.entry: `launchprof profile` read without Typer, exactly as Typer reads it.
 
-The reference is the Typer app itself: the words go through `launchprof.cli.app` with the
+The reference is the Typer app itself: the words go through `launchprof.cli.typer_app.app` with the
 command's body replaced by a recorder, and what Typer hands the body must equal what
 `parse_profile` returns, whenever `parse_profile` returns anything."""
 
@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import launchprof.cli as cli
-from launchprof.entry import parse_profile, profile_defaults
+import launchprof.cli.typer_app as cli
+from launchprof.cli.options import parse_profile, profile_defaults
 
 
 def typer_params(words: list[str]) -> dict[str, Any] | None:
@@ -25,8 +25,8 @@ def typer_params(words: list[str]) -> dict[str, Any] | None:
     refuses the words (usage error, help)."""
     seen: list[tuple[Any, ...]] = []
 
-    def record(*args: Any) -> int:
-        seen.append(args)
+    def record(**params: Any) -> int:
+        seen.append(params)
         return 0
 
     original = cli.profile_command
@@ -38,8 +38,8 @@ def typer_params(words: list[str]) -> dict[str, Any] | None:
     if not seen:
         assert result.exit_code != 0 or "--help" in words or "-h" in words, result.output
         return None
-    names = list(profile_defaults())
-    return normal(dict(zip(names, seen[0], strict=True)))
+    assert list(seen[0]) == list(profile_defaults())
+    return normal(dict(seen[0]))
 
 
 def normal(params: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +135,7 @@ def test_nsys_starts_before_typer_is_imported(tmp_path: Path) -> None:
         "p._start_group = seen\n"
         f"out, script = {str(tmp_path / 'out')!r}, {str(script)!r}\n"
         "sys.argv = ['launchprof', 'profile', '--nsys', sys.executable, '-o', out, script]\n"
-        "from launchprof.entry import main\n"
+        "from launchprof.cli.entry import main\n"
         "main()\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
@@ -145,7 +145,7 @@ def test_nsys_starts_before_typer_is_imported(tmp_path: Path) -> None:
 
 def test_the_installed_command_takes_the_entry_point() -> None:
     script = Path(sys.executable).with_name("launchprof")
-    assert "launchprof.entry" in script.read_text(), script.read_text()
+    assert "launchprof.cli.entry" in script.read_text(), script.read_text()
 
 
 LAUNCHPROF = str(Path(sys.executable).with_name("launchprof"))
@@ -184,6 +184,6 @@ def test_no_arguments_still_print_the_help(tmp_path: Path) -> None:
 def test_the_command_names_the_entry_knows_are_the_apps() -> None:
     import typer
 
-    from launchprof.entry import COMMANDS
+    from launchprof.cli.options import COMMANDS
 
     assert sorted(COMMANDS) == sorted(typer.main.get_command(cli.app).commands)  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import launchprof
 from launchprof.cli import app
-from launchprof.multi import DASK_STARTUP_S, SECONDS_PER_MB, use_dask
+from launchprof.commands.many import DASK_STARTUP_S, SECONDS_PER_MB, use_dask
 
 DATA = Path(__file__).parent / "data"
 EAGER = DATA / "traces" / "mlp_eager.sqlite.xz"

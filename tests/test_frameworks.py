@@ -198,7 +198,7 @@ def test_compare_verdict_and_work_change_match_the_construction(pair: dict[str, 
 
 
 def test_measured_step_without_nsys_replaces_the_estimate() -> None:
-    from launchprof.baseline import apply_to_recommendation
+    from launchprof.analysis.baseline import apply_to_recommendation
 
     rec = _analysis("resnet50_b1_eager").extra["recommendation"].to_dict()
     truth = MANIFEST["traces"]["resnet50_b1_eager"]["bare_step_us"] * 1e3

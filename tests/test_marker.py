@@ -73,7 +73,7 @@ def test_analyze_still_reachable_lazily() -> None:
 def test_the_command_line_starts_light() -> None:
     """`launchprof profile` starts nsys right after its own imports: no nvtx, numpy or pandas by then."""
     code = (
-        "import sys, launchprof.cli, launchprof.profiling\n"
+        "import sys, launchprof.cli.entry, launchprof.commands.profile\n"
         "print(sorted(m for m in ('nvtx', 'numpy', 'pandas') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 import launchprof
 from launchprof.cli import app
-from launchprof.multi import analyze_many, expand_traces, folder_names
+from launchprof.commands.many import analyze_many, expand_traces, folder_names
 
 PIDS = (2482, 2483)
 runner = CliRunner()

@@ -172,8 +172,13 @@ def test_calibration_file_is_used_when_launchprof_calibrate_finds_one(
     doc = json.loads((HERE / "data" / "gpu" / "calibration_h200.json").read_text())
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calibrate.save_calibration(doc)
-    values, info = constants()
-    assert info["source"] != "defaults" and values["node_interval_ns"] == doc["medians"]["graph_node_interval_ns"]
+    from launchprof.api.calibration import user_calibration
+
+    found, source = user_calibration()  # the API reads the file; the analysis is given it
+    values, info = constants(found, source)
+    assert info["source"] == source != "defaults"
+    assert values["node_interval_ns"] == doc["medians"]["graph_node_interval_ns"]
+    assert constants()[1]["source"] == "defaults"  # the analysis reads no file of its own
 
 
 def test_defaults_are_what_derive_defaults_computes() -> None:

@@ -15,9 +15,10 @@ from conftest import NSYS_FLAKE
 from typer.testing import CliRunner
 
 from launchprof.cli import app
+from launchprof.commands.folders import default_folder
+from launchprof.commands.profile import split_nsys_args
 from launchprof.errors import NsysError
 from launchprof.nsys.profile import PROFILE_FLAGS, TargetError, Workload, nsys_command, profile_options, workload
-from launchprof.profiling import default_folder, split_nsys_args
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples" / "cpu"
@@ -224,7 +225,7 @@ def test_runs_started_together_get_their_own_default_folders(tmp_path: Path) -> 
     """Two `launchprof profile` runs in the same second picked the same folder (a traceback)."""
     import threading
 
-    from launchprof.profiling import _claim_default_folder
+    from launchprof.commands.folders import claim_default_folder as _claim_default_folder
 
     got: list[Path] = []
     barrier = threading.Barrier(8)

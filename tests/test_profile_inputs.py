@@ -106,7 +106,7 @@ def test_ctrl_c_before_nsys_starts_is_one_line(tmp_path: Path) -> None:
     traceback; the interrupt is raised at the same place here."""
     code = (
         "import sys\n"
-        "import launchprof.entry as e\n"
+        "import launchprof.cli.entry as e\n"
         "def interrupted(words):\n"
         "    raise KeyboardInterrupt\n"
         "e.parse_profile = interrupted\n"

@@ -19,18 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from launchprof.baseline import (
-    RegionRuns,
-    baseline_section,
-    describe,
-    read_step_times,
-    region_step_count,
-    region_step_times,
-    trace_regions,
-)
+from launchprof.analysis.baseline import RegionRuns, baseline_section, region_step_count, trace_regions
+from launchprof.commands.baseline import baseline_argv
+from launchprof.commands.text import describe_baseline as describe
 from launchprof.marker import STEP_TIMES_ENV
 from launchprof.profiler_region import REGION_NAME
-from launchprof.profiling import baseline_argv
+from launchprof.trace.steptimes import read_step_times, region_step_times
 
 REGION_FILE = str(Path(sys.modules["launchprof.profiler_region"].__file__ or "").resolve())
 

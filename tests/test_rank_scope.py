@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from launchprof.commands import verdict_line
+from launchprof.commands.text import verdict_line
 from launchprof.report.summary import rank_scope
 
 STEPS = {"device_id": 0, "pid": 719, "period_p50_ns": 4_141_700.0, "steady": 56}
@@ -34,10 +34,10 @@ def test_nothing_to_say_for_one_rank_or_a_launch_bound_verdict() -> None:
 
 def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
     summary = SimpleNamespace(
-        diagnosis={"verdict": "gpu-bound"},
-        recommendation={"convert": False, "predicted_speedup": 1.05, "predicted_step_ns": 3_928_000.0,
-                         "break_even_iterations": 1},
-        steps=STEPS,
+        diagnosis=SimpleNamespace(verdict="gpu-bound", figures={}, findings=[]),  # the typed section: attributes
+        recommendation=SimpleNamespace(convert=False, predicted_speedup=1.05, predicted_step_ns=3_928_000.0,
+                                       break_even_iterations=1, expected_speedup=None, blockers=[]),
+        steps=SimpleNamespace(**STEPS),  # the typed steps section: attributes
         ranks=RANKS,
     )  # fmt: skip
     line = verdict_line(summary)

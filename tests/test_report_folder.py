@@ -7,7 +7,7 @@ the folder must always hold every file of exactly one run (told by the step coun
 reference run), never two exits 0 without ``--force``, the old report whole after every
 interruption.
 
-The rounds run the installed command's entry point (``launchprof.entry.main``) in
+The rounds run the installed command's entry point (``launchprof.cli.entry.main``) in
 processes forked from this one, with the analysis modules already imported: a fresh
 interpreter costs ~1 s of start-up and imports on the 2-CPU CI machine, which would make
 the 60 runs take minutes. The forked runs are real processes: their own flock, their own
@@ -48,8 +48,8 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _fork_run(argv: list[str], cwd: Path, log: Path) -> int:
     """Start ``launchprof ARGV`` (its entry point) in a forked process; its pid."""
-    import launchprof.commands  # noqa: F401 - imported once here, not in every child
-    import launchprof.entry
+    import launchprof.cli.entry
+    import launchprof.commands.analyze  # noqa: F401 - imported once here, not in every child
 
     pid = os.fork()
     if pid:
@@ -63,7 +63,7 @@ def _fork_run(argv: list[str], cwd: Path, log: Path) -> int:
         sys.stderr = open(log, "w")  # noqa: SIM115
         sys.argv = ["launchprof", *argv]
         try:
-            launchprof.entry.main()
+            launchprof.cli.entry.main()
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1

@@ -17,7 +17,7 @@ from tracebuilder import TraceBuilder
 import launchprof
 from launchprof.report import plainfig
 from launchprof.report.html import embed
-from launchprof.report.sides import start_step_files, step_file_texts
+from launchprof.report.stepfiles import start_step_files, step_file_texts
 from launchprof.trace import load_trace
 from launchprof.trace.columns import forget_prefetch, prefetch
 

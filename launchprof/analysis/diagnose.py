@@ -423,15 +423,18 @@ def diagnose(
     steps: Steps | None = None,
     calibration: Mapping[str, Any] | None = None,
     host_gap_ns: int = HOST_GAP_NS,
+    calibration_source: str = "argument",
 ) -> tuple[Diagnosis, Recommendation]:
     """Diagnose the steady state of ``analysis`` and recommend (or not) a CUDA Graph.
 
     Args:
         analysis: from :func:`launchprof.analyze`.
         steps: default ``analysis.extra["steps"]`` (found when missing).
-        calibration: explicit prediction constants (see :func:`~launchprof.analysis.predict.constants`);
-            default: the calibration file when ``launchprof.calibrate`` finds one, else the defaults.
+        calibration: prediction constants (see :func:`~launchprof.analysis.predict.constants`);
+            default: the defaults. The analysis reads no file: the API passes the user's
+            calibration file (:func:`launchprof.api.calibration.user_calibration`).
         host_gap_ns: CPU time outside CUDA calls above which a gap counts as host work.
+        calibration_source: what ``calibration`` is (``recommendation.calibration.source``).
 
     Returns:
         ``(Diagnosis, Recommendation)``.
@@ -439,7 +442,7 @@ def diagnose(
     if steps is None:
         found = analysis.extra.get("steps")
         steps = found if isinstance(found, Steps) else find_steps(analysis)
-    values, calib = constants(calibration)
+    values, calib = constants(calibration, calibration_source)
     ctx = step_context(analysis, steps, host_gap_ns)
     fig = _figures(ctx) if len(ctx.steady) else _figures_empty()
     verdict, reasons = _verdict(ctx, fig) if len(ctx.steady) else ("no-gpu-work", ["no GPU activity in this trace"])

@@ -32,8 +32,9 @@ the user's loop body; for them the per-graph terms (``graph_launch_gap_ns``,
 ``graph_launch_call_base_ns``) are assumed amortized over many repeats in one graph, and
 the single-repeat figure is given as an assumption.
 
-Constants: a calibration dict (``launchprof.calibrate``'s file or an explicit argument)
-overrides :data:`DEFAULTS` key by key. :data:`DEFAULTS` were measured on one H200 under
+Constants: a calibration dict (the user's ``launchprof calibrate`` file, read by the API
+layer: :func:`launchprof.api.calibration.user_calibration`, or an explicit argument)
+overrides :data:`DEFAULTS` key by key; this module reads no file. :data:`DEFAULTS` were measured on one H200 under
 nsys 2025.3 from the bundled traces by ``scripts/derive_defaults.py`` (see its docstring
 for each one), except the ``unprofiled_graph_launch_call_*`` pair, which is the H200
 calibration in docs/data/calibration_h200_2026-11-29.json, and
@@ -70,24 +71,6 @@ DEFAULTS: dict[str, float] = {
     "unprofiled_graph_launch_call_per_node_ns": 9.3,
 }
 DEFAULTS_SOURCE = "defaults measured on an NVIDIA H200 under nsys 2025.3 (scripts/derive_defaults.py)"
-
-
-def _load_file() -> tuple[dict[str, Any] | None, str | None]:
-    try:
-        from launchprof.calibrate import load_calibration  # type: ignore[attr-defined]
-    except ImportError:
-        return None, None
-    try:
-        data = load_calibration()
-    except Exception:  # a broken calibration file must not stop an analysis
-        return None, None
-    if not data:
-        return None, None
-    found = data.get("device")
-    device: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    # Name the calibration by what it measured, not by its path (no local paths in reports).
-    label = ", ".join(str(x) for x in (device.get("name"), data.get("created_utc")) if x)
-    return data, f"calibration file ({label})" if label else "calibration file"
 
 
 # launchprof.calibration/1 documents (launchprof.calibrate): (section, key, field) -> constant.
@@ -143,22 +126,23 @@ def _numbers(calibration: Mapping[str, Any]) -> dict[str, float]:
     return found
 
 
-def constants(calibration: Mapping[str, Any] | None = None) -> tuple[dict[str, float], dict[str, Any]]:
+def constants(
+    calibration: Mapping[str, Any] | None = None, source: str = "argument"
+) -> tuple[dict[str, float], dict[str, Any]]:
     """The prediction constants and where each came from.
 
     Args:
-        calibration: an explicit calibration dict (keys as in :data:`DEFAULTS`, at top
-            level or under ``constants``, or a ``launchprof.calibration/1`` document); default: the file that
-            ``launchprof.calibrate.load_calibration()`` finds, when that module exists.
+        calibration: a calibration dict (keys as in :data:`DEFAULTS`, at top level or
+            under ``constants``, or a ``launchprof.calibration/1`` document); None: the
+            defaults.
+        source: what ``calibration`` is, for ``calibration_info["source"]`` (the API
+            names the user's file: :func:`launchprof.api.calibration.user_calibration`).
 
     Returns:
         ``(values, calibration_info)``: values in ns by key; info has ``source``
-        (``"argument"``, the calibration file, or ``"defaults"``), ``from_calibration``
-        (the keys taken from it), ``defaults_source`` and ``values``.
+        (``source``, or ``"defaults"`` when no constant was taken from ``calibration``),
+        ``from_calibration`` (the keys taken from it), ``defaults_source`` and ``values``.
     """
-    source = "argument" if calibration is not None else None
-    if calibration is None:
-        calibration, source = _load_file()
     values = {k: float(v) for k, v in DEFAULTS.items()}
     taken: dict[str, float] = _numbers(calibration) if calibration else {}
     values.update(taken)

@@ -3,7 +3,7 @@
 A **rank** is one (device, process) pair with GPU activity. In one trace (a ``torchrun``
 job profiled as a whole) ranks are numbered in order of device id, then pid; with the
 usual ``torch.cuda.set_device(LOCAL_RANK)`` this is the local rank. Across many reports
-(one trace per rank, :mod:`launchprof.multi`) they are numbered in the order of the
+(one trace per rank, :mod:`launchprof.commands.many`) they are numbered in the order of the
 reports, then as above inside each report.
 
 Communication: a kernel whose short name starts with ``nccl`` (:data:`COMM_PREFIX`) is

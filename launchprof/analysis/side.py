@@ -3,7 +3,7 @@ report folder can both give.
 
 :func:`side_from_analysis` turns an :class:`~launchprof.analysis.Analysis` and its
 :class:`~launchprof.analysis.steps.Steps` into a :class:`SideData`; report folders are
-read into the same shape by :mod:`launchprof.report.sides`. :func:`regroup` joins ``k``
+read into the same shape by :mod:`launchprof.api.report_folder`. :func:`regroup` joins ``k``
 consecutive steps into one (used when a report folder's steps are a fraction of the
 other side's and the trace is not at hand to cut them again).
 """
@@ -119,7 +119,7 @@ class SideData:
         notes: what was approximated or missing.
         unprofiled_periods: the step periods of the runs without nsys (``profile
             --baseline-runs``; ns, pooled, each run's first period left out as
-            :func:`launchprof.baseline.summarize_runs` does); None when there were none.
+            :func:`launchprof.analysis.baseline.summarize_runs` does); None when there were none.
         expected_eager_step_ns: the run's step without the profiler as its recommendation
             estimates it (``recommendation.expected.eager_step_ns``), when it has one.
     """

@@ -12,18 +12,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from launchprof.cache import cache_dir
+
 SCHEMA = "launchprof.calibration/1"
 
 
 class CalibrationError(RuntimeError):
     """Calibration cannot run or a saved result cannot be read (one-line message)."""
-
-
-def cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/launchprof``, or ``~/.cache/launchprof`` when that variable is unset,
-    empty or relative (the XDG Base Directory spec: relative paths are invalid and ignored)."""
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "launchprof"
 
 
 def _slug(text: str) -> str:

@@ -110,7 +110,7 @@ def _options_key(nsys: str) -> str | None:
 
 
 def _options_cache_file() -> Path:
-    from launchprof.calibrate.store import cache_dir
+    from launchprof.cache import cache_dir
 
     return cache_dir() / OPTIONS_CACHE
 

@@ -10,21 +10,44 @@ order give the same bytes, whatever the number of workers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import plotly.graph_objects as go
 from pydantic import BaseModel, ConfigDict, Field
 
+from launchprof.analysis.ranks import RankRecord
 from launchprof.report.html import atomic_write, embed, render, write_plotlyjs
 
 if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
     from launchprof.analysis.ranks import CrossRank
-    from launchprof.multi import Combined
 
 COMBINED_SCHEMA = "launchprof.combined/1"
 HEATMAP_MAX_STEPS = 1000
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What one task returns: the trace as given, its folder name, its ranks, or the
+    one-line error that stopped it."""
+
+    path: str
+    folder: str
+    ranks: list[RankRecord]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The result of :func:`launchprof.commands.many.analyze_many`: one :class:`ReportResult` per trace, in the
+    order given, and the cross-rank view over all ranks of the traces that worked
+    (None when none did)."""
+
+    reports: list[ReportResult]
+    view: CrossRank | None
 
 
 class ReportEntry(BaseModel):
@@ -62,6 +85,8 @@ def work_heatmap(view: CrossRank) -> tuple[go.Figure, bool]:
     """Heatmap of each rank's work per aligned step relative to the step's median across
     ranks (1 = median); the first :data:`HEATMAP_MAX_STEPS` aligned steps. Returns the
     figure and whether steps were left out."""
+    import plotly.graph_objects as go  # here: `analyze` of one trace imports this module for its types
+
     steps = view.per_step["step"].to_numpy()[:HEATMAP_MAX_STEPS]
     median = view.per_step["median_work_ns"].to_numpy()[:HEATMAP_MAX_STEPS]
     z = np.full((len(view.ranks), len(steps)), np.nan)

@@ -220,7 +220,7 @@ def render_card(analysis: Analysis, summary: Any) -> str:
     if not isinstance(d, Diagnosis) or not isinstance(r, Recommendation):
         return '<div class="launchprof-card"><p>No diagnosis.</p></div>'
     head = summary.headline or {}
-    reasons = (summary.diagnosis or {}).get("reasons")
+    reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     body = render(
         "diagnosis.html.j2",
         d=d,

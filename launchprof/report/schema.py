@@ -3,17 +3,23 @@
 Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseconds
 (suffix ``_ns``); ratios are in [0, 1]. Invariants checked on validation:
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
-process and stream. Later stages add optional sections (``steps``, ``diagnosis``,
-``recommendation``, ``ranks``) as free-form objects documented in the README.
+process and stream. Later stages add optional sections: ``steps`` (:class:`StepsSection`),
+``nvtx_steps`` (:class:`NvtxStepsSection`), ``diagnosis`` (:class:`DiagnosisSection`),
+``recommendation`` (:class:`RecommendationSection`), ``baseline`` (:class:`Baseline`) and
+``workload`` (:class:`Workload`) are typed; ``headline`` (a dict in the Python API too)
+and ``ranks`` are still free-form objects documented in docs/reference.md. Numbers the
+analysis gives as int or float are typed ``int | float`` (:data:`Number`): each keeps its
+type, so the JSON text is the analysis' own.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 SUMMARY_SCHEMA = "launchprof.summary/1"
+Number = int | float
 
 
 class _Model(BaseModel):
@@ -96,6 +102,178 @@ class Launches(_Model):
     kernels_shorter_than_launch_ratio: float | None = Field(ge=0, le=1)
 
 
+class RejectedRange(_Model):
+    range: str
+    reason: str
+
+
+class StepsSection(_Model):
+    """The ``steps`` section: how the steps were found and the steady steps' distribution
+    (:func:`launchprof.analysis.steps.step_stats`; ns and counts, numpy linear percentiles;
+    None without a steady step)."""
+
+    source: str = Field(description="nvtx, graph-launch, inferred or none")
+    name: str | None
+    reason: str
+    count: int = Field(ge=0)
+    warmup: int = Field(ge=0)
+    steady: int = Field(ge=0)
+    device_id: int | None
+    pid: int | None
+    rejected_ranges: list[RejectedRange]
+    kernels_per_step_p50: float | None
+    memops_per_step_p50: float | None
+    period_p50_ns: float | None
+    busy_p50_ns: float | None
+    bubble_ns_p50: float | None
+    host_wait_p50_ns: float | None
+    launch_calls_p50: float | None
+    launch_call_ns_p50: float | None
+    sync_calls_p50: float | None
+    alloc_calls_p50: float | None
+    graph_launches_p50: float | None
+    api_ns_p50: float | None
+    cpu_ns_p50: float | None
+    period_p90_ns: float | None
+    period_mean_ns: float | None
+    period_std_ns: float | None
+
+
+class FindingDoc(_Model):
+    """One finding (:meth:`launchprof.analysis.findings.Finding.to_dict`): ``figures``
+    holds the numbers behind ``evidence``, by name (they differ by kind)."""
+
+    kind: str
+    severity: str
+    steps_affected: int = Field(ge=0)
+    steps: list[int]
+    evidence: str
+    fix: str
+    figures: dict[str, Any]
+
+
+class DiagnosisSection(_Model):
+    """The ``diagnosis`` section (:meth:`launchprof.analysis.diagnose.Diagnosis.to_dict`):
+    the steady steps' verdict, the reasons (with, for several ranks, which rank was
+    judged), the findings, the figures (by name; ns and ratios) and the thresholds used."""
+
+    verdict: str = Field(description="launch-bound, sync-bound, host-bound, gpu-bound or no-gpu-work")
+    reasons: list[str]
+    findings: list[FindingDoc]
+    figures: dict[str, Any]
+    thresholds: dict[str, float]
+    framework: str
+
+
+class Blocker(_Model):
+    """A blocking finding, as the recommendation lists it."""
+
+    kind: str
+    evidence: str
+    fix: str
+
+
+class CalibrationInfo(_Model):
+    """Which prediction constants were used (:func:`launchprof.analysis.predict.constants`)."""
+
+    source: str
+    from_calibration: list[str]
+    defaults_source: str
+    values: dict[str, float]
+
+
+class RecommendationSection(_Model):
+    """The ``recommendation`` section (:meth:`launchprof.analysis.diagnose.Recommendation.to_dict`):
+    whether to convert, the gain expected without the profiler (``expected``: every term of
+    :class:`launchprof.analysis.expect.Expectation`), the profiled prediction and its
+    model's terms (by name), break-even, blockers, assumptions and the constants' source."""
+
+    convert: bool
+    reason: str
+    expected_speedup: Number | None
+    expected_speedup_range: list[Number] | None
+    expected_step_ns: Number | None
+    expected: dict[str, Any] | None
+    measured_step_ns: Number | None
+    predicted_step_ns: Number | None
+    predicted_speedup: Number | None
+    break_even_iterations: int | None
+    instantiate_ns: Number | None
+    nodes_per_step: Number | None
+    model: dict[str, Any]
+    blockers: list[Blocker]
+    assumptions: list[str]
+    calibration: CalibrationInfo
+
+
+class NvtxStepsSection(_Model):
+    """A trace without GPU work: its NVTX step ranges
+    (:meth:`launchprof.analysis.nvtx_steps.NvtxSteps.to_dict`; ns; periods None with
+    fewer than two ranges)."""
+
+    name: str
+    pid: int
+    tid: int
+    count: int = Field(ge=0)
+    period_p50_ns: float | None
+    period_p90_ns: float | None
+    duration_p50_ns: float | None
+    total_ns: int
+
+
+class Workload(_Model):
+    """What ``profile`` knows of the run, written only when the workload failed."""
+
+    exit_code: int
+
+
+class CorrectedPrediction(_Model):
+    """The overhead-corrected graph prediction (:func:`launchprof.analysis.baseline.corrected_prediction`)."""
+
+    per_launch_step_ns: float
+    graph_step_ns: float
+    speedup: float
+    profiled_speedup: float
+
+
+REGION_KEYS = ("region_ns", "regions", "region_steps", "trace_regions")
+
+
+class Baseline(_Model):
+    """The ``baseline`` section: the runs without nsys against the profiled steps
+    (:func:`launchprof.analysis.baseline.baseline_section`; ns). The :data:`REGION_KEYS`
+    are written only for ``source`` ``profiler-region``."""
+
+    source: Literal["step-markers", "profiler-region"]
+    runs: int
+    steps: list[int]
+    warmup_per_run: int
+    periods: int
+    period_p50_ns: float | None
+    period_mean_ns: float | None
+    duration_p50_ns: float | None
+    region_ns: list[int] | None = None
+    regions: list[int] | None = None
+    region_steps: int | None = None
+    trace_regions: int | None = None
+    profiled_period_p50_ns: float | None
+    profiled_source: Literal["steps", "nvtx"] | None
+    host_ahead_of_gpu: bool
+    gpu_busy_p50_ns: float | None
+    overhead_ratio: float | None
+    correction: float | None
+    corrected: CorrectedPrediction | None
+    assumption: str
+
+    @model_serializer(mode="wrap")
+    def _without_region_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.source != "profiler-region":
+            for key in REGION_KEYS:
+                data.pop(key, None)
+        return data
+
+
 class Summary(_Model):
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
     # The verdict first (launchprof.analysis.headline): what the steady steps say.
@@ -106,16 +284,16 @@ class Summary(_Model):
     processes_without_gpu: list[int]
     nvtx_ranges_lost: bool
     notes: list[str]
-    steps: dict[str, Any] | None = None
-    diagnosis: dict[str, Any] | None = None
-    recommendation: dict[str, Any] | None = None
+    steps: StepsSection | None = None
+    diagnosis: DiagnosisSection | None = None
+    recommendation: RecommendationSection | None = None
     ranks: dict[str, Any] | None = None
-    baseline: dict[str, Any] | None = None
-    workload: dict[str, Any] | None = None
+    baseline: Baseline | None = None
+    workload: Workload | None = None
     files: dict[str, str] | None = Field(default=None, description="SHA-256 (hex) of each step file written beside")
     run_id: str | None = Field(default=None, description="16 hex digits of the SHA-256 of this JSON without it")
     # A trace without GPU work: its NVTX step ranges (launchprof.analysis.nvtx_steps).
-    nvtx_steps: dict[str, Any] | None = None
+    nvtx_steps: NvtxStepsSection | None = None
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

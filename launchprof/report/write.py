@@ -13,8 +13,8 @@ from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
-from launchprof.report.schema import Summary
-from launchprof.report.sides import STEP_FILES, step_file_texts
+from launchprof.report.schema import Baseline, RecommendationSection, Summary, Workload
+from launchprof.report.stepfiles import STEP_FILES, step_file_texts
 from launchprof.report.summary import build_summary
 
 REPORT_FILES = ("summary.json", "report.html")
@@ -76,7 +76,7 @@ def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
     first 16 hex digits of the SHA-256 of the summary's JSON without it; the page carries
     the run id in ``<meta name="launchprof-run">``. Both depend only on what is written,
     so the same trace still gives the same files byte for byte, and a folder whose files
-    come from different runs is told apart (:func:`launchprof.report.sides.side_from_folder`).
+    come from different runs is told apart (:func:`launchprof.api.report_folder.side_from_folder`).
 
     Raises:
         OutputError: a file cannot be written, or the folder is busy or holds a report
@@ -105,14 +105,14 @@ def write_report(
     writer: FolderWriter | None = None,
 ) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
-    the step files (``steps.csv`` ...) of :mod:`launchprof.report.sides` that ``compare``
+    the step files (``steps.csv`` ...) of :mod:`launchprof.report.stepfiles` that ``compare``
     reads (unless ``step_files`` is False: the caller has staged them in ``writer``), all
     at once (:func:`commit_report`). ``device_figures``: the page's device figures when
     already made (see :func:`render_report`). ``workload``: what ``profile`` knows of the
     run (``exit_code`` when it failed), or None. ``writer``: the folder's writer when the
     caller opened it (:func:`open_report_folder`; ``folder`` and ``force`` are then its own).
     ``baseline``: the runs without nsys (``profile --baseline-runs``): a list of per-run
-    step-time arrays, or :class:`launchprof.baseline.RegionRuns`; None when there were none.
+    step-time arrays, or :class:`launchprof.analysis.baseline.RegionRuns`; None when there were none.
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
@@ -138,10 +138,10 @@ def render_files(
 ) -> tuple[Summary, str]:
     """The summary and the report page of :func:`write_report`, not yet written."""
     summary = build_summary(analysis, trace_path)
-    summary.workload = workload
+    summary.workload = None if workload is None else Workload.model_validate(workload)
     extra_html = ""
     if baseline is not None:
-        from launchprof.baseline import (
+        from launchprof.analysis.baseline import (
             RegionRuns,
             apply_to_recommendation,
             baseline_section,
@@ -155,19 +155,25 @@ def render_files(
         if isinstance(baseline, RegionRuns):
             found = trace_regions(analysis.trace.api)
             regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
-        summary.baseline = baseline_section(baseline, summary.steps, summary.recommendation, nvtx_period, regions)
-        apply_to_recommendation(
-            summary.recommendation,
-            summary.baseline,
-            (summary.diagnosis or {}).get("verdict"),
-            float((summary.diagnosis or {}).get("thresholds", {}).get("min_speedup") or 1.25),
+        steps = None if summary.steps is None else summary.steps.model_dump()
+        diagnosis = summary.diagnosis
+        rec = None if summary.recommendation is None else summary.recommendation.model_dump()
+        section = baseline_section(baseline, steps, rec, nvtx_period, regions)
+        summary.baseline = Baseline.model_validate(section)
+        apply_to_recommendation(  # on the dict, validated again below
+            rec,
+            section,
+            diagnosis.verdict if diagnosis is not None else None,
+            float((diagnosis.thresholds if diagnosis is not None else {}).get("min_speedup") or 1.25),
         )
         from launchprof.analysis.headline import headline
 
         # The recommendation may have changed: the headline follows it.
-        summary.headline = headline(summary.steps, summary.diagnosis, summary.recommendation, summary.nvtx_steps)
+        nvtx = None if summary.nvtx_steps is None else summary.nvtx_steps.model_dump()
+        summary.recommendation = None if rec is None else RecommendationSection.model_validate(rec)
+        summary.headline = headline(steps, None if diagnosis is None else diagnosis.model_dump(), rec, nvtx)
         extra_html = render("baseline.html.j2", b=summary.baseline)
-    reasons = (summary.diagnosis or {}).get("reasons")
+    reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     page = render_report(
         analysis,
         summary,

@@ -5,7 +5,7 @@ nsys (2024 and later) exports the tables of a report as one Arrow IPC file per t
 half as long as writing the SQLite export (H200 machine, nsys 2025.3.1, 360k kernels:
 1.4-1.6 s vs 2.0-3.3 s), and reading them is a memory map. ``launchprof profile`` uses
 this to analyse a recording while nsys is still writing its SQLite export
-(:mod:`launchprof.early`).
+(:mod:`launchprof.commands.early`).
 
 The same loader builds the frames as for a SQLite export
 (:func:`launchprof.trace.loader.load_tables`): the big numeric tables

@@ -497,44 +497,6 @@ def _load_int_table(con: sqlite3.Connection, schema: TraceSchema, table: str, sp
     return pd.DataFrame(rows, columns=list(spec.values()), dtype="int64")
 
 
-# glibc mallopt parameters: M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-_LIBC: list[Any] = []  # the C library once opened; empty when there is none (not glibc)
-
-
-def _mallopt(settings: tuple[tuple[int, int], ...]) -> None:
-    """Set glibc malloc parameters; no-op off glibc."""
-    if not _LIBC:
-        try:
-            import ctypes
-
-            _LIBC.append(ctypes.CDLL("libc.so.6").mallopt)
-        except (OSError, AttributeError):
-            _LIBC.append(None)
-    if _LIBC[0] is not None:
-        for param, value in settings:
-            _LIBC[0](param, value)
-
-
-def _tune_malloc() -> None:
-    """While loading: ask glibc to serve blocks >= 1 MiB by mmap, always, and to give
-    freed memory back above 128 KiB (its default trim threshold).
-
-    By default glibc raises the mmap threshold after large frees and then keeps freed
-    batch buffers in its heap: loading 10M kernels peaked ~40 % higher."""
-    _mallopt(((_M_MMAP_THRESHOLD, 1 << 20), (_M_TRIM_THRESHOLD, 128 << 10)))
-
-
-def _tune_malloc_for_analysis() -> None:
-    """After loading: blocks up to 64 MiB come from the heap, and up to 64 MiB of freed
-    heap is kept for reuse. The analysis makes and drops many arrays of a few MiB
-    (columns of 100k-1M rows); served by mmap, each is a fresh mapping whose pages
-    fault in one by one: with the heap, the timeline, steps, diagnosis and report of a
-    360k-kernel trace took ~30 % less CPU (benchmarks/analyze_stages.py), for ~6 %
-    more peak memory. Columns of more than 8M rows still get their own mappings."""
-    _mallopt(((_M_MMAP_THRESHOLD, 64 << 20), (_M_TRIM_THRESHOLD, 64 << 20)))
-
-
 def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) -> Trace:
     """Load an nsys SQLite export.
 
@@ -553,7 +515,6 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
-    _tune_malloc()
     prefetch(path)  # the big tables, read by background threads (launchprof.trace.columns)
     reader = Reader(path, con, say)
     try:
@@ -601,7 +562,6 @@ def load_tables(
         )
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
-    _tune_malloc_for_analysis()  # loaded: the analysis comes next
     return Trace(
         path=path,
         schema=schema,

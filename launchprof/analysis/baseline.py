@@ -1,10 +1,12 @@
-"""Unprofiled baseline runs: step times measured without nsys, and the overhead correction.
+"""Unprofiled baseline runs: the step times measured without nsys, against the profiled
+steps, and the overhead correction (the ``baseline`` section of summary.json).
 
 ``launchprof profile --baseline-runs N`` runs the workload N more times without nsys, with
 ``LAUNCHPROF_STEP_TIMES`` set so the step markers (:mod:`launchprof.marker`,
-``examples/_step.py``) write each step's host start and end (``time.perf_counter_ns``).
-This module reads those files and compares the unprofiled step period with the profiled
-one.
+``examples/_step.py``) write each step's host start and end (``time.perf_counter_ns``;
+read by :mod:`launchprof.trace.steptimes`; the runs: :mod:`launchprof.commands.baseline`).
+This module compares the unprofiled step period with the profiled one; its terminal line
+is :func:`launchprof.commands.text.describe_baseline`.
 
 Definitions (all ns, medians over the pooled steps of all runs):
 
@@ -37,62 +39,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from launchprof.errors import LaunchprofError
-from launchprof.profiler_region import REGION_NAME
-
-
-class StepTimesError(LaunchprofError):
-    """A step-times file is malformed."""
-
-
-def read_step_times(path: Path, name: str | None = None) -> np.ndarray:
-    """The ``(start_ns, end_ns)`` rows of a ``LAUNCHPROF_STEP_TIMES`` file, in start order
-    (int64, shape (steps, 2)); empty when the file is missing or empty. ``name``: only the
-    steps of that name (the profiled run's step ranges: ``step``, or ``--step NAME``); a
-    workload marking several kinds of steps would otherwise count them all.
-
-    Each line is ``NAME START_NS END_NS`` (:mod:`launchprof.marker`; NAME may hold spaces).
-
-    Raises:
-        StepTimesError: the file is not UTF-8 text, or a line does not end with two integer
-            times that fit in 64 bits.
-    """
-    if not path.is_file():
-        return np.empty((0, 2), dtype=np.int64)
-    rows = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise StepTimesError(f"{path}: not a step-times file (not UTF-8 text at byte {exc.start})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        parts = line.rsplit(maxsplit=2)
-        try:
-            if len(parts) != 3:
-                raise ValueError
-            row = (int(parts[1]), int(parts[2]))
-            if not all(-(2**63) <= t < 2**63 for t in row):  # ns in an int64, as perf_counter_ns gives
-                raise ValueError
-        except ValueError:
-            raise StepTimesError(f"{path}:{number}: expected 'NAME START_NS END_NS', got {line[:80]!r}") from None
-        if name is None or parts[0] == name:
-            rows.append(row)
-    times = np.array(rows, dtype=np.int64).reshape(-1, 2)
-    return times[np.argsort(times[:, 0], kind="stable")]
 
 
 def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any]:
     """Per-run step counts and the pooled unprofiled step figures.
 
     Args:
-        runs: one ``(start_ns, end_ns)`` array per run (:func:`read_step_times`).
+        runs: one ``(start_ns, end_ns)`` array per run
+            (:func:`launchprof.trace.steptimes.read_step_times`).
         warmup: periods left out at the start of each run.
 
     Returns:
@@ -190,11 +148,6 @@ def region_section(runs: RegionRuns, region_steps: int, trace_region_count: int)
         "region_steps": region_steps,
         "trace_regions": trace_region_count,
     }
-
-
-def region_step_times(path: Path) -> np.ndarray:
-    """The profiler-region rows of one run's step-times file (:func:`read_step_times`)."""
-    return read_step_times(path, REGION_NAME)
 
 
 def corrected_prediction(
@@ -306,58 +259,6 @@ def baseline_section(
         section["corrected"] = corr
     section["assumption"] = ASSUMPTION
     return section
-
-
-def run_files(folder: Path, runs: int) -> list[Path]:
-    """Where baseline run ``i`` (1-based) writes its step times: ``FOLDER/baseline-I.steps``."""
-    return [folder / f"baseline-{i}.steps" for i in range(1, runs + 1)]
-
-
-def describe(section: Mapping[str, Any]) -> str:
-    """One line for the terminal: unprofiled vs profiled step period and the corrected speedup."""
-    unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
-    region = section.get("source") == "profiler-region"
-    if unprof is None or prof is None:
-        runs = int(section.get("runs", 0) or 0)
-        if region:
-            return (
-                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys timed the workload's profiler region, "
-                f"but the trace shows {section.get('trace_regions', 0)} profiler regions with "
-                f"{section.get('region_steps', 0)} steps found in them: no step time without nsys"
-            )
-        if not any(section.get("steps") or []):
-            return (
-                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, no step times: no step markers "
-                "(launchprof.step()) and no torch.cuda.profiler region timed"
-            )
-        return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
-    if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
-        return (
-            f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: "
-            "no ratio (a zero period)"
-        )
-    if section.get("host_ahead_of_gpu"):
-        return (
-            f"baseline: host step p50 {unprof / 1e3:,.1f} us without nsys, shorter than the GPU's busy time a step "
-            f"({section['gpu_busy_p50_ns'] / 1e3:,.1f} us under nsys): the host ran ahead of the GPU, so host step "
-            "times do not show the step's pace and no correction is made"
-        )
-    line = (
-        f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
-        f"({section['overhead_ratio']:.2f}x, {section['runs']} runs, steps {section['steps']})"
-    )
-    if region:
-        line = (
-            f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
-            f"median of {section['periods']} runs, / the {section['region_steps']} steps found in it) vs "
-            f"{prof / 1e3:,.1f} us under nsys ({section['overhead_ratio']:.2f}x)"
-        )
-    corr = section.get("corrected")
-    if corr:
-        line += (
-            f"; overhead-corrected graph speedup {corr['speedup']:.2f}x (under nsys {corr['profiled_speedup']:.2f}x)"
-        )
-    return line
 
 
 def apply_to_recommendation(

@@ -1,21 +1,54 @@
-"""The ``launchprof`` command line. Each command is a few lines over the library."""
+"""The ``launchprof`` Typer app: each command reads and checks its options
+(:mod:`launchprof.cli.options`) and hands over to its module in :mod:`launchprof.commands`,
+with the process-wide decisions that are the command line's to make (malloc settings:
+:class:`~launchprof.malloc.MallocTuning`; signals; the exit).
+``profile``'s parameters are made from the one option table,
+:data:`launchprof.cli.options.PROFILE_OPTIONS`, which the fast path reads too."""
 
 from __future__ import annotations
 
 import gc
+import inspect
 import signal
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from launchprof import __version__, console, options
-from launchprof.entry import QUICK_EXIT, main, profile_command
+from launchprof import __version__
+from launchprof.cli import consoles, options
+from launchprof.cli.options import BUBBLE_HELP, STEP_HELP, default_output
+from launchprof.cli.profile import profile_command
+from launchprof.commands.outcome import Outcome
 from launchprof.errors import LaunchprofError, OptionError
+from launchprof.malloc import MallocTuning
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+KEEP_OUTCOME = "launchprof.cli.entry"  # the app's ``obj`` when its caller takes the Outcome itself
+
+
+def _command_result(value: Any, **_params: Any) -> Any:
+    """What the app gives back for a command's return value: the
+    :class:`~launchprof.commands.outcome.Outcome` itself to :func:`launchprof.cli.entry.main`
+    (which called the app with ``obj=KEEP_OUTCOME``); to any other caller (Typer's test
+    runner, ``standalone_mode``) its exit status, as ``typer.Exit``."""
+    if isinstance(value, Outcome) and click_context_obj() != KEEP_OUTCOME:
+        raise typer.Exit(value.code)
+    return value
+
+
+def click_context_obj() -> Any:
+    """The ``obj`` of the running command line's context (None outside one)."""
+    try:
+        from typer._click.globals import get_current_context  # Typer 0.28 carries its own click
+    except ImportError:  # pragma: no cover - Typer < 0.28
+        from click import get_current_context  # type: ignore[no-redef]
+
+    ctx = get_current_context(silent=True)
+    return None if ctx is None else ctx.find_root().obj
+
 
 app = typer.Typer(
     name="launchprof",
@@ -24,26 +57,24 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    result_callback=_command_result,
 )
 
 
-err, out = console.err, console.out
+err, out = consoles.err, consoles.out
 
 
 def fail(exc: LaunchprofError) -> typer.Exit:
     """Print ``launchprof: error: ...`` on one line and return the Exit to raise."""
-    return typer.Exit(console.print_error(exc))
-
-
-MAX_BUBBLE_THRESHOLD_US = options.MAX_BUBBLE_THRESHOLD_US
+    return typer.Exit(consoles.print_error(exc))
 
 
 def threshold_ns(us: float) -> int:
-    """``--bubble-threshold`` in ns (:func:`launchprof.options.bubble_threshold_ns`).
+    """``--bubble-threshold`` in ns (:func:`launchprof.cli.options.bubble_threshold_ns`).
 
     Raises:
         typer.Exit: (after one error line) a value that is not a finite number of us in
-            [0, :data:`MAX_BUBBLE_THRESHOLD_US`].
+            [0, :data:`launchprof.cli.options.MAX_BUBBLE_THRESHOLD_US`].
     """
     try:
         return options.bubble_threshold_ns(us)
@@ -52,7 +83,7 @@ def threshold_ns(us: float) -> int:
 
 
 def step_name(step: str | None) -> str | None:
-    """``--step`` as given; None when not given (:func:`launchprof.options.step_text`).
+    """``--step`` as given; None when not given (:func:`launchprof.cli.options.step_text`).
 
     Raises:
         typer.Exit: (after one error line) an empty or blank name.
@@ -61,14 +92,6 @@ def step_name(step: str | None) -> str | None:
         return options.step_text(step)
     except OptionError as exc:
         raise fail(exc) from None
-
-
-MAX_LABEL = 100  # characters of a default folder's name taken from the input's (file names end at 255 bytes)
-
-
-def default_output(stem: str) -> Path:
-    """``reports/<stem>`` under the current folder (``stem`` cut to :data:`MAX_LABEL` characters)."""
-    return Path("reports") / stem[:MAX_LABEL]
 
 
 @app.callback(invoke_without_command=True)
@@ -95,10 +118,10 @@ def analyze(
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
     bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
-    ] = 1.0,
+        float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)
+    ] = options.DEFAULT_BUBBLE_THRESHOLD_US,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
-    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
+    step: Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)] = None,
     scheduler: Annotated[
         Optional[str], typer.Option("--scheduler", help="many traces: address of a running Dask scheduler")
     ] = None,
@@ -127,7 +150,7 @@ def analyze(
         typer.Option("--min-gain", help="exit 1 when a CUDA Graph is expected to gain at least this, in percent"),
     ] = None,
     open_report: Annotated[bool, typer.Option("--open", help="open the report in the browser")] = False,
-) -> None:
+) -> Outcome | None:
     """Analyse an existing trace: write summary.json and report.html.
 
     Several traces (or a quoted glob such as 'traces/*.sqlite'), one per rank: analyse
@@ -140,12 +163,7 @@ def analyze(
         from launchprof.trace.columns import prefetch
 
         prefetch(trace[0])  # read its big tables in background threads while pandas is imported
-    from launchprof.commands import run_analyze, run_analyze_many
-    from launchprof.multi import expand_traces
-
-    # The modules just imported stay for the whole run: keep the garbage collector from
-    # walking their objects again at every full collection (~40 ms on a large trace).
-    gc.freeze()
+    from launchprof.commands.many import expand_traces
 
     console = terminal(json_out, quiet)
     try:
@@ -156,30 +174,82 @@ def analyze(
         many = expand_traces(trace)
         if many is not None:
             folder = output or default_output("combined")
-            try:
-                run_analyze_many(
-                    many,
-                    folder,
-                    force,
-                    threshold_ns(bubble_threshold),
-                    nsys,
-                    console,
-                    step=step_name(step),
-                    scheduler=scheduler,
-                    workers=workers,
-                )
-            finally:
-                if json_out and (folder / "combined.json").is_file():
-                    _print_document((folder / "combined.json").read_text(encoding="utf-8"))
+            _analyze_many(many, folder, force, bubble_threshold, nsys, step, scheduler, workers, console, json_out)
             if open_report:
-                open_page(folder / "combined.html", console)
-            return
-        QUICK_EXIT.append(True)
-        # SIGTERM unwinds like Ctrl-C (the child's staged step files are removed), exit 143
-        signal.signal(signal.SIGTERM, _terminated)
-        folder = output or default_output(options.trace_stem(Path(trace[0]).name))
+                from launchprof.commands.common import open_page
+
+                open_page(folder / "combined.html", err)
+            return None
+    except LaunchprofError as exc:
+        raise fail(exc) from None
+    return _analyze_one(
+        trace[0], output, force, bubble_threshold, nsys, step, console, json_out, failing, gain, open_report
+    )
+
+
+def _analyze_many(
+    traces: list[str],
+    folder: Path,
+    force: bool,
+    bubble_threshold: float,
+    nsys: str | None,
+    step: str | None,
+    scheduler: str | None,
+    workers: int | None,
+    console: Console,
+    json_out: bool,
+) -> None:
+    """``analyze`` of several traces (:func:`launchprof.commands.many.run_analyze_many`)."""
+    from launchprof.commands.common import print_document
+    from launchprof.commands.many import run_analyze_many
+
+    # The modules just imported stay for the whole run: keep the garbage collector from
+    # walking their objects again at every full collection (~40 ms on a large trace).
+    gc.freeze()
+    try:
+        run_analyze_many(
+            traces,
+            folder,
+            force,
+            threshold_ns(bubble_threshold),
+            nsys,
+            console,
+            step=step_name(step),
+            scheduler=scheduler,
+            workers=workers,
+            memory=MallocTuning(),
+        )
+    finally:
+        if json_out and (folder / "combined.json").is_file():
+            print_document((folder / "combined.json").read_text(encoding="utf-8"))
+
+
+def _analyze_one(
+    trace: str,
+    output: Path | None,
+    force: bool,
+    bubble_threshold: float,
+    nsys: str | None,
+    step: str | None,
+    console: Console,
+    json_out: bool,
+    failing: frozenset[str],
+    gain: float | None,
+    open_report: bool,
+) -> Outcome:
+    """``analyze`` of one trace (:func:`launchprof.commands.analyze.run_analyze`): its
+    outcome; the process may leave at once whatever happens from here (nothing left to
+    tear down)."""
+    from launchprof.commands.analyze import gate, run_analyze
+    from launchprof.commands.common import open_page, print_document
+
+    gc.freeze()  # as in _analyze_many
+    # SIGTERM unwinds like Ctrl-C (the child's staged step files are removed), exit 143
+    signal.signal(signal.SIGTERM, _terminated)
+    folder = output or default_output(_trace_stem(trace))
+    try:
         summary = run_analyze(
-            Path(trace[0]),
+            Path(trace),
             folder,
             force,
             threshold_ns(bubble_threshold),
@@ -187,55 +257,69 @@ def analyze(
             console,
             step=step_name(step),
             require_gpu=True,
-            document=_print_document if json_out else None,
+            document=print_document if json_out else None,
+            memory=MallocTuning(),
         )
     except LaunchprofError as exc:
-        raise fail(exc) from None
+        return Outcome(consoles.print_error(exc), quick_exit=True)
+    except typer.Exit as exc:
+        return Outcome(exc.exit_code, quick_exit=True)
     if open_report:
-        open_page(folder / "report.html", console)
-    code = gate(summary, failing, gain)
-    if code:
-        raise typer.Exit(code)
+        open_page(folder / "report.html", err)
+    return Outcome(gate(summary, failing, gain, err), quick_exit=True)
 
 
-@app.command(
-    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
-)
-def profile(
-    target: Annotated[
-        list[str],
-        typer.Argument(
-            help="a Python script (run with this Python), -m module, or an executable, then its arguments",
-            show_default=False,
-        ),
-    ],
-    output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="folder (default: reports/<target>-<UTC time>)")
-    ] = None,
-    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
-    nsys_arg: Annotated[
-        Optional[list[str]], typer.Option("--nsys-arg", help="extra nsys profile flag (repeatable)")
-    ] = None,
-    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
-    bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
-    ] = 1.0,
-    open_report: Annotated[bool, typer.Option("--open", help="open the report in the browser")] = False,
-    baseline_runs: Annotated[
-        int,
-        typer.Option(
-            "--baseline-runs", help="also run TARGET N times without nsys and compare step times", min=0, max=100
-        ),
-    ] = 0,
-) -> None:
+def _trace_stem(trace: str) -> str:
+    from launchprof.commands.folders import trace_stem
+
+    return trace_stem(Path(trace).name)
+
+
+def _profile(**params: Any) -> Outcome:
     """Run TARGET under nsys, keep its trace, and write summary.json and report.html.
 
     Options go before TARGET; everything after TARGET goes to the workload unchanged
     (use -- before TARGET when it starts with a dash other than -m).
     """
-    raise typer.Exit(
-        profile_command(target, output, nsys, nsys_arg, step, bubble_threshold, open_report, baseline_runs)
-    )
+    return profile_command(**params)
+
+
+_KINDS: dict[str, Any] = {
+    "text": Optional[str],
+    "texts": Optional[list[str]],
+    "float": float,
+    "int": int,
+    "flag": bool,
+}
+
+
+def _profile_parameters() -> list[inspect.Parameter]:
+    """The parameters of ``launchprof profile`` as Typer reads them: TARGET, then
+    :data:`launchprof.cli.options.PROFILE_OPTIONS` in their order."""
+    target = Annotated[list[str], typer.Argument(help=options.PROFILE_TARGET_HELP, show_default=False)]
+    params = [inspect.Parameter("target", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=target)]
+    for opt in options.PROFILE_OPTIONS:
+        info = (
+            typer.Option(*opt.names, help=opt.help, min=opt.min, max=opt.max)
+            if opt.kind == "int"
+            else typer.Option(*opt.names, help=opt.help)
+        )
+        # Annotated[kind, info] with kind a value: spelled so that mypy does not read it as a type
+        annotation = Annotated.__class_getitem__((_KINDS[opt.kind], info))  # type: ignore[attr-defined]
+        params.append(
+            inspect.Parameter(
+                opt.param, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=opt.default, annotation=annotation
+            )
+        )
+    return params
+
+
+_profile.__signature__ = inspect.Signature(_profile_parameters())  # type: ignore[attr-defined]
+_profile.__annotations__ = {p.name: p.annotation for p in _profile.__signature__.parameters.values()}  # type: ignore[attr-defined]
+profile = app.command(
+    "profile",
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)(_profile)
 
 
 @app.command()
@@ -246,7 +330,7 @@ def doctor(
     ] = False,
 ) -> None:
     """Check that this machine can profile: nsys, its importer, the GPU, nvtx."""
-    from launchprof.doctor import run_doctor
+    from launchprof.commands.doctor import run_doctor
 
     raise typer.Exit(run_doctor(out, nsys, check_nvtx))
 
@@ -260,17 +344,17 @@ def compare(
         typer.Option("--output", "-o", help="comparison folder (default: reports/compare-<before>-vs-<after>)"),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing comparison folder")] = False,
-    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
+    step: Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)] = None,
     fail_on: Annotated[
         str,
         typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')"),
-    ] = "not-faster,not-converted,different-work,churn",
+    ] = options.DEFAULT_COMPARE_FAIL_ON,
     min_effect: Annotated[
         float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
-    ] = 5.0,
+    ] = options.DEFAULT_MIN_EFFECT_PCT,
     bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
-    ] = 1.0,
+        float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)
+    ] = options.DEFAULT_BUBBLE_THRESHOLD_US,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print compare.json on stdout, nothing else")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and --json)")] = False,
@@ -280,8 +364,9 @@ def compare(
 
     Exit status: 0 verified; 1 a --fail-on verdict; 2 bad input.
     """
-    from launchprof.commands import run_compare
-    from launchprof.compare_runs import default_name
+    from launchprof.commands.common import open_page, print_document
+    from launchprof.commands.compare import run_compare
+    from launchprof.commands.folders import default_name
 
     console = terminal(json_out, quiet)
     folder = output or default_output(default_name(before, after))
@@ -298,13 +383,14 @@ def compare(
             threshold_ns(bubble_threshold),
             nsys,
             console,
+            memory=MallocTuning(),
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
     if json_out:
-        _print_document((folder / "compare.json").read_text(encoding="utf-8"))
+        print_document((folder / "compare.json").read_text(encoding="utf-8"))
     if open_report:
-        open_page(folder / "compare.html", console)
+        open_page(folder / "compare.html", err)
     raise typer.Exit(code)
 
 
@@ -320,19 +406,20 @@ def check(
         Optional[Path], typer.Option("--output", "-o", help="folder (default: reports/check-<before>-<UTC time>)")
     ] = None,
     runs: Annotated[
-        int, typer.Option("--runs", help="runs of each side without nsys, for step times", min=0, max=100)
-    ] = 3,
-    step: Annotated[Optional[str], typer.Option("--step", help="NVTX range text that marks one step")] = None,
+        int,
+        typer.Option("--runs", help="runs of each side without nsys, for step times", min=0, max=options.MAX_RUNS),
+    ] = options.DEFAULT_CHECK_RUNS,
+    step: Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)] = None,
     fail_on: Annotated[
         str,
         typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')"),
-    ] = "not-faster,not-converted,different-work,churn",
+    ] = options.DEFAULT_COMPARE_FAIL_ON,
     min_effect: Annotated[
         float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
-    ] = 5.0,
+    ] = options.DEFAULT_MIN_EFFECT_PCT,
     bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help="minimum idle gap counted as a bubble, in us")
-    ] = 1.0,
+        float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)
+    ] = options.DEFAULT_BUBBLE_THRESHOLD_US,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
 ) -> None:
     """Profile BEFORE and AFTER under nsys, time each without nsys, compare: the conversion loop in one command.
@@ -341,7 +428,7 @@ def check(
     verified; 1 a --fail-on verdict; 2 bad input or a side that cannot be compared; a
     workload's own status when it failed.
     """
-    from launchprof.check import run_check
+    from launchprof.commands.check import run_check
 
     try:
         code = run_check(
@@ -354,6 +441,7 @@ def check(
             min_effect / 100,
             threshold_ns(bubble_threshold),
             nsys,
+            memory=MallocTuning(),
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
@@ -372,7 +460,7 @@ def calibrate(
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (with --profiler)")] = None,
 ) -> None:
     """Measure this GPU's launch and graph costs with cuda-python and save them for predictions."""
-    from launchprof.commands import run_calibrate
+    from launchprof.commands.calibrate import run_calibrate
 
     try:
         run_calibrate(output, out, profiler=profiler, nsys=nsys)
@@ -390,48 +478,8 @@ def terminal(json_out: bool, quiet: bool) -> Console:
     return err if json_out else out
 
 
-def _print_document(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
-def open_page(page: Path, console: Console) -> None:
-    """Open ``page`` in the default browser; say so when there is none (a machine without
-    a display): the page is written either way."""
-    import webbrowser
-
-    uri = page.resolve().as_uri()
-    if not webbrowser.open(uri):
-        err.print(f"launchprof: no browser to open here; the page is {uri}", markup=False, soft_wrap=True)
-
-
-def gate(summary: Any, failing: frozenset[str], min_speedup: float | None) -> int:
-    """``analyze``'s exit status for CI: 1 when the verdict is in ``failing`` or a CUDA
-    Graph is expected to bring a gain (summary ``headline``'s ``expected_speedup`` above
-    1) of at least ``min_speedup``; else 0. The reason goes to stderr in one line."""
-    head = summary.headline or {}
-    verdict = head.get("verdict")
-    if verdict in failing:
-        err.print(f"launchprof: verdict {verdict} is one of --fail-on", markup=False, soft_wrap=True)
-        return 1
-    expected = head.get("expected_speedup")
-    if min_speedup is not None and expected is not None and expected > 1 and expected >= min_speedup:
-        err.print(
-            f"launchprof: a CUDA Graph is expected to make a step {expected:.2f}x faster, at least --min-gain "
-            f"{(min_speedup - 1) * 100:g} % ({min_speedup:.2f}x)",
-            markup=False,
-            soft_wrap=True,
-        )
-        return 1
-    return 0
-
-
 def _terminated(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-__all__ = ["app", "main"]
-
-
-if __name__ == "__main__":
-    main()
+__all__ = ["app"]

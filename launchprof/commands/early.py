@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launchprof.malloc import MallocTuning
 from launchprof.timings import mark
 
 EARLY_ENV = "LAUNCHPROF_EARLY"
@@ -137,7 +138,7 @@ class EarlyAnalysis:
     thread importing the analysis modules, joined before this thread imports anything;
     ``render``: also render the summary and page (no baseline runs to wait for);
     ``after``: set once the workload has exited (nsys writes its report only then), before
-    which the report is not looked for.
+    which the report is not looked for; ``memory``: malloc settings for the analysis.
     """
 
     def __init__(
@@ -149,6 +150,7 @@ class EarlyAnalysis:
         warm: threading.Thread | None = None,
         render: bool = True,
         after: threading.Event | None = None,
+        memory: MallocTuning | None = None,
     ) -> None:
         self.stem = stem
         self.nsys = nsys
@@ -157,6 +159,7 @@ class EarlyAnalysis:
         self.warm = warm
         self.render = render
         self.after = after
+        self.memory = memory
         self.result: EarlyResult | None = None
         self._nsys_done = threading.Event()
         self._dropped = threading.Event()
@@ -212,15 +215,17 @@ class EarlyAnalysis:
             shutil.rmtree(folder, ignore_errors=True)
 
     def _analyse(self, folder: Path, seconds: dict[str, float]) -> EarlyResult:
-        from launchprof.api import analyze_loaded
+        from launchprof.api.traces import analyze_loaded
         from launchprof.report.figures import embedded_device_figures
-        from launchprof.report.sides import step_file_texts
+        from launchprof.report.stepfiles import step_file_texts
         from launchprof.report.write import render_files
         from launchprof.trace.arrowdir import load_arrowdir
 
         t0 = time.perf_counter()
         trace = load_arrowdir(folder, path=self.stem.with_suffix(".sqlite"))
         shutil.rmtree(folder, ignore_errors=True)
+        if self.memory is not None:
+            self.memory.analysing()  # loaded: the analysis comes next
         mark("early_loaded")
         t1 = time.perf_counter()
         analysis = analyze_loaded(trace, self.bubble_threshold_ns, step=self.step)

@@ -32,10 +32,11 @@ from launchprof.analysis.side import SideData, regroup, side_from_analysis
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
-from launchprof.api import analyze
+from launchprof.api.calibration import user_calibration
+from launchprof.api.report_folder import ReportFolderError, side_from_folder
+from launchprof.api.traces import analyze
 from launchprof.errors import LaunchprofError
-from launchprof.options import trace_stem
-from launchprof.report.sides import ReportFolderError, side_from_folder
+from launchprof.malloc import MallocTuning
 
 
 class CompareOptionError(LaunchprofError):
@@ -63,15 +64,6 @@ def parse_fail_on(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def default_name(before: Path, after: Path) -> str:
-    """``compare-<before stem>-vs-<after stem>`` (folder name for a report folder)."""
-
-    def stem(p: Path) -> str:
-        return p.resolve().name if p.is_dir() else trace_stem(p.name)
-
-    return f"compare-{stem(before)}-vs-{stem(after)}"
-
-
 def _load(
     label: str,
     path: Path,
@@ -79,6 +71,7 @@ def _load(
     bubble_threshold_ns: int,
     nsys: str | None,
     progress: Callable[[str], None] | None,
+    memory: MallocTuning | None = None,
 ) -> tuple[SideData, Analysis | None]:
     try:
         if path.is_dir():
@@ -94,6 +87,7 @@ def _load(
             nsys=nsys,
             progress=(lambda msg: progress(f"{label}: {msg}")) if progress else None,
             step=step,
+            memory=memory,
         )
     except LaunchprofError as exc:
         raise type(exc)(f"{label} {path}: {exc}") from None
@@ -115,7 +109,8 @@ def _predict_again(side: SideData, analysis: Analysis, steps: Steps, old: float 
     """``side`` with the graph prediction of ``analysis`` diagnosed on ``steps``, for one
     graph per step (re-cut steps count as inferred, whose headline prediction amortizes the
     graph's launch over many steps: its single-repeat figures are the ones for one graph)."""
-    _, rec = diagnose(analysis, steps)
+    calibration, source = user_calibration()
+    _, rec = diagnose(analysis, steps, calibration=calibration, calibration_source=source)
     speedup, step_ns = rec.predicted_speedup, rec.predicted_step_ns
     if rec.model.get("amortized") and "single_repeat_step_ns" in rec.model:
         speedup, step_ns = rec.model["single_repeat_speedup"], rec.model["single_repeat_step_ns"]
@@ -179,6 +174,7 @@ def compare(
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     nsys: str | None = None,
     progress: Callable[[str], None] | None = None,
+    memory: MallocTuning | None = None,
 ) -> Comparison:
     """Compare a run before and after its CUDA Graph conversion.
 
@@ -189,6 +185,7 @@ def compare(
         bubble_threshold_ns: minimum idle gap counted as a bubble (traces).
         nsys: nsys executable for ``.nsys-rep`` inputs.
         progress: optional callback given a short text before each stage.
+        memory: malloc settings for loading and analysing each trace (:func:`launchprof.analyze`).
 
     Returns:
         :class:`~launchprof.analysis.verify.Comparison`.
@@ -197,8 +194,8 @@ def compare(
         TraceError, NsysError, StepError: a trace cannot be read (message names the side).
         ReportFolderError: a folder lacks summary.json, or a side has no steps.
     """
-    b_side, b_an = _load("BEFORE", Path(before), step, bubble_threshold_ns, nsys, progress)
-    a_side, a_an = _load("AFTER", Path(after), step, bubble_threshold_ns, nsys, progress)
+    b_side, b_an = _load("BEFORE", Path(before), step, bubble_threshold_ns, nsys, progress, memory)
+    a_side, a_an = _load("AFTER", Path(after), step, bubble_threshold_ns, nsys, progress, memory)
     for label, side in (("BEFORE", b_side), ("AFTER", a_side)):
         if side.table is None and not side.stats.get("period_p50_ns"):
             # Steps are GPU work between NVTX ranges (or graph launches): without GPU work

@@ -31,37 +31,21 @@ import signal
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from launchprof.analysis.ranks import CrossRank, RankRecord, cross_rank, find_ranks
+from rich.console import Console
+
+from launchprof.analysis.ranks import CrossRank, cross_rank, find_ranks
+from launchprof.commands.analyze import update_index
+from launchprof.commands.folders import trace_stem
 from launchprof.errors import LaunchprofError, TraceError
-from launchprof.options import trace_stem
+from launchprof.malloc import MallocTuning
+from launchprof.report.combined import Combined, ReportResult
 from launchprof.report.html import prepare_folder
 
 COMBINED_FILES = ("combined.json", "combined.html")
-
-
-@dataclass(frozen=True)
-class ReportResult:
-    """What one task returns: the trace as given, its folder name, its ranks, or the
-    one-line error that stopped it."""
-
-    path: str
-    folder: str
-    ranks: list[RankRecord]
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Combined:
-    """The result of :func:`analyze_many`: one :class:`ReportResult` per trace, in the
-    order given, and the cross-rank view over all ranks of the traces that worked
-    (None when none did)."""
-
-    reports: list[ReportResult]
-    view: CrossRank | None
 
 
 def is_glob(text: str) -> bool:
@@ -93,7 +77,7 @@ def expand_traces(args: Sequence[str]) -> list[str] | None:
 
 
 def folder_names(paths: Sequence[str]) -> list[str]:
-    """One report folder name per trace: its stem (:func:`launchprof.options.trace_stem`); a
+    """One report folder name per trace: its stem (:func:`launchprof.commands.folders.trace_stem`); a
     stem used twice gets ``-<position>`` appended."""
     stems = [trace_stem(Path(p).name) for p in paths]
     return [s if stems.count(s) == 1 else f"{s}-{i}" for i, s in enumerate(stems)]
@@ -107,6 +91,7 @@ def analyze_one(
     bubble_threshold_ns: int,
     nsys: str | None,
     step: str | None,
+    memory: MallocTuning | None = None,
 ) -> ReportResult:
     """Analyse one trace and write its report into ``output/folder`` (one Dask task).
 
@@ -118,7 +103,7 @@ def analyze_one(
     from launchprof.report.write import write_report
 
     try:
-        analysis = analyze(Path(path), bubble_threshold_ns, nsys=nsys, step=step)
+        analysis = analyze(Path(path), bubble_threshold_ns, nsys=nsys, step=step, memory=memory)
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
         if not analysis.devices:
             # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
@@ -255,6 +240,7 @@ def analyze_many(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    memory: MallocTuning | None = None,
 ) -> Combined:
     """Analyse ``paths`` (one trace per rank) and write one report folder per trace and
     the combined report into ``output``.
@@ -269,6 +255,8 @@ def analyze_many(
             one per trace, and only when a cluster pays: :func:`use_dask`); 0 analyses
             the traces one after another in this process, without Dask.
         progress: called with (done, total) after each trace.
+        memory: malloc settings for each trace's loading and analysis (in the process
+            that analyses it; :func:`launchprof.api.analyze`).
 
     Returns:
         :class:`Combined`.
@@ -286,7 +274,7 @@ def analyze_many(
     for name in names:
         prepare_folder(output / name, force, ("summary.json", "report.html"))
     out_abs = str(output.resolve())
-    args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step) for p, n in zip(paths, names, strict=True)]
+    args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step, memory) for p, n in zip(paths, names, strict=True)]
     results: dict[int, ReportResult] = {}
     if not scheduler and not use_dask(paths, workers):
         for i, a in enumerate(args):
@@ -325,3 +313,63 @@ def _run_on_dask(
                 progress(len(results), len(args))
             fut.release()
     return results
+
+
+MAX_RANK_LINES = 32
+
+
+def run_analyze_many(
+    traces: list[str],
+    output: Path,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    step: str | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    memory: MallocTuning | None = None,
+) -> None:
+    """Analyse many per-rank traces on Dask (:func:`analyze_many`);
+    print one line per rank and where the combined report went.
+
+    Raises:
+        TraceError: some traces could not be analysed (after writing the others).
+    """
+    where = f"the Dask scheduler at {scheduler}" if scheduler else ("local Dask" if use_dask(traces, workers) else "")
+    where = where or "this process"
+    with console.status(f"analysing {len(traces)} traces on {where}") as status:
+        combined = analyze_many(
+            traces,
+            output,
+            force,
+            bubble_threshold_ns,
+            nsys,
+            step,
+            scheduler,
+            workers,
+            progress=lambda done, total: status.update(f"analysed {done} of {total} traces"),
+            memory=memory,
+        )
+    ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
+    for r in ranks[:MAX_RANK_LINES]:
+        # Steady steps first (launch-bound or not, waiting for the CPU), then the whole trace.
+        steady = r.get("steady_host_wait_ratio")
+        head = "launch-bound" if r.get("launch_bound") else "not launch-bound"
+        if steady is not None:
+            head += f", GPU waiting for the CPU {steady:.1%} of each steady step"
+        console.print(
+            f"rank {r['rank']} ({r['label']}): {head}; {r['steps']} steps, {r['straggler_steps']} straggler steps; "
+            f"whole trace (incl. start-up): {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}",
+            markup=False,
+            soft_wrap=True,
+        )
+    if len(ranks) > MAX_RANK_LINES:
+        console.print(f"... and {len(ranks) - MAX_RANK_LINES} more ranks in combined.json", markup=False)
+    console.print(f"combined report: {output / 'combined.html'}", markup=False)
+    update_index(output)
+    failed = [r for r in combined.reports if r.error is not None]
+    if failed:
+        raise TraceError(
+            f"{len(failed)} of {len(traces)} traces could not be analysed; first: {failed[0].path}: {failed[0].error}"
+        )

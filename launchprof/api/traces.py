@@ -18,7 +18,9 @@ from launchprof.analysis import Analysis, analyze_trace
 from launchprof.analysis.diagnose import Diagnosis, Recommendation, diagnose
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.api.calibration import user_calibration
 from launchprof.errors import TraceError
+from launchprof.malloc import MallocTuning
 from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
@@ -98,6 +100,7 @@ def analyze(
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
     steps_found: Callable[[Analysis], None] | None = None,
+    memory: MallocTuning | None = None,
 ) -> TraceAnalysis:
     """Load and analyse an nsys trace.
 
@@ -112,6 +115,8 @@ def analyze(
             the repeating kernel sequence; see :mod:`launchprof.analysis.steps`).
         steps_found: optional callback given the analysis once its steps are found,
             before the diagnosis (the command line starts writing the step files then).
+        memory: malloc settings for loading, then for the analysis (the command line's
+            :class:`~launchprof.malloc.MallocTuning`); default: the process's are left alone.
 
     Returns:
         :class:`TraceAnalysis` (an :class:`~launchprof.analysis.Analysis`): ``verdict``,
@@ -119,7 +124,9 @@ def analyze(
         ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
         (documented in :mod:`launchprof.trace.model`), and ``extra["steps"]``, a
         :class:`~launchprof.analysis.steps.Steps`; ``extra["diagnosis"]`` and
-        ``extra["recommendation"]`` (:mod:`launchprof.analysis.diagnose`).
+        ``extra["recommendation"]`` (:mod:`launchprof.analysis.diagnose`; its prediction
+        uses the user's calibration file when there is one:
+        :func:`launchprof.api.calibration.user_calibration`).
 
     Raises:
         TraceError: the file is missing or not an nsys SQLite export.
@@ -135,11 +142,21 @@ def analyze(
         with _temporary_folder() as tmp:
             if progress:
                 progress("decompressing")
-            trace = load_trace(_decompress_xz(sqlite, Path(tmp)), progress=progress)
+            trace = _load(_decompress_xz(sqlite, Path(tmp)), progress, memory)
     else:
-        trace = load_trace(sqlite, progress=progress)
+        trace = _load(sqlite, progress, memory)
     trace = dataclasses.replace(trace, path=Path(path))
     return analyze_loaded(trace, bubble_threshold_ns, progress, step, steps_found)
+
+
+def _load(sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None) -> Trace:
+    """:func:`~launchprof.trace.load_trace`, between ``memory``'s two settings."""
+    if memory is not None:
+        memory.loading()
+    trace = load_trace(sqlite, progress=progress)
+    if memory is not None:
+        memory.analysing()  # loaded: the analysis comes next
+    return trace
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -262,5 +279,8 @@ def analyze_loaded(
         analysis.notes.append(note)
     if steps_found is not None:
         steps_found(analysis)
-    analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(analysis)
+    calibration, source = user_calibration()
+    analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(
+        analysis, calibration=calibration, calibration_source=source
+    )
     return analysis

@@ -27,6 +27,7 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.errors import LaunchprofError, OutputError
+from launchprof.malloc import MallocTuning
 
 
 class CheckUsageError(LaunchprofError):
@@ -75,8 +76,8 @@ def plan(words: Sequence[str], output: Path | None, label: str | None = None) ->
         TargetError: BEFORE or AFTER cannot be run (e.g. a missing script).
         OutputError: ``output`` exists.
     """
+    from launchprof.commands.folders import default_folder
     from launchprof.nsys.profile import workload
-    from launchprof.profiling import default_folder
 
     before, after = split_commands(words)
     first = workload(before)  # both targets are checked before anything is created or run
@@ -102,6 +103,7 @@ def run_check(
     min_effect: float = 0.05,
     bubble_threshold_ns: int = 1000,
     nsys: str | None = None,
+    memory: MallocTuning | None = None,
 ) -> int:
     """Run the loop (module docstring) and return the exit status. ``fail_on``: the
     verdicts that exit 1 (default: every verdict but ``verified``, as ``compare``).
@@ -110,16 +112,18 @@ def run_check(
         LaunchprofError: bad input (usage, output folder), nsys missing or failing, a side
             that cannot be compared; the caller prints it in one line.
     """
-    from launchprof.commands import run_compare
-    from launchprof.compare_runs import DEFAULT_FAIL_ON
-    from launchprof.profiling import run_profile
+    from launchprof.api.compare_runs import DEFAULT_FAIL_ON
+    from launchprof.commands.compare import run_compare
+    from launchprof.commands.profile import run_profile
 
     p = plan(words, output)
     before_dir, after_dir, compare_dir = p.folders
     p.root.mkdir(parents=True)
     for label, command, folder in (("BEFORE", p.before, before_dir), ("AFTER", p.after, after_dir)):
         console.print(f"launchprof check: {label}: {' '.join(command)}", markup=False, soft_wrap=True)
-        result = run_profile(command, console, folder, nsys, (), bubble_threshold_ns, step, False, baseline_runs=runs)
+        result = run_profile(
+            command, console, folder, nsys, (), bubble_threshold_ns, step, False, baseline_runs=runs, memory=memory
+        )
         if result.exit_code != 0:
             console.print(
                 f"launchprof check: {label} exited with status {result.exit_code} under nsys; nothing compared "
@@ -148,4 +152,5 @@ def run_check(
         bubble_threshold_ns,
         nsys,
         console,
+        memory,
     )

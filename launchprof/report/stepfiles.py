@@ -1,5 +1,6 @@
-"""The step files of a report folder, and reading a report folder back as one side of a
-comparison.
+"""The step files of a report folder: made from an analysis and written (read back by
+:mod:`launchprof.api.report_folder`). No jinja2 here: the reader imports
+:data:`STEP_FILES` without the page renderer.
 
 ``analyze`` writes, next to ``summary.json``:
 
@@ -17,7 +18,6 @@ statistics in ``summary.json``, and the comparison says so.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import signal
@@ -25,29 +25,20 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from launchprof.analysis import Analysis
-from launchprof.analysis.side import (
-    KERNEL_KEY,
-    OPTIONAL_STEP_COLUMNS,
-    SAMPLE_COLUMNS,
-    STEP_COLUMNS,
-    SideData,
-    side_from_analysis,
-)
+from launchprof.analysis.side import STEP_COLUMNS, side_from_analysis
 from launchprof.analysis.steps import Steps
-from launchprof.errors import LaunchprofError, OutputError
-from launchprof.report.html import EmbeddedFigure
+from launchprof.errors import OutputError
+
+if TYPE_CHECKING:
+    from launchprof.report.html import EmbeddedFigure
 
 STEP_FILES = ("steps.csv", "step_kernels.csv", "step_timeline.csv")
-
-
-class ReportFolderError(LaunchprofError):
-    """A report folder given to ``compare`` cannot be read."""
 
 
 def _csv(frame: pd.DataFrame) -> str:
@@ -328,231 +319,3 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
-
-
-def _read_csv(
-    path: Path, columns: tuple[str, ...], notes: list[str], optional: tuple[str, ...] = (), nan: tuple[str, ...] = ()
-) -> pd.DataFrame | None:
-    """The ``columns`` of a step file (None: absent or unreadable, said in ``notes``);
-    columns of ``optional`` missing from the file read as 0, those of ``nan`` as NaN
-    (files written before the column existed)."""
-    if not path.exists():
-        return None
-    try:
-        frame = pd.read_csv(path, keep_default_na=True)
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
-        notes.append(f"{path} could not be read ({exc}); ignored")
-        return None
-    frame = frame.assign(**{c: 0 for c in optional if c not in frame.columns})
-    frame = frame.assign(**{c: np.nan for c in nan if c not in frame.columns})
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        notes.append(f"{path} lacks columns {', '.join(missing)}; ignored")
-        return None
-    return frame.loc[:, list(columns)]
-
-
-def _opt(d: dict[str, Any] | None, key: str) -> float | None:
-    if not d:
-        return None
-    v = d.get(key)
-    return float(v) if isinstance(v, (int, float)) and np.isfinite(v) else None
-
-
-def side_from_folder(folder: Path) -> SideData:
-    """Read a report folder (``summary.json`` and, when present, the step files).
-
-    Raises:
-        ReportFolderError: no ``summary.json``, it is not a launchprof summary, or its
-            figures or step files are damaged (wrong types, unreadable numbers); the
-            message leaves out the folder: the caller names it.
-    """
-    try:
-        return _side_from_folder(folder)
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-        raise ReportFolderError(f"its summary.json or step files are damaged ({type(exc).__name__}: {exc})") from None
-
-
-def _check_one_run(folder: Path, summary: dict[str, Any]) -> None:
-    """Refuse a folder whose files are not all of one run: ``summary.json`` lists the
-    SHA-256 of the step files written with it (``files``) and ``report.html`` carries its
-    ``run_id`` (:func:`launchprof.report.write.commit_report`). A summary without them
-    (an older launchprof) is not checked.
-
-    A step file that is missing is not an error (the comparison then uses the summary's
-    step statistics, as for an older report).
-
-    Raises:
-        ReportFolderError: a step file is not the one written with the summary, or the
-            page is another run's.
-    """
-    import hashlib
-    import re
-
-    files, run_id = summary.get("files"), summary.get("run_id")
-    if not isinstance(files, dict) or not isinstance(run_id, str):
-        return
-    for name in STEP_FILES:
-        path = folder / name
-        if not path.exists():  # copied without it: compared from summary.json, as an older report
-            continue
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError as exc:
-            raise ReportFolderError(f"its {name} cannot be read: {exc.strerror or exc}") from None
-        if digest != files.get(name):
-            raise ReportFolderError(
-                f"its {name} is not of the run that wrote summary.json (run {run_id}): the folder mixes two runs' "
-                "files; write the report again"
-            )
-    try:
-        with (folder / "report.html").open("rb") as fh:
-            head = fh.read(4096).decode("utf-8", "replace")
-    except OSError:
-        return
-    found = re.search(r'<meta name="launchprof-run" content="([0-9a-f]+)">', head)
-    if found is not None and found.group(1) != run_id:
-        raise ReportFolderError(
-            f"its report.html is of run {found.group(1)}, its summary.json of run {run_id}: the folder mixes two runs' "
-            "files; write the report again"
-        )
-
-
-def _baseline_periods(
-    folder: Path, section: Any, table: pd.DataFrame | None, step_name: str | None, notes: list[str]
-) -> np.ndarray | None:
-    """The pooled step periods of the folder's runs without nsys (``baseline-*.steps``,
-    every file of a run that wrote one, the steps named ``step_name``), each run's first
-    period left out; None when the summary has no baseline, or no file holds two steps.
-
-    A host that ran ahead of the GPU in those runs (``host_ahead_of_gpu``: its steps took
-    less host time than the GPU's work, as a graph replay or GPU-bound work does) does not
-    show the step's pace; the step is then GPU-bound, nsys does not slow the GPU's work,
-    and the steady periods under nsys (``table``) stand for the unprofiled ones (said in
-    ``notes``)."""
-    from launchprof.baseline import StepTimesError, read_step_times
-
-    if not isinstance(section, dict) or not section.get("runs"):
-        return None
-    if section.get("host_ahead_of_gpu"):
-        if table is None:
-            return None
-        steady = table.loc[~table["warmup"] & table["period_ns"].notna(), "period_ns"].to_numpy(dtype=float)
-        notes.append(
-            f"{folder}: the host ran ahead of the GPU in the runs without nsys (GPU-bound steps): the step periods "
-            "under nsys stand for the ones without it (nsys does not slow the GPU's work)"
-        )
-        return steady if steady.size >= 2 else None
-    if section.get("source") == "profiler-region":
-        return _region_periods(folder, section, notes)
-    periods = []
-    for path in sorted(folder.glob("baseline-*.steps")):
-        try:
-            times = read_step_times(path, step_name)
-        except (StepTimesError, OSError) as exc:
-            notes.append(f"{path}: not read ({exc}); left out")
-            continue
-        if len(times) > 2:
-            periods.append(np.diff(times[:, 0])[1:])
-    pooled = np.concatenate(periods) if periods else np.empty(0)
-    return pooled.astype(float) if pooled.size >= 2 else None
-
-
-def _region_periods(folder: Path, section: dict[str, Any], notes: list[str]) -> np.ndarray | None:
-    """One step time per run without nsys of a workload without step markers: the run's
-    profiler regions (:mod:`launchprof.profiler_region`) divided by the steps found inside the
-    trace's regions (``region_steps``); None with fewer than two runs."""
-    from launchprof.baseline import StepTimesError, region_step_times
-
-    steps = section.get("region_steps")
-    if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps < 2**31:
-        notes.append(
-            f"{folder}: its baseline section has no usable region_steps ({steps!r}); no step time without nsys"
-        )
-        return None
-    values = []
-    for path in sorted(folder.glob("baseline-*.steps")):
-        try:
-            regions = region_step_times(path)
-        except (StepTimesError, OSError) as exc:
-            notes.append(f"{path}: not read ({exc}); left out")
-            continue
-        total = int((regions[:, 1] - regions[:, 0]).sum())
-        if total > 0:
-            values.append(total / steps)
-    notes.append(
-        f"{folder}: no step markers: the step time without nsys is the workload's profiler region "
-        f"(torch.cuda.profiler.start() to stop(), GPU drained at both ends) divided by the {steps} steps found "
-        "inside that region of the trace, one figure per run"
-    )
-    return np.array(values, dtype=float) if len(values) >= 2 else None
-
-
-def _side_from_folder(folder: Path) -> SideData:
-    summary_path = folder / "summary.json"
-    if not summary_path.is_file():
-        raise ReportFolderError("a folder without summary.json; give a trace or a launchprof report folder")
-    try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportFolderError(f"its summary.json is not readable JSON ({exc})") from None
-    if not isinstance(summary, dict) or not str(summary.get("schema", "")).startswith("launchprof.summary/"):
-        raise ReportFolderError("its summary.json is not a launchprof summary (no 'schema': 'launchprof.summary/...')")
-    _check_one_run(folder, summary)
-    stats = summary.get("steps") or {}
-    launches = summary.get("launches") or {}
-    devices = summary.get("devices") or []
-    notes: list[str] = []
-    table = _read_csv(folder / "steps.csv", STEP_COLUMNS, notes, OPTIONAL_STEP_COLUMNS)
-    if table is not None:
-        table = table.assign(warmup=table["warmup"].astype(str).str.lower().eq("true"))
-    else:
-        notes.append(
-            f"{folder}: no steps.csv (report written by an older launchprof): per-step distributions unavailable, "
-            "the step statistics of summary.json are used"
-        )
-    kernels = _read_csv(
-        folder / "step_kernels.csv", (*KERNEL_KEY, "per_step", "gpu_ns_per_step"), notes, nan=("gpu_ns_per_step",)
-    )
-    sample = _read_csv(folder / "step_timeline.csv", SAMPLE_COLUMNS, notes)
-    if kernels is not None:
-        kernels = kernels.assign(name=kernels["name"].astype(str))
-    if sample is not None:
-        sample = sample.assign(name=sample["name"].astype(str))
-    inst = int(launches.get("graph_instantiations") or 0)
-    inst_p50 = _opt(launches, "graph_instantiate_p50_ns")
-    if inst and inst_p50 is not None and inst > 1:
-        notes.append(f"{folder}: instantiation time estimated as {inst} x the median instantiate call")
-    threshold = devices[0].get("bubbles", {}).get("threshold_ns", 1000) if devices else 1000
-    marker = str(stats.get("name") or "step").rpartition(":")[2] if stats.get("source") == "nvtx" else "step"
-    unprofiled = _baseline_periods(folder, summary.get("baseline"), table, marker, notes)
-    rec = summary.get("recommendation")
-    rep = None
-    if table is not None and sample is not None:
-        steady = table.loc[~table["warmup"] & table["period_ns"].notna()]
-        if len(steady):
-            period = steady["period_ns"].to_numpy(dtype=float)
-            rep = int(steady["step"].to_numpy()[int(np.argmin(np.abs(period - np.median(period))))])
-    return SideData(
-        path=str(folder),
-        origin="report",
-        step_source=str(stats.get("source") or "none"),
-        step_name=stats.get("name"),
-        step_reason=str(stats.get("reason") or "no steps in summary.json"),
-        table=table,
-        stats=dict(stats),
-        kernels=kernels,
-        sample=sample,
-        sample_step=rep,
-        bubble_threshold_ns=int(threshold),
-        graph_instantiations=inst,
-        instantiate_ns=int(round(inst * (inst_p50 or 0.0))),
-        exec_updates=int(launches.get("graph_exec_updates") or 0),
-        graph_launches=int(launches.get("graph_launches") or 0),
-        predicted_speedup=_opt(rec, "predicted_speedup"),
-        unprofiled_periods=unprofiled,
-        expected_eager_step_ns=_opt((rec or {}).get("expected") if isinstance(rec, dict) else None, "eager_step_ns"),
-        predicted_step_ns=_opt(rec, "predicted_step_ns"),
-        break_even_iterations=_opt(rec, "break_even_iterations"),
-        notes=tuple(notes),
-    )

@@ -1,0 +1,247 @@
+"""The command line's options in one place: every CLI default, the checks of option
+values shared by the commands, and the one table of ``launchprof profile``'s options
+(:data:`PROFILE_OPTIONS`), which both the Typer app (:mod:`launchprof.cli.typer_app`)
+and the reader of the fast path (:func:`parse_profile`) are made from.
+
+No Typer here: ``launchprof profile`` reads its command line and checks its options
+before Typer is imported (:mod:`launchprof.cli.entry`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from launchprof.errors import OptionError
+
+COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # the Typer app's, in its order
+
+# Defaults of the command line (the library's own are in ns: analysis.timeline.DEFAULT_BUBBLE_THRESHOLD_NS).
+DEFAULT_BUBBLE_THRESHOLD_US = 1.0
+DEFAULT_COMPARE_FAIL_ON = "not-faster,not-converted,different-work,churn"  # every compare verdict but verified
+DEFAULT_MIN_EFFECT_PCT = 5.0
+DEFAULT_CHECK_RUNS = 3
+MAX_RUNS = 100  # --baseline-runs, check --runs
+MAX_LABEL = 100  # characters of a default folder's name taken from the input's (file names end at 255 bytes)
+MAX_BUBBLE_THRESHOLD_US = 1e9  # 1000 s: longer than any gap a threshold could sort
+
+BUBBLE_HELP = "minimum idle gap counted as a bubble, in us"
+STEP_HELP = "NVTX range text that marks one step"
+
+
+def default_output(stem: str) -> Path:
+    """``reports/<stem>`` under the current folder (``stem`` cut to :data:`MAX_LABEL` characters)."""
+    return Path("reports") / stem[:MAX_LABEL]
+
+
+def bubble_threshold_ns(us: float) -> int:
+    """``--bubble-threshold`` (us) in ns.
+
+    Raises:
+        OptionError: a value that is not a finite number of us in
+            [0, :data:`MAX_BUBBLE_THRESHOLD_US`].
+    """
+    if not (math.isfinite(us) and 0 <= us <= MAX_BUBBLE_THRESHOLD_US):
+        raise OptionError(
+            f"--bubble-threshold must be a number of us from 0 to {MAX_BUBBLE_THRESHOLD_US:g}, not {us!r}"
+        )
+    return int(round(us * 1000))
+
+
+def non_empty(option: str, value: str, what: str) -> str:
+    """``value`` of ``option`` when it is not empty (an empty path is not the current folder).
+
+    Raises:
+        OptionError: an empty value.
+    """
+    if not value:
+        raise OptionError(f"{option} needs {what}, not an empty word")
+    return value
+
+
+def step_text(step: str | None) -> str | None:
+    """``--step`` as given; None when not given.
+
+    Raises:
+        OptionError: an empty or blank name.
+    """
+    if step is not None and not step.strip():
+        raise OptionError("--step needs the text of an NVTX range (for example --step step)")
+    return step
+
+
+def output_folder(option: str, value: str) -> str:
+    """``--output`` as given, refused when it is ``-``: launchprof writes a folder, never a
+    stream (``--json`` puts the document on stdout).
+
+    Raises:
+        OptionError: ``-``.
+    """
+    if value == "-":
+        raise OptionError(
+            f"{option} - would make a folder named '-': launchprof writes a report folder; "
+            "use --json for the document on stdout"
+        )
+    return value
+
+
+# The verdicts of launchprof.analysis.diagnose (README: Diagnosis), for ``analyze --fail-on``.
+ANALYZE_VERDICTS = ("launch-bound", "sync-bound", "host-bound", "gpu-bound", "no-gpu-work")
+
+
+def analyze_fail_on(text: str | None) -> frozenset[str]:
+    """The verdicts of ``analyze --fail-on`` (comma separated; ``none`` or None: no verdict).
+
+    Raises:
+        OptionError: an unknown verdict (the message lists the known ones).
+    """
+    if text is None:
+        return frozenset()
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["none"]:
+        return frozenset()
+    unknown = [w for w in words if w not in ANALYZE_VERDICTS]
+    if unknown or not words:
+        raise OptionError(
+            f"--fail-on takes verdicts separated by commas ({', '.join(ANALYZE_VERDICTS)}) or 'none', not {text!r}"
+        )
+    return frozenset(words)
+
+
+def min_gain(pct: float | None) -> float | None:
+    """``--min-gain`` (percent) as a speedup factor (25 -> 1.25); None when not given.
+
+    Raises:
+        OptionError: not a finite number >= 0.
+    """
+    if pct is None:
+        return None
+    if not (math.isfinite(pct) and pct >= 0):
+        raise OptionError(f"--min-gain must be a percentage >= 0 (25 for 1.25x), not {pct!r}")
+    return 1 + pct / 100
+
+
+def options_after_target(words: list[str], options: set[str] | frozenset[str]) -> list[str]:
+    """The words after a ``profile`` TARGET that are launchprof options (``--open``,
+    ``--output=DIR``, ...): they go to the workload, which is rarely what was meant."""
+    found = []
+    for word in words:
+        name = word.partition("=")[0] if word.startswith("--") else word
+        if name in options and name not in found:
+            found.append(name)
+    return found
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a command: ``param`` (the Python name), ``names`` on the command
+    line, ``kind`` (``text``, ``texts``: repeatable, ``float``, ``int``, ``flag``), its
+    default, and for ``int`` its range."""
+
+    param: str
+    names: tuple[str, ...]
+    help: str
+    kind: str
+    default: Any = None
+    min: int | None = None
+    max: int | None = None
+
+
+PROFILE_TARGET_HELP = "a Python script (run with this Python), -m module, or an executable, then its arguments"
+PROFILE_OPTIONS = (
+    Option("output", ("--output", "-o"), "folder (default: reports/<target>-<UTC time>)", "text"),
+    Option("nsys", ("--nsys",), "path of the nsys executable", "text"),
+    Option("nsys_arg", ("--nsys-arg",), "extra nsys profile flag (repeatable)", "texts"),
+    Option("step", ("--step",), STEP_HELP, "text"),
+    Option("bubble_threshold", ("--bubble-threshold",), BUBBLE_HELP, "float", DEFAULT_BUBBLE_THRESHOLD_US),
+    Option("open_report", ("--open",), "open the report in the browser", "flag", False),
+    Option(
+        "baseline_runs",
+        ("--baseline-runs",),
+        "also run TARGET N times without nsys and compare step times",
+        "int",
+        0,
+        0,
+        MAX_RUNS,
+    ),
+)
+_PROFILE_BY_NAME = {name: opt for opt in PROFILE_OPTIONS for name in opt.names}
+# launchprof options that, written after TARGET, go to the workload: worth a warning
+# (a workload's own `-o` is common, so only the long names are).
+AFTER_TARGET_WARNED = frozenset(
+    [name for opt in PROFILE_OPTIONS for name in opt.names if name.startswith("--")] + ["--json", "--quiet", "--force"]
+)
+
+
+def profile_defaults() -> dict[str, Any]:
+    """The parameters of ``launchprof profile`` when no option is given."""
+    return {"target": [], **{opt.param: opt.default for opt in PROFILE_OPTIONS}}
+
+
+def _convert(opt: Option, value: str) -> Any:
+    """The value as Typer gives it; raises ValueError where Typer would refuse or convert
+    otherwise."""
+    if opt.kind == "float":
+        return float(value)
+    if opt.kind == "int":
+        number = int(value)
+        if (opt.min is not None and number < opt.min) or (opt.max is not None and number > opt.max):
+            raise ValueError(value)
+        return number
+    return value
+
+
+def parse_profile(args: Sequence[str]) -> dict[str, Any] | None:
+    """The parameters of ``launchprof profile ARGS`` (:func:`profile_defaults`' keys), as
+    the Typer command made from :data:`PROFILE_OPTIONS` would parse them, or None when ARGS
+    hold anything this reader leaves to Typer: ``-h``/``--help``, an option it does not know
+    (``-m`` before a module name excepted: TARGET), ``--opt=`` on a flag, a value Typer
+    would check or convert (a number out of range or malformed), an option
+    without its value, or no TARGET. Options come before TARGET; from TARGET (or after
+    ``--``) every word goes to the workload unchanged, as Typer does with this command's
+    settings (no interspersed options, unknown options kept)."""
+    params = profile_defaults()
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "--":
+            params["target"] = list(args[i + 1 :])
+            break
+        if word == "-m":  # `-m module`: Typer keeps the unknown option, then the module ends the options
+            if i + 1 >= len(args) or args[i + 1].startswith("-"):
+                return None
+            params["target"] = list(args[i:])
+            break
+        if len(word) < 2 or not word.startswith("-"):
+            params["target"] = list(args[i:])
+            break
+        name, eq, value = word.partition("=") if word.startswith("--") else (word, "", "")
+        opt = _PROFILE_BY_NAME.get(name)
+        if opt is None:
+            return None
+        if opt.kind == "flag":
+            if eq:
+                return None
+            params[opt.param] = True
+            i += 1
+            continue
+        if not eq:
+            if i + 1 >= len(args):
+                return None
+            value = args[i + 1]
+            i += 1
+        try:
+            converted = _convert(opt, value)
+        except ValueError:
+            return None
+        if opt.kind == "texts":
+            params[opt.param] = [*(params[opt.param] or []), converted]
+        else:
+            params[opt.param] = converted
+        i += 1
+    if not params["target"]:
+        return None
+    return params

@@ -1,0 +1,86 @@
+"""``launchprof profile`` on the command line: its options checked (the fast path of
+:mod:`launchprof.cli.entry` and the Typer app both come here), Ctrl-C, SIGTERM and SIGHUP,
+and the one line that says how the run ended (:func:`profile_command`)."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+
+from launchprof.cli.options import (
+    AFTER_TARGET_WARNED,
+    bubble_threshold_ns,
+    non_empty,
+    options_after_target,
+    output_folder,
+    step_text,
+)
+from launchprof.commands.outcome import Outcome
+from launchprof.malloc import MallocTuning
+from launchprof.timings import mark
+
+
+def _as_ctrl_c(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def profile_command(
+    target: Sequence[str],
+    output: str | None,
+    nsys: str | None,
+    nsys_arg: Sequence[str] | None,
+    step: str | None,
+    bubble_threshold: float,
+    open_report: bool,
+    baseline_runs: int,
+) -> Outcome:
+    """``launchprof profile`` once its command line is read: run it
+    (:func:`launchprof.commands.profile.run_profile`) and return its outcome: the
+    workload's exit status (said in one line when not 0), or the error's after its one
+    line; once the run is done, the process may leave at once (nothing left to tear down)."""
+    from launchprof.cli.consoles import err, out, print_error
+    from launchprof.commands.profile import run_profile
+    from launchprof.errors import LaunchprofError
+
+    mark("parsed")
+    late = options_after_target(list(target[1:]), AFTER_TARGET_WARNED)
+    if late:
+        err.print(
+            f"launchprof: warning: {', '.join(late)} after the target go{'es' if len(late) == 1 else ''} to the "
+            "workload, not to launchprof; put launchprof's options before the target",
+            markup=False,
+            soft_wrap=True,
+        )
+    # SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: forwarded to nsys while it
+    # runs (launchprof.nsys.profile.run_nsys), later a baseline run is stopped and what was
+    # recorded is kept, as after Ctrl-C (they ended launchprof silently, leaving children).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _as_ctrl_c)
+    try:
+        result = run_profile(
+            target,
+            out,
+            None if output is None else Path(output_folder("--output", non_empty("--output", output, "a folder"))),
+            None if nsys is None else non_empty("--nsys", nsys, "the path of the nsys executable"),
+            nsys_arg or (),
+            bubble_threshold_ns(bubble_threshold),
+            step_text(step),
+            open_report,
+            baseline_runs=baseline_runs,
+            memory=MallocTuning(),  # this process is the command line's: tune malloc for the analysis
+        )
+    except LaunchprofError as exc:
+        return Outcome(print_error(exc))
+    except KeyboardInterrupt:  # before nsys started (after, run_profile keeps the trace and says so)
+        err.print("launchprof: interrupted before nsys started; nothing was recorded", markup=False, soft_wrap=True)
+        return Outcome(130)
+    # trace, report and baseline runs are done: nothing left to tear down
+    if result.exit_code != 0:
+        err.print(
+            f"launchprof: the workload exited with code {result.exit_code}; "
+            f"its trace is kept in {result.folder}" + ("" if result.analysed else " (not analysed)"),
+            markup=False,
+            soft_wrap=True,
+        )
+    return Outcome(result.exit_code, quick_exit=True)

@@ -1,0 +1,201 @@
+"""``launchprof analyze TRACE``: analyse one trace and write its report folder.
+
+The analysis is :func:`launchprof.api.analyze`; the report is written whole or not at all
+(:mod:`launchprof.report.write`); the step files are made by a forked child meanwhile
+(:func:`launchprof.report.stepfiles.start_step_files`). The terminal lines are
+:mod:`launchprof.commands.text`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from launchprof.analysis import Analysis
+from launchprof.api import analyze
+from launchprof.commands.text import print_summary
+from launchprof.errors import NoCudaActivityError, OutputError
+from launchprof.malloc import MallocTuning
+from launchprof.report.folder import FolderWriter
+from launchprof.report.index import write_index
+from launchprof.report.stepfiles import StepFilesJob, start_step_files, step_file_texts
+from launchprof.report.write import commit_report, open_report_folder, render_files
+from launchprof.timings import mark
+
+
+def update_index(output: Path) -> None:
+    """``index.html`` beside the report folder (:func:`~launchprof.report.index.write_index`),
+    only in a reports folder launchprof owns (:func:`~launchprof.report.index.owns`: the
+    default ``reports/``, or a folder whose index launchprof wrote): never in an arbitrary
+    parent such as a repository root. A parent folder that cannot take it (read-only,
+    e.g. a writable folder under a shared read-only one) is said in one line on stderr,
+    not an error: the report is written."""
+    from launchprof.report.index import owns
+
+    parent = output.resolve().parent
+    if not owns(parent):
+        return
+    try:
+        write_index(parent)
+    except OutputError as exc:
+        sys.stderr.write(f"launchprof: note: the index of reports was not updated: {exc}\n")
+        sys.stderr.flush()
+
+
+def run_analyze(
+    trace: Path,
+    output: Path,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    step: str | None = None,
+    require_gpu: bool = False,
+    baseline: list[Any] | None = None,
+    early: Any = None,
+    workload: dict[str, Any] | None = None,
+    document: Callable[[str], None] | None = None,
+    memory: MallocTuning | None = None,
+) -> Any:
+    """Analyse ``trace`` and write its report into ``output``; print where it went;
+    return the summary (:class:`~launchprof.report.schema.Summary`).
+    ``baseline``: step times of unprofiled runs (:mod:`launchprof.analysis.baseline`), or None.
+    ``workload``: the summary's ``workload`` section (``profile``: the failed run's
+    ``exit_code``), or None.
+    ``document``: called with summary.json's text once written (``--json``), or None.
+    ``memory``: the malloc settings of loading and analysing (:func:`launchprof.api.analyze`).
+    ``early``: the analysis already made while nsys exported ``trace``
+    (:class:`launchprof.commands.early.EarlyResult`): only the files are written.
+
+    Raises:
+        NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
+            after the report, which holds what can be said, was written).
+    """
+    if early is not None:
+        analysis, summary = early.analysis, _write_early(early, trace, output, force, baseline, workload)
+    else:
+        analysis, summary = _analyse_and_write(
+            trace, output, force, bubble_threshold_ns, nsys, console, step, baseline, workload, memory
+        )
+    print_summary(summary, output, console)
+    if document is not None:
+        document(summary.to_json())
+    if require_gpu and not summary.devices:
+        raise _no_gpu_error(analysis, output)
+    return summary
+
+
+def _write_early(
+    early: Any, trace: Path, output: Path, force: bool, baseline: list[Any] | None, workload: dict[str, Any] | None
+) -> Any:
+    """Write the report and step files of an early analysis (run_analyze)."""
+    rendered = early.rendered
+    with open_report_folder(output, force) as writer:
+        if rendered is None or baseline is not None or workload is not None:
+            rendered = render_files(early.analysis, str(trace), baseline, early.figures, workload)
+        summary, page = rendered
+        for name, text in early.step_texts.items():
+            writer.stage(name, text)
+        commit_report(writer, summary, page)
+    mark("report_done")
+    mark("step_files_done")
+    update_index(output)
+    mark("index_done")
+    return summary
+
+
+def _analyse_and_write(
+    trace: Path,
+    output: Path,
+    force: bool,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    step: str | None,
+    baseline: list[Any] | None,
+    workload: dict[str, Any] | None = None,
+    memory: MallocTuning | None = None,
+) -> tuple[Analysis, Any]:
+    """Analyse ``trace`` and write its report (run_analyze); the analysis and summary."""
+    jobs: list[StepFilesJob] = []
+    writers: list[FolderWriter] = []
+
+    def steps_found(found: Analysis) -> None:
+        # The step files do not depend on the diagnosis: a child process writes them into
+        # the staging folder meanwhile (report.stepfiles.start_step_files).
+        writers.append(open_report_folder(output, force))
+        jobs.append(start_step_files(found, writers[0].staging))
+
+    with console.status("loading trace") as status, contextlib.ExitStack() as stack:
+        try:
+            analysis = analyze(
+                trace,
+                bubble_threshold_ns,
+                nsys=nsys,
+                progress=lambda msg: status.update(f"{msg}..."),
+                step=step,
+                steps_found=steps_found,
+                memory=memory,
+            )
+            for writer in writers:
+                stack.enter_context(writer)  # the staging folder goes, whatever happens
+            mark("analysis_done")
+            status.update("writing report")
+            summary, page = render_files(
+                analysis,
+                trace_path=str(trace),
+                baseline=baseline,
+                device_figures=jobs[0].figures() if jobs else None,
+                workload=workload,
+            )
+            if not writers:
+                writers.append(stack.enter_context(open_report_folder(output, force)))
+                for name, text in step_file_texts(analysis).items():
+                    writers[0].stage(name, text)
+            for job in jobs:  # the step files, staged by the child
+                job.finish(True)
+            mark("step_files_done")
+            commit_report(writers[0], summary, page)
+        except BaseException:
+            for job in jobs:  # reap the child; the first error is the one to report
+                with contextlib.suppress(Exception):
+                    job.finish(False)
+            for writer in writers:
+                writer.close()
+            raise
+        mark("report_done")
+        update_index(output)
+        mark("index_done")
+    return analysis, summary
+
+
+def _no_gpu_error(analysis: Analysis, output: Path) -> NoCudaActivityError:
+    # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
+    why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
+    return NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
+
+
+def gate(summary: Any, failing: frozenset[str], min_speedup: float | None, err: Console) -> int:
+    """``analyze``'s exit status for CI: 1 when the verdict is in ``failing`` or a CUDA
+    Graph is expected to bring a gain (summary ``headline``'s ``expected_speedup`` above
+    1) of at least ``min_speedup``; else 0. The reason goes to ``err`` in one line."""
+    head = summary.headline or {}
+    verdict = head.get("verdict")
+    if verdict in failing:
+        err.print(f"launchprof: verdict {verdict} is one of --fail-on", markup=False, soft_wrap=True)
+        return 1
+    expected = head.get("expected_speedup")
+    if min_speedup is not None and expected is not None and expected > 1 and expected >= min_speedup:
+        err.print(
+            f"launchprof: a CUDA Graph is expected to make a step {expected:.2f}x faster, at least --min-gain "
+            f"{(min_speedup - 1) * 100:g} % ({min_speedup:.2f}x)",
+            markup=False,
+            soft_wrap=True,
+        )
+        return 1
+    return 0

@@ -1,0 +1,102 @@
+"""``launchprof profile --baseline-runs N``: the workload run N more times without nsys,
+each writing its step times (``LAUNCHPROF_STEP_TIMES``) to read back for the report's
+``baseline`` section (:mod:`launchprof.analysis.baseline`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from launchprof.nsys.profile import TargetError, Workload
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+PYTHON_NAME = re.compile(r"python[0-9.]*(?:\.exe)?$")
+# Python options that take the next word as their value (``python --help``).
+PYTHON_VALUE_OPTIONS = ("-W", "-X", "--check-hash-based-pycs")
+
+
+def baseline_argv(argv: Sequence[str]) -> list[str]:
+    """The command line of a run without nsys: a Python workload (``python[X.Y] [OPTIONS]
+    SCRIPT`` or ``... -m MODULE``; options with a value, ``-W``/``-X``, read as Python does)
+    runs through ``launchprof/profiler_region.py``, which times its profiler regions for a
+    workload without step markers (:mod:`launchprof.profiler_region`); any other command -
+    not Python, ``-c CODE``, a script read from stdin - runs unchanged."""
+    args = list(argv)
+    if len(args) < 2 or not PYTHON_NAME.match(os.path.basename(args[0])):
+        return args
+    i = 1
+    while i < len(args):
+        word = args[i]
+        if word == "-m" or (word.startswith("-m") and not word.startswith("--")):
+            break
+        if word == "-" or word.startswith("-c") or word in ("--help", "-h", "--version", "-V"):
+            return args
+        if word in PYTHON_VALUE_OPTIONS:
+            i += 2
+        elif word.startswith("-"):
+            i += 1
+        else:
+            break
+    if i >= len(args):
+        return args
+    from launchprof import profiler_region
+
+    rest = args[i:]
+    if rest[0].startswith("-m") and rest[0] != "-m":  # -mpkg.mod
+        rest = ["-m", rest[0][2:], *rest[1:]]
+    if rest[0] == "-m" and len(rest) < 2:
+        return args
+    return [*args[:i], str(Path(profiler_region.__file__).resolve()), *rest]
+
+
+def run_baselines(
+    work: Workload, folder: Path, runs: int, console: Console, step: str | None = None
+) -> list[Any] | Any:
+    """Run ``work`` ``runs`` times without nsys (:func:`baseline_argv`), each with
+    ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.trace.steptimes.run_files`),
+    and return the step times read back: one array per run that exited 0 (failed runs and
+    unreadable step files are reported and left out, so the analysis of the recorded trace
+    always runs); when no run recorded a step but some timed a profiler region, the regions
+    instead (:class:`launchprof.analysis.baseline.RegionRuns`)."""
+    from launchprof.analysis.baseline import RegionRuns
+    from launchprof.marker import STEP_NAME, STEP_TIMES_ENV
+    from launchprof.trace.steptimes import StepTimesError, read_step_times, region_step_times, run_files
+
+    argv = baseline_argv(work.argv)
+    got, regions = [], []
+    for i, path in enumerate(run_files(folder, runs), start=1):
+        console.print(f"launchprof: baseline run {i} of {runs} (without nsys)", markup=False)
+        with contextlib.suppress(OSError):  # a file left by an earlier run of this folder
+            path.unlink(missing_ok=True)
+        began = time.perf_counter()
+        try:
+            done = subprocess.run(argv, env={**os.environ, STEP_TIMES_ENV: str(path.resolve())}, check=False)
+        except OSError as exc:
+            raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None
+        wall = time.perf_counter() - began
+        if done.returncode != 0:
+            if path.exists():  # kept for the record, out of compare's way (it reads baseline-*.steps)
+                path.replace(path.with_name(path.name + ".failed"))
+            console.print(f"launchprof: baseline run {i} exited with code {done.returncode}; left out", markup=False)
+            continue
+        try:
+            times = read_step_times(path, step or STEP_NAME)
+            region = region_step_times(path)
+        except StepTimesError as exc:
+            console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
+            continue
+        timed = f", profiler regions {(region[:, 1] - region[:, 0]).sum() / 1e9:.3f} s" if len(region) else ""
+        console.print(f"launchprof: baseline run {i}: {len(times)} steps{timed} in {wall:.2f} s", markup=False)
+        got.append(times)
+        regions.append(region)
+    if not any(len(t) for t in got) and any(len(r) for r in regions):
+        return RegionRuns(regions)
+    return got

@@ -1,0 +1,57 @@
+"""``launchprof compare BEFORE AFTER``: compare two runs, write the comparison folder,
+print the verdict and the checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from launchprof.commands.analyze import update_index
+from launchprof.malloc import MallocTuning
+
+
+def run_compare(
+    before: Path,
+    after: Path,
+    output: Path,
+    force: bool,
+    step: str | None,
+    fail_on: str,
+    min_effect: float,
+    bubble_threshold_ns: int,
+    nsys: str | None,
+    console: Console,
+    memory: MallocTuning | None = None,
+) -> int:
+    """Compare ``before`` and ``after``, write the comparison into ``output``, print the
+    verdict and the checks; return the exit code (1 when the verdict is in ``fail_on``)."""
+    from launchprof.api.compare_runs import compare, parse_fail_on
+    from launchprof.report.compare import write_compare
+
+    failing = parse_fail_on(fail_on)
+    with console.status("loading") as status:
+        result = compare(
+            before,
+            after,
+            step=step,
+            min_effect=min_effect,
+            bubble_threshold_ns=bubble_threshold_ns,
+            nsys=nsys,
+            progress=lambda msg: status.update(f"{msg}..."),
+            memory=memory,
+        )
+        status.update("writing comparison")
+        doc = write_compare(result, output, force=force, before_path=str(before), after_path=str(after))
+        update_index(output)
+    speed = "" if doc.speedup is None else f": {doc.speedup:.2f}x per step"
+    if doc.speedup_ci is not None:
+        speed += f" (95% CI {doc.speedup_ci[0]:.2f}-{doc.speedup_ci[1]:.2f}x)"
+    console.print(f"verdict: {doc.verdict}{speed}", markup=False)
+    for c in doc.checks:
+        mark = "n/a " if c.passed is None else ("pass" if c.passed else "FAIL")
+        console.print(f"  {mark} {c.name}: {c.detail}", markup=False, soft_wrap=True)
+    for note in doc.notes:
+        console.print(f"  note: {note}", markup=False, soft_wrap=True)
+    console.print(f"comparison: {output / 'compare.html'}", markup=False)
+    return 1 if doc.verdict in failing else 0

@@ -1,0 +1,161 @@
+"""What ``analyze`` prints on the terminal: the verdict line, the steady-steps line, the
+devices' whole-trace figures, the notes and the baseline line (all from the summary)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+
+def verdict_line(summary: Any) -> str | None:
+    """One line with the diagnosis and the recommendation of a summary, for the terminal."""
+    diag, rec, steps = summary.diagnosis, summary.recommendation, summary.steps
+    if not diag:
+        return None
+    line = f"verdict: {diag.verdict}"
+    ranks = getattr(summary, "ranks", None) or {}
+    if steps and int(ranks.get("count") or 0) > 1:
+        line += f" on GPU {steps.device_id} pid {steps.pid} of {ranks['count']} ranks"
+    if steps and steps.period_p50_ns:
+        line += f" (step period p50 {steps.period_p50_ns / 1e3:,.1f} us over {steps.steady} steady steps)"
+    graphs = (diag.figures or {}).get("graph_launches_per_step_p50") or 0
+    rebuilt = any(f.kind == "reinstantiation" for f in diag.findings or [])
+    if graphs >= 1:  # as the diagnosis decides it (analysis/diagnose.py)
+        line += f"; already runs as CUDA graphs ({graphs:g} graph launch{'es' if graphs != 1 else ''} a step"
+        line += ", rebuilt every step)" if rebuilt else ")"
+    if graphs >= 1 and not rebuilt:
+        pass  # nothing left to convert: no prediction to print
+    elif rec and rec.expected_speedup and rec.expected_step_ns:
+        lo, hi = rec.expected_speedup_range or (None, None)
+        line += (
+            f"; CUDA Graph expected {rec.expected_speedup:.2f}x without nsys"
+            + (f" ({lo:.2f}-{hi:.2f}x)" if lo is not None and hi is not None else "")
+            + f", {rec.expected_step_ns / 1e3:,.1f} us a step"
+        )
+        if rec.predicted_speedup:
+            line += f" (under nsys {rec.predicted_speedup:.2f}x)"
+        if rec.break_even_iterations is not None:
+            n = rec.break_even_iterations
+            line += f", break-even {n} iteration{'s' if n != 1 else ''}"
+    elif rec and rec.predicted_speedup and rec.predicted_step_ns:
+        what = "a graph built once" if graphs >= 1 else "CUDA Graph"
+        line += f"; {what} predicted {rec.predicted_step_ns / 1e3:,.1f} us a step, {rec.predicted_speedup:.2f}x"
+        if rec.break_even_iterations is not None:
+            n = rec.break_even_iterations
+            line += f", break-even {n} iteration{'s' if n != 1 else ''}"
+    if graphs >= 1 and rebuilt:
+        line += "; build the graph once (fix the reinstantiation blocker)"
+    elif rec is not None:
+        blockers = len(rec.blockers or [])
+        line += "; convert" if rec.convert else "; no conversion recommended"
+        if rec.convert and blockers:
+            line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''}"
+    bound = [r["rank"] for r in ranks.get("ranks") or [] if r.get("launch_bound")] if ranks else []
+    if int(ranks.get("count") or 0) > 1 and bound and diag.verdict != "launch-bound":
+        line += f"; launch-bound rank{'s' if len(bound) > 1 else ''}: {', '.join(map(str, bound))} (see the ranks)"
+    return line
+
+
+def steady_line(summary: Any) -> str | None:
+    """The line after the verdict: what the steady steps show (GPU busy, waiting for the
+    CPU), what is left to gain once graphs are in place, or, without GPU work, the NVTX
+    step ranges."""
+    head = getattr(summary, "headline", None) or {}
+    nvtx = getattr(summary, "nvtx_steps", None)
+    if not summary.devices and nvtx:
+        n, period = nvtx.count, nvtx.period_p50_ns
+        line = f"CPU only: {n} NVTX '{nvtx.name}' range{'s' if n != 1 else ''}"
+        if period:
+            line += f", period p50 {period / 1e3:,.1f} us, duration p50 {nvtx.duration_p50_ns / 1e3:,.1f} us"
+        return line
+    if not summary.devices:
+        return "CPU only, and no NVTX step range: mark your loop's body with `with launchprof.step():` to see its steps"
+    if head.get("scope") != "steady steps" or head.get("gpu_busy_ratio") is None:
+        return None
+    line = (
+        f"steady steps: GPU busy {head['gpu_busy_ratio']:.1%} of each step, "
+        f"waiting for the CPU {head.get('host_wait_ratio') or 0:.1%}"
+    )
+    if head.get("graphs") and not head.get("rebuilt") and head.get("idle_bound_speedup"):
+        line += f"; left to gain: at most {head['idle_bound_speedup']:.2f}x by removing the remaining idle time"
+        if head.get("verdict") == "gpu-bound":
+            line += " (beyond that, only faster or fused kernels)"
+        else:  # the GPU waits for the CPU between graph launches: host work outside the graphs
+            line += " (the GPU waits for the CPU between graph launches: the findings give the work outside them)"
+    return line
+
+
+def print_summary(summary: Any, output: Path, console: Console) -> None:
+    """The terminal lines of run_analyze: the verdict first, then the steady steps, then
+    the whole trace's figures (start-up included), labelled as such."""
+    verdict = verdict_line(summary)
+    if verdict:
+        console.print(verdict, markup=False, soft_wrap=True)
+    steady = steady_line(summary)
+    if steady:
+        console.print(steady, markup=False, soft_wrap=True)
+    for d in summary.devices:
+        # The whole trace (first to last GPU activity), which the verdict's steady steps are not.
+        console.print(
+            f"GPU {d.device_id}, whole trace (incl. start-up): {d.kernels} kernels over {d.span_ns / 1e9:.3f} s, "
+            f"utilization {d.utilization:.1%}, {d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
+            markup=False,
+            soft_wrap=True,
+        )
+    if not summary.devices and not verdict:
+        console.print("no GPU activity in this trace", markup=False)
+    for note in summary.notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
+    if summary.baseline is not None:
+        console.print(describe_baseline(summary.baseline.model_dump()), markup=False, soft_wrap=True)
+    console.print(f"report: {output / 'report.html'}", markup=False)
+
+
+def describe_baseline(section: Mapping[str, Any]) -> str:
+    """One line for the terminal: unprofiled vs profiled step period and the corrected speedup."""
+    unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
+    region = section.get("source") == "profiler-region"
+    if unprof is None or prof is None:
+        runs = int(section.get("runs", 0) or 0)
+        if region:
+            return (
+                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys timed the workload's profiler region, "
+                f"but the trace shows {section.get('trace_regions', 0)} profiler regions with "
+                f"{section.get('region_steps', 0)} steps found in them: no step time without nsys"
+            )
+        if not any(section.get("steps") or []):
+            return (
+                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, no step times: no step markers "
+                "(launchprof.step()) and no torch.cuda.profiler region timed"
+            )
+        return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
+    if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
+        return (
+            f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: "
+            "no ratio (a zero period)"
+        )
+    if section.get("host_ahead_of_gpu"):
+        return (
+            f"baseline: host step p50 {unprof / 1e3:,.1f} us without nsys, shorter than the GPU's busy time a step "
+            f"({section['gpu_busy_p50_ns'] / 1e3:,.1f} us under nsys): the host ran ahead of the GPU, so host step "
+            "times do not show the step's pace and no correction is made"
+        )
+    line = (
+        f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
+        f"({section['overhead_ratio']:.2f}x, {section['runs']} runs, steps {section['steps']})"
+    )
+    if region:
+        line = (
+            f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
+            f"median of {section['periods']} runs, / the {section['region_steps']} steps found in it) vs "
+            f"{prof / 1e3:,.1f} us under nsys ({section['overhead_ratio']:.2f}x)"
+        )
+    corr = section.get("corrected")
+    if corr:
+        line += (
+            f"; overhead-corrected graph speedup {corr['speedup']:.2f}x (under nsys {corr['profiled_speedup']:.2f}x)"
+        )
+    return line

@@ -1,0 +1,64 @@
+"""The step-times files of runs without nsys (``LAUNCHPROF_STEP_TIMES``): one line per
+step, ``NAME START_NS END_NS``, written by the step markers (:mod:`launchprof.marker`) and
+by :mod:`launchprof.profiler_region`; read back here, for the report's ``baseline``
+section (:mod:`launchprof.analysis.baseline`) and for ``compare`` of report folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from launchprof.errors import LaunchprofError
+from launchprof.profiler_region import REGION_NAME
+
+
+class StepTimesError(LaunchprofError):
+    """A step-times file is malformed."""
+
+
+def read_step_times(path: Path, name: str | None = None) -> np.ndarray:
+    """The ``(start_ns, end_ns)`` rows of a ``LAUNCHPROF_STEP_TIMES`` file, in start order
+    (int64, shape (steps, 2)); empty when the file is missing or empty. ``name``: only the
+    steps of that name (the profiled run's step ranges: ``step``, or ``--step NAME``); a
+    workload marking several kinds of steps would otherwise count them all.
+
+    Each line is ``NAME START_NS END_NS`` (:mod:`launchprof.marker`; NAME may hold spaces).
+
+    Raises:
+        StepTimesError: the file is not UTF-8 text, or a line does not end with two integer
+            times that fit in 64 bits.
+    """
+    if not path.is_file():
+        return np.empty((0, 2), dtype=np.int64)
+    rows = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise StepTimesError(f"{path}: not a step-times file (not UTF-8 text at byte {exc.start})") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.rsplit(maxsplit=2)
+        try:
+            if len(parts) != 3:
+                raise ValueError
+            row = (int(parts[1]), int(parts[2]))
+            if not all(-(2**63) <= t < 2**63 for t in row):  # ns in an int64, as perf_counter_ns gives
+                raise ValueError
+        except ValueError:
+            raise StepTimesError(f"{path}:{number}: expected 'NAME START_NS END_NS', got {line[:80]!r}") from None
+        if name is None or parts[0] == name:
+            rows.append(row)
+    times = np.array(rows, dtype=np.int64).reshape(-1, 2)
+    return times[np.argsort(times[:, 0], kind="stable")]
+
+
+def region_step_times(path: Path) -> np.ndarray:
+    """The profiler-region rows of one run's step-times file (:func:`read_step_times`)."""
+    return read_step_times(path, REGION_NAME)
+
+
+def run_files(folder: Path, runs: int) -> list[Path]:
+    """Where baseline run ``i`` (1-based) writes its step times: ``FOLDER/baseline-I.steps``."""
+    return [folder / f"baseline-{i}.steps" for i in range(1, runs + 1)]
