@@ -161,7 +161,9 @@ def _region_periods(folder: Path, section: dict[str, Any], notes: list[str]) -> 
 
     steps = section.get("region_steps")
     if not isinstance(steps, int) or isinstance(steps, bool) or not 0 < steps < 2**31:
-        notes.append(f"{folder}: its baseline section has no usable region_steps ({steps!r}); no step time without nsys")
+        notes.append(
+            f"{folder}: its baseline section has no usable region_steps ({steps!r}); no step time without nsys"
+        )
         return None
     values = []
     for path in sorted(folder.glob("baseline-*.steps")):

@@ -1,9 +1,9 @@
 """The ``launchprof`` script's entry point.
 
-``launchprof profile`` is timed against the bare ``nsys profile`` (issue 3: at most 5 %
-more wall time), and everything before nsys starts counts in full. Importing Typer and
-building the command line from the Typer app took 0.06-0.08 s on the H200 machine (the
-interpreter itself 0.05 s). So :func:`main` reads a ``profile`` command line that holds
+``launchprof profile`` is timed against the bare ``nsys profile``
+(benchmarks/README.md), and everything before nsys starts counts in full; importing
+Typer and building the command line from the Typer app costs more than the interpreter's
+own start (benchmarks/README.md, "Measurements behind constants in the code"). So :func:`main` reads a ``profile`` command line that holds
 only what Typer would read the same way (:func:`parse_profile`) without Typer, and starts
 nsys at once; any other command line (help, an unknown option, a value Typer would refuse,
 another command) goes to the Typer app (:mod:`launchprof.cli.typer_app`). Both read the
@@ -35,7 +35,7 @@ def main() -> None:
 
     After a command whose outcome says so (``analyze`` of one trace, ``profile``: files
     written and closed, children reaped), the process flushes its output and ends with ``os._exit``: freeing a large
-    analysis object by object at interpreter exit took ~0.1 s for a 150k-kernel trace.
+    analysis object by object at interpreter exit is measurable (benchmarks/README.md).
     When the terminal output itself cannot be written (stdout on a full disk), one line
     on stderr says so and the exit status is 1. A closed stdout (``| head -1``) is not an
     error: the rest of the output is dropped and the command ends with the status it would

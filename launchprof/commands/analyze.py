@@ -175,7 +175,7 @@ def _analyse_and_write(
 
 
 def _no_gpu_error(analysis: Analysis, output: Path) -> NoCudaActivityError:
-    # Bad input for `analyze` (issue 2): the report holds what can be said; the exit status says it failed.
+    # Bad input for `analyze` (exit status 2, docs/reference.md): the report holds what can be said.
     why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
     return NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
 
