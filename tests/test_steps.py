@@ -272,8 +272,24 @@ def test_per_operator_ranges_of_emit_nvtx_are_rejected(tmp_path: Path) -> None:
         t += 10_000
     s = _analyze(b, tmp_path).extra["steps"]
     assert s.source == "inferred" and s.table["kernels"].median() == 2
-    assert all(why == "a library's own range, not a loop step" for _, why in s.rejected)
-    assert len(s.rejected) == 8
+    # eight texts of one operator ("aten::linear, seq = 0".."7"): one entry, with their count
+    assert s.rejected == (("aten::linear (8 range texts)", "a library's own range, not a loop step"),)
+
+
+def test_rejected_ranges_are_listed_up_to_fifty(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(8):
+        for name in ("a", "b"):
+            b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=name)
+            t += 5_000
+        t += 10_000
+    for i in range(70):  # 70 different ranges of one call each: none repeats
+        b.range(f"phase {i:02d}", 500_000 + i * 1_000, 500_000 + i * 1_000 + 500)
+    s = _analyze(b, tmp_path).extra["steps"]
+    assert len(s.rejected) == 50
+    assert [label for label, _ in s.rejected[:2]] == ["phase 00", "phase 01"]
+    assert s.rejected[-1] == ("... and 21 more", "not listed")
 
 
 def test_a_users_step_range_beside_library_ranges_wins(tmp_path: Path) -> None:

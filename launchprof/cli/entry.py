@@ -3,11 +3,12 @@
 ``launchprof profile`` is timed against the bare ``nsys profile``
 (benchmarks/README.md), and everything before nsys starts counts in full; importing
 Typer and building the command line from the Typer app costs more than the interpreter's
-own start (benchmarks/README.md, "Measurements behind constants in the code"). So :func:`main` reads a ``profile`` command line that holds
-only what Typer would read the same way (:func:`parse_profile`) without Typer, and starts
-nsys at once; any other command line (help, an unknown option, a value Typer would refuse,
-another command) goes to the Typer app (:mod:`launchprof.cli.typer_app`). Both read the
-one option table (:data:`launchprof.cli.options.PROFILE_OPTIONS`) and run the same
+own start (benchmarks/README.md, "Measurements behind constants in the code"). So
+:func:`main` reads a ``profile`` command line that holds only what Typer would read the
+same way (:func:`parse_profile`) without Typer, and starts nsys at once; any other
+command line (help, an unknown option, a value Typer would refuse, another command) goes
+to the Typer app (:mod:`launchprof.cli.typer_app`). Both read the one option table
+(:data:`launchprof.cli.options.PROFILE_OPTIONS`) and run the same
 :func:`launchprof.cli.profile.profile_command`. A command returns its
 :class:`~launchprof.commands.outcome.Outcome`: the exit status, and whether the process
 may leave at once.
