@@ -55,13 +55,18 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.side import KERNEL_KEY, SideData
+from launchprof.analysis.sidefigures import SideFigures, SpeedupParts, side_figures, speedup_parts
+from launchprof.analysis.speedstats import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    CI_LEVEL,
+    speedup_interval,
+    unprofiled_interval,
+)
 from launchprof.analysis.workchange import WorkChange, classify
 
 VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "churn")
 DEFAULT_MIN_EFFECT = 0.05
-CI_LEVEL = 0.95
-BOOTSTRAP_RESAMPLES = 2_000
-BOOTSTRAP_SEED = 0
 GRAPH_SHARE_MIN = 0.5
 SAME_WORK_TOLERANCE = 0.05
 CHURN_MAX = 0.1
@@ -79,33 +84,6 @@ class Check:
     passed: bool | None
     detail: str
     evidence: Evidence = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class SideFigures:
-    """Steady-state figures of one side (ns; ratios 0..1; None when unknown)."""
-
-    steps: int
-    steady: int
-    warmup: int
-    kernels_per_step: float | None
-    period_p50_ns: float | None
-    period_mean_ns: float | None
-    period_std_ns: float | None
-    busy_p50_ns: float | None
-    bubble_p50_ns: float | None
-    host_wait_p50_ns: float | None
-    api_p50_ns: float | None
-    cpu_p50_ns: float | None
-    utilization: float | None
-    bubble_ratio: float | None
-    cpu_bound_ratio: float | None
-    graph_launches_per_step: float | None
-    graph_execs_per_step: float | None
-    graph_kernel_share: float | None
-    instantiations_per_launch: float | None
-    captures_per_launch: float | None
-    updates_per_launch: float | None
 
 
 @dataclass(frozen=True)
@@ -168,194 +146,6 @@ class Comparison:
             speed += f" (95% CI {self.speedup_ci[0]:.2f}-{self.speedup_ci[1]:.2f})"
         failed = [c.name for c in self.checks if c.passed is False]
         return f"<launchprof comparison: {self.verdict}{speed}" + (f"; failed: {', '.join(failed)}>" if failed else ">")
-
-
-@dataclass(frozen=True)
-class SpeedupParts:
-    """The measured step-time gain split into GPU work and host/launch overhead.
-
-    With BEFORE's and AFTER's median steady period ``Pb``, ``Pa`` and median GPU busy
-    time per step ``Bb``, ``Ba`` (ns): ``gpu_work_saved_ns = Bb - Ba`` (fusion, other
-    kernels), ``host_saved_ns = (Pb - Pa) - (Bb - Ba)`` (launch and host overhead a graph
-    removed, the rest of the gain). As factors whose product is the speedup ``Pb / Pa``:
-    ``from_gpu_work = Pb / (Pb - (Bb - Ba))`` (BEFORE's step with AFTER's GPU work) and
-    ``from_host = (Pb - (Bb - Ba)) / Pa``. ``gpu_work_share`` = gpu_work_saved_ns /
-    (Pb - Pa) (None when the period did not change). The periods are those of the traces
-    (under nsys), also when ``speedup_unprofiled`` decides the verdict.
-    """
-
-    before_period_ns: float
-    after_period_ns: float
-    before_busy_ns: float
-    after_busy_ns: float
-    gpu_work_saved_ns: float
-    host_saved_ns: float
-    from_gpu_work: float | None
-    from_host: float | None
-    gpu_work_share: float | None
-
-
-def speedup_parts(fb: SideFigures, fa: SideFigures) -> SpeedupParts | None:
-    """:class:`SpeedupParts` from the two sides' medians (None when one is unknown or a
-    period is not positive)."""
-    pb, pa, bb, ba = fb.period_p50_ns, fa.period_p50_ns, fb.busy_p50_ns, fa.busy_p50_ns
-    if pb is None or pa is None or bb is None or ba is None or pb <= 0 or pa <= 0:
-        return None
-    gpu = bb - ba
-    mid = pb - gpu
-    return SpeedupParts(
-        before_period_ns=pb,
-        after_period_ns=pa,
-        before_busy_ns=bb,
-        after_busy_ns=ba,
-        gpu_work_saved_ns=gpu,
-        host_saved_ns=(pb - pa) - gpu,
-        from_gpu_work=pb / mid if mid > 0 else None,
-        from_host=mid / pa if mid > 0 else None,
-        gpu_work_share=gpu / (pb - pa) if pb != pa else None,
-    )
-
-
-def _ratio(num: float, den: float) -> float | None:
-    return float(num / den) if den > 0 else None
-
-
-def _clip01(value: float | None) -> float | None:
-    return None if value is None else float(min(max(value, 0.0), 1.0))
-
-
-def side_figures(side: SideData) -> SideFigures:
-    """Steady-state figures of ``side`` from its step table (or, without one, its
-    summary step statistics; ratios are then ratios of medians)."""
-    s = side.steady
-    st = side.stats
-    if s is None or s.empty:
-        period = st.get("period_p50_ns")
-
-        def of_period(key: str) -> float | None:
-            v = st.get(key)
-            return _clip01(v / period) if v is not None and period else None
-
-        glp = st.get("graph_launches_p50")
-        return SideFigures(
-            steps=int(st.get("count") or 0),
-            steady=int(st.get("steady") or 0),
-            warmup=int(st.get("warmup") or 0),
-            kernels_per_step=side.kernels_per_step,
-            period_p50_ns=period,
-            period_mean_ns=st.get("period_mean_ns"),
-            period_std_ns=st.get("period_std_ns"),
-            busy_p50_ns=st.get("busy_p50_ns"),
-            bubble_p50_ns=st.get("bubble_ns_p50"),
-            host_wait_p50_ns=st.get("host_wait_p50_ns"),
-            api_p50_ns=st.get("api_ns_p50"),
-            cpu_p50_ns=st.get("cpu_ns_p50"),
-            utilization=of_period("busy_p50_ns"),
-            bubble_ratio=of_period("bubble_ns_p50"),
-            cpu_bound_ratio=of_period("host_wait_p50_ns"),
-            graph_launches_per_step=None if glp is None else float(glp),
-            graph_execs_per_step=None,
-            graph_kernel_share=None,
-            instantiations_per_launch=None,
-            captures_per_launch=None,
-            updates_per_launch=None,
-        )
-    period = s["period_ns"].to_numpy(dtype=float)
-    total = float(period.sum())
-    launches = float(s["graph_launches"].sum())
-    kernels = float(s["kernels"].sum())
-
-    def p50(col: str) -> float:
-        return float(np.median(s[col].to_numpy(dtype=float)))
-
-    def per_launch(col: str, scale: float = 1.0) -> float | None:
-        return float(s[col].sum()) * scale / launches if launches > 0 else None
-
-    if kernels > 0:
-        share: float | None = float(s["graph_kernels"].sum()) / kernels
-    else:
-        share = 1.0 if launches > 0 else 0.0
-    return SideFigures(
-        steps=int(len(side.table)) if side.table is not None else 0,
-        steady=int(len(s)),
-        warmup=int(side.table["warmup"].astype(bool).sum()) if side.table is not None else 0,
-        kernels_per_step=p50("kernels"),
-        period_p50_ns=float(np.median(period)),
-        period_mean_ns=float(period.mean()),
-        period_std_ns=float(period.std(ddof=1)) if period.size > 1 else None,
-        busy_p50_ns=p50("busy_ns"),
-        bubble_p50_ns=p50("bubble_ns"),
-        host_wait_p50_ns=p50("host_wait_ns"),
-        api_p50_ns=p50("api_ns"),
-        cpu_p50_ns=p50("cpu_ns"),
-        utilization=_clip01(_ratio(float(s["busy_ns"].sum()), total)),
-        bubble_ratio=_clip01(_ratio(float(s["bubble_ns"].sum()), total)),
-        cpu_bound_ratio=_clip01(_ratio(float(s["host_wait_ns"].sum()), total)),
-        graph_launches_per_step=p50("graph_launches"),
-        graph_execs_per_step=p50("graph_execs"),
-        graph_kernel_share=share,
-        instantiations_per_launch=per_launch("instantiations"),
-        captures_per_launch=per_launch("captures", 0.5),
-        updates_per_launch=per_launch("exec_updates"),
-    )
-
-
-def block_bootstrap_medians(x: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Medians of ``resamples`` moving-block bootstrap resamples of ``x`` (block length
-    ceil(n^(1/3)), blocks drawn uniformly with replacement, cut to n values)."""
-    n = x.size
-    block = max(1, int(np.ceil(n ** (1 / 3))))
-    blocks = int(np.ceil(n / block))
-    out = np.empty(resamples)
-    per_chunk = max(1, 4_000_000 // (blocks * block))
-    for i in range(0, resamples, per_chunk):
-        m = min(per_chunk, resamples - i)
-        starts = rng.integers(0, n - block + 1, size=(m, blocks))
-        idx = (starts[:, :, None] + np.arange(block)).reshape(m, -1)[:, :n]
-        out[i : i + m] = np.median(x[idx], axis=1)
-    return out
-
-
-def speedup_interval(
-    before_ns: np.ndarray, after_ns: np.ndarray, level: float = CI_LEVEL
-) -> tuple[float, tuple[float, float]]:
-    """Ratio of medians ``median(before) / median(after)`` and its bootstrap interval.
-
-    Args:
-        before_ns, after_ns: steady step periods (ns), at least one value each.
-        level: two-sided confidence level.
-
-    Returns:
-        (speedup, (low, high)); with fewer than 2 values on a side the interval is the
-        point itself.
-    """
-    b = np.asarray(before_ns, dtype=float)
-    a = np.asarray(after_ns, dtype=float)
-    point = float(np.median(b) / np.median(a))
-    if b.size < 2 or a.size < 2:
-        return point, (point, point)
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    ratios = block_bootstrap_medians(b, BOOTSTRAP_RESAMPLES, rng) / block_bootstrap_medians(a, BOOTSTRAP_RESAMPLES, rng)
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(ratios, [tail, 100 - tail])
-    return point, (float(min(lo, point)), float(max(hi, point)))
-
-
-SMALL_SAMPLE = 8
-
-
-def unprofiled_interval(before_ns: np.ndarray, after_ns: np.ndarray) -> tuple[float, tuple[float, float]]:
-    """:func:`speedup_interval` for the step times of the runs without nsys; with fewer than
-    :data:`SMALL_SAMPLE` values on a side (one figure per run: the profiler-region source),
-    where a bootstrap of so few values has no width, the interval is the whole range of
-    ratios instead: ``min(before) / max(after)`` to ``max(before) / min(after)``."""
-    b = np.asarray(before_ns, dtype=float)
-    a = np.asarray(after_ns, dtype=float)
-    if b.size >= SMALL_SAMPLE and a.size >= SMALL_SAMPLE:
-        return speedup_interval(b, a)
-    point = float(np.median(b) / np.median(a))
-    low, high = b.min() / a.max(), (b.max() / a.min() if a.min() > 0 else point)
-    return point, (float(min(low, point)), float(max(high, point)))
 
 
 def _mean_interval(fb: SideFigures, fa: SideFigures, level: float = CI_LEVEL) -> tuple[float, tuple[float, float]]:
