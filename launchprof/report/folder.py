@@ -97,6 +97,20 @@ class FolderWriter:
             if not _writable_dir(folder):
                 raise OutputError(f"{folder} is not writable")
             self._beside, prefix = folder, ".launchprof."
+        # Ctrl-C or SIGTERM between making the staging folder and holding its lock must not
+        # leave it behind: the signals wait until the writer can clean up after them.
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+        try:
+            self._stage(folder, prefix)
+        finally:
+            try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # a held signal's handler runs here
+            except BaseException:
+                self.close()
+                raise
+
+    def _stage(self, folder: Path, prefix: str) -> None:
+        """Make the staging folder and hold its lock (``__init__``, signals held)."""
         try:
             self.staging = Path(tempfile.mkdtemp(prefix=f"{prefix}staging-", dir=self._beside))
         except OSError as exc:
@@ -220,12 +234,19 @@ class FolderWriter:
         self.close()
 
     def close(self) -> None:
-        """Remove the staging folder (what was not committed is dropped); never raises."""
-        shutil.rmtree(self.staging, ignore_errors=True)
-        if self._own_fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self._own_fd)
-            self._own_fd = -1
+        """Remove the staging folder (what was not committed is dropped); never raises
+        itself (Ctrl-C or SIGTERM wait until the folder is gone, then their handlers run)."""
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+        try:
+            staging = getattr(self, "staging", None)
+            if staging is not None:
+                shutil.rmtree(staging, ignore_errors=True)
+            if self._own_fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self._own_fd)
+                self._own_fd = -1
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
     def __enter__(self) -> FolderWriter:
         return self
