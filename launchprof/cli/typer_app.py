@@ -50,6 +50,16 @@ def click_context_obj() -> Any:
     return None if ctx is None else ctx.find_root().obj
 
 
+# Options that several commands share (one definition each; the defaults stay at each use).
+StepOption = Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)]
+BubbleThresholdOption = Annotated[float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)]
+FailOnOption = Annotated[
+    str, typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')")
+]
+MinEffectOption = Annotated[
+    float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
+]
+
 app = typer.Typer(
     name="launchprof",
     help="Is your GPU program launch-bound? Would a CUDA Graph help? Did it?",
@@ -117,11 +127,9 @@ def analyze(
         Optional[Path], typer.Option("--output", "-o", help="report folder (default: reports/<trace stem>)")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
-    bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)
-    ] = options.DEFAULT_BUBBLE_THRESHOLD_US,
+    bubble_threshold: BubbleThresholdOption = options.DEFAULT_BUBBLE_THRESHOLD_US,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
-    step: Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)] = None,
+    step: StepOption = None,
     scheduler: Annotated[
         Optional[str], typer.Option("--scheduler", help="many traces: address of a running Dask scheduler")
     ] = None,
@@ -344,17 +352,10 @@ def compare(
         typer.Option("--output", "-o", help="comparison folder (default: reports/compare-<before>-vs-<after>)"),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing comparison folder")] = False,
-    step: Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)] = None,
-    fail_on: Annotated[
-        str,
-        typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')"),
-    ] = options.DEFAULT_COMPARE_FAIL_ON,
-    min_effect: Annotated[
-        float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
-    ] = options.DEFAULT_MIN_EFFECT_PCT,
-    bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)
-    ] = options.DEFAULT_BUBBLE_THRESHOLD_US,
+    step: StepOption = None,
+    fail_on: FailOnOption = options.DEFAULT_COMPARE_FAIL_ON,
+    min_effect: MinEffectOption = options.DEFAULT_MIN_EFFECT_PCT,
+    bubble_threshold: BubbleThresholdOption = options.DEFAULT_BUBBLE_THRESHOLD_US,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print compare.json on stdout, nothing else")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and --json)")] = False,
@@ -409,17 +410,10 @@ def check(
         int,
         typer.Option("--runs", help="runs of each side without nsys, for step times", min=0, max=options.MAX_RUNS),
     ] = options.DEFAULT_CHECK_RUNS,
-    step: Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)] = None,
-    fail_on: Annotated[
-        str,
-        typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')"),
-    ] = options.DEFAULT_COMPARE_FAIL_ON,
-    min_effect: Annotated[
-        float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
-    ] = options.DEFAULT_MIN_EFFECT_PCT,
-    bubble_threshold: Annotated[
-        float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)
-    ] = options.DEFAULT_BUBBLE_THRESHOLD_US,
+    step: StepOption = None,
+    fail_on: FailOnOption = options.DEFAULT_COMPARE_FAIL_ON,
+    min_effect: MinEffectOption = options.DEFAULT_MIN_EFFECT_PCT,
+    bubble_threshold: BubbleThresholdOption = options.DEFAULT_BUBBLE_THRESHOLD_US,
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
 ) -> None:
     """Profile BEFORE and AFTER under nsys, time each without nsys, compare: the conversion loop in one command.
