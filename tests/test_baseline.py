@@ -290,3 +290,64 @@ def test_a_failed_baseline_runs_file_is_moved_out_of_compares_way(tmp_path: Path
         "baseline-1.steps", "baseline-2.steps.failed", "baseline-3.steps",
     ]  # fmt: skip
     assert json.loads((folder / "summary.json").read_text())["baseline"]["runs"] == 2
+
+
+CORPUS = HERE / "data" / "frameworks"
+
+
+def _unpacked(tmp_path: Path, name: str) -> Path:
+    import lzma
+
+    out = tmp_path / f"{name}.sqlite"
+    out.write_bytes(lzma.decompress((CORPUS / f"{name}.sqlite.xz").read_bytes()))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # vision.py marks each step with launchprof.step() and brackets the traced loop with
+        # torch.cuda.profiler.start()/stop(); under --emit-nvtx it marks no step; hf_decode.py
+        # only brackets one generate() (tests/data/frameworks/MANIFEST.md).
+        ("vit_small_b1_eager", {"markers", "profiler-region"}),
+        ("resnet50_b1_emit-nvtx", {"profiler-region"}),
+        ("gpt2_b1_eager", {"profiler-region"}),
+    ],
+)
+def test_what_a_run_without_nsys_can_time_is_read_from_the_trace(tmp_path: Path, name: str, expected: set[str]) -> None:
+    from launchprof.trace.steptimes import timed_sources
+
+    assert timed_sources(_unpacked(tmp_path, name)) == expected
+
+
+def test_no_baseline_runs_when_nothing_in_the_trace_can_be_timed(tmp_path: Path) -> None:
+    from launchprof.commands.baseline import nothing_to_time
+    from launchprof.nsys.profile import Workload
+    from launchprof.trace.steptimes import timed_sources
+
+    region_only = _unpacked(tmp_path, "gpt2_b1_eager")
+    python = Workload([sys.executable, "decode.py"], "decode")
+    binary = Workload(["/opt/app/decode"], "decode")
+    assert nothing_to_time(python, region_only) is None  # runs through launchprof/profiler_region.py
+    assert "only for a Python workload" in (nothing_to_time(binary, region_only) or "")
+    assert nothing_to_time(binary, _unpacked(tmp_path, "vit_small_b1_eager")) is None  # step markers
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).close()
+    assert timed_sources(empty) == frozenset() and timed_sources(tmp_path / "missing.sqlite") == frozenset()
+    assert nothing_to_time(python, empty) == "the trace has no launchprof.step() range and no profiler region"
+
+
+@pytest.mark.nsys
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+def test_baseline_runs_are_skipped_when_the_workload_marks_no_step(tmp_path: Path) -> None:
+    script = tmp_path / "plain.py"
+    script.write_text("import sys\nprint('ran', file=sys.stderr)\n")
+    done = run_nsys_retrying(
+        [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "3", str(script)], cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "launchprof: no baseline runs: the trace has no launchprof.step() range and no profiler region to time" in (
+        done.stdout
+    )
+    assert done.stderr.count("ran") == 1  # the nsys run only
+    assert not list((tmp_path / "out").glob("baseline-*"))

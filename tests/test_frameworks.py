@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import launchprof
-from launchprof.analysis.expect import NOISE
+from launchprof.analysis.expect import NOISE, RUN_SPREAD
 
 CORPUS = Path(__file__).resolve().parent / "data" / "frameworks"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
@@ -89,21 +89,14 @@ def test_per_operator_ranges_of_emit_nvtx_are_never_the_step() -> None:
     assert len(s.rejected) < 50
 
 
-# Same-kernel pairs where the expected speedup misses the truth by more than 30 %: the
-# nsys inflation of PyTorch's host time is taken as 2.0x (1.3-2.7x), and these eager ViT
-# steps were inflated less (the recording machine's traced calls were cheaper: launch calls
-# took 5.6 us under nsys against 7.5-8.3 us on the machine of the other PyTorch pairs).
-# vit_small_b1's truth is itself uncertain: its eager step without nsys took 2.8-6.0 ms
-# over six runs (manifest ``bare_runs_us``). The test keeps each entry honest: the miss is
-# still there, and what the range promises still holds (or overlaps the measured spread).
+# Same-kernel pairs where the estimate from the trace alone misses the truth by more than
+# 30 %: it takes nsys's inflation of PyTorch's host time as 2.0x, and these eager ViT steps
+# (much Python between few kernels) were inflated less: 1.26x at batch 32, about 1.0x at
+# batch 1 against the median of six runs without nsys (2.8-6.0 ms, manifest
+# ``bare_runs_us``). No figure of the trace was found to tell them apart, hence the range
+# (inflation 1.0x-2.9x), which holds the truth, and the measurement (below). The test keeps
+# each entry honest: the miss is still there.
 KNOWN_MISSES = {"vit_small_b1_graph", "vit_small_b32_graph"}
-
-
-def _truth_spread(pair: dict[str, str]) -> tuple[float, float]:
-    t = MANIFEST["traces"]
-    before = t[pair["before"]].get("bare_runs_us") or [t[pair["before"]]["bare_step_us"]]
-    after = t[pair["after"]].get("bare_runs_us") or [t[pair["after"]]["bare_step_us"]]
-    return min(before) / max(after), max(before) / min(after)
 
 
 @pytest.mark.parametrize("pair", SAME_KERNELS, ids=lambda p: f"{p['before']}->{p['after']}")
@@ -111,23 +104,44 @@ def test_expected_speedup_of_a_same_kernel_pair_is_within_30_percent(pair: dict[
     rec = _analysis(pair["before"]).extra["recommendation"]
     truth = _truth(pair)
     assert rec.expected is not None and rec.expected.eager_source == "estimate"
+    assert rec.expected.speedup_low <= truth <= rec.expected.speedup_high
     if pair["after"] in KNOWN_MISSES:
         assert rec.expected_speedup != pytest.approx(truth, rel=0.30)  # else the entry is stale
-        low, high = _truth_spread(pair)
-        assert rec.expected.speedup_low <= high and low <= rec.expected.speedup_high
-        return
-    assert rec.expected_speedup == pytest.approx(truth, rel=0.30)
-    assert rec.expected.speedup_low <= truth <= rec.expected.speedup_high
+    else:
+        assert rec.expected_speedup == pytest.approx(truth, rel=0.30)
+
+
+# The early-exit loop's steps take two paths (16 of 30 short): the expectation compares
+# median steps (the short path), the workload's own clock gives the loop's mean.
+MIXED_STEPS = {"early_exit_graphs"}
+
+
+@pytest.mark.parametrize(
+    "pair", [p for p in SAME_KERNELS if p["after"] not in MIXED_STEPS], ids=lambda p: f"{p['before']}->{p['after']}"
+)
+def test_with_the_eager_step_measured_the_expected_speedup_is_within_30_percent(pair: dict[str, str]) -> None:
+    """What ``profile`` does when it can time the steps without nsys (``--baseline-runs``):
+    the measured eager step (here the workload's own clock without nsys, from the recording)
+    replaces the estimate; what is left to predict is the graph step, against the graph
+    workload's own clock."""
+    from launchprof.analysis.baseline import apply_to_recommendation
+
+    t = MANIFEST["traces"][pair["before"]]
+    runs = [u * 1e3 for u in t.get("bare_runs_us") or [t["bare_step_us"]]]
+    section = {"period_p50_ns": t["bare_step_us"] * 1e3, "runs": len(runs), "host_ahead_of_gpu": False}
+    rec = _analysis(pair["before"]).extra["recommendation"].to_dict()
+    apply_to_recommendation(rec, {**section, "run_period_p50_ns": runs}, "launch-bound", 1.25)
+    truth = _truth(pair)
+    assert rec["expected"]["eager_source"] == "baseline"
+    assert rec["expected_speedup"] == pytest.approx(truth, rel=0.30)
+    lo, hi = rec["expected_speedup_range"]
+    assert lo <= truth <= hi
 
 
 # Pairs whose truth the eager trace cannot show, each with what the comparison says instead:
-# the cudagraphs backend's own host cost per replay, a compiler doing less GPU work, and a
-# conversion built to drop a large kernel.
-EXPLAINED = {
-    "gpt2_b1_static-graphs": "host-outside-graph",
-    "resnet50_b1_compile": "fused",
-    "matmul_graph_3": "different",
-}
+# a conversion built to drop a large kernel. (The range of the estimate, inflation 1.0x-2.9x,
+# holds the others: the static-cache decode loops and the compiler's fused kernels.)
+EXPLAINED = {"matmul_graph_3": "different"}
 
 
 @pytest.mark.parametrize(
@@ -144,15 +158,7 @@ def test_other_pairs_are_held_by_the_range_or_explained_by_the_comparison(pair: 
         return
     assert not held  # else the entry in EXPLAINED is stale
     c = launchprof.compare(CORPUS / f"{pair['before']}.sqlite.xz", CORPUS / f"{pair['after']}.sqlite.xz")
-    assert c.work_change is not None
-    if why == "host-outside-graph":  # AFTER replays, but its host copies ~240 inputs a token
-        found = {f.kind: f for f in _analysis(pair["after"]).extra["diagnosis"].findings}
-        assert found["host-outside-graph"].figures["input_copies_per_step"] > 100
-    elif why == "fused":  # the compiler's kernels do less GPU work per step
-        parts = c.speedup_parts
-        assert c.work_change.kind == "fused" and parts is not None and parts.before_busy_ns > 1.5 * parts.after_busy_ns
-    else:
-        assert c.work_change.kind == "different" and c.verdict == "different-work"
+    assert c.work_change is not None and c.work_change.kind == why and c.verdict == "different-work"
 
 
 def test_a_gain_under_the_minimum_without_nsys_is_not_converted() -> None:
@@ -202,14 +208,24 @@ def test_measured_step_without_nsys_replaces_the_estimate() -> None:
 
     rec = _analysis("resnet50_b1_eager").extra["recommendation"].to_dict()
     truth = MANIFEST["traces"]["resnet50_b1_eager"]["bare_step_us"] * 1e3
-    apply_to_recommendation(rec, {"period_p50_ns": truth, "runs": 3, "host_ahead_of_gpu": False}, "launch-bound", 1.25)
-    assert rec["expected"]["eager_source"] == "baseline" and rec["expected"]["eager_step_ns"] == truth
-    assert rec["expected_speedup"] == pytest.approx(truth / rec["expected_step_ns"])
-    lo, hi = rec["expected_speedup_range"]
-    assert lo <= rec["expected_speedup"] * (1 - NOISE) + 1e-9 and hi == pytest.approx(
-        rec["expected_speedup"] * (1 + NOISE)
-    )
-    assert rec["convert"] is True and "measured without nsys" in rec["reason"]
+    one = dict(rec)
+    apply_to_recommendation(one, {"period_p50_ns": truth, "runs": 1, "host_ahead_of_gpu": False}, "launch-bound", 1.25)
+    assert one["expected"]["eager_source"] == "baseline" and one["expected"]["eager_step_ns"] == truth
+    assert one["expected_speedup"] == pytest.approx(truth / one["expected_step_ns"])
+    assert one["convert"] is True and "measured without nsys" in one["reason"]
+    # One run: the eager step may move RUN_SPREAD either way between runs.
+    lo, hi = one["expected_speedup_range"]
+    assert hi == pytest.approx(one["expected_speedup"] * RUN_SPREAD * (1 + NOISE))
+    assert lo <= one["expected_speedup"] / RUN_SPREAD * (1 - NOISE) + 1e-9
+    # Three runs: their own lowest and highest step.
+    runs = [0.9 * truth, truth, 1.2 * truth]
+    three = dict(rec)
+    section = {"period_p50_ns": truth, "runs": 3, "run_period_p50_ns": runs, "host_ahead_of_gpu": False}
+    apply_to_recommendation(three, section, "launch-bound", 1.25)
+    lo, hi = three["expected_speedup_range"]
+    assert hi == pytest.approx(1.2 * truth / three["expected_step_ns"] * (1 + NOISE))
+    assert lo <= 0.9 * truth / three["expected_step_ns"] * (1 - NOISE) + 1e-9
+    assert three["expected_speedup"] == pytest.approx(one["expected_speedup"])
 
 
 def _with_baseline(folder: Path, step_ns: int, runs: int = 2, steps: int = 12) -> None:

@@ -56,7 +56,8 @@ def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any
     Returns:
         ``runs`` (count), ``steps`` (per run), ``periods`` (pooled count),
         ``period_p50_ns``, ``period_mean_ns``, ``duration_p50_ns`` (end - start of each
-        step, warm-up steps left out too); the figures are None without any period.
+        step, warm-up steps left out too), ``run_period_p50_ns`` (each run's own p50, None
+        for a run without a period); the figures are None without any period.
     """
     periods = [np.diff(r[:, 0])[warmup:] for r in runs]
     durations = [(r[:, 1] - r[:, 0])[warmup:] for r in runs]
@@ -70,6 +71,7 @@ def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any
         "period_p50_ns": float(np.median(pooled)) if pooled.size else None,
         "period_mean_ns": float(pooled.mean()) if pooled.size else None,
         "duration_p50_ns": float(np.median(pooled_d)) if pooled_d.size else None,
+        "run_period_p50_ns": [float(np.median(p)) if p.size else None for p in periods],
     }
 
 
@@ -129,9 +131,10 @@ def region_section(runs: RegionRuns, region_steps: int, trace_region_count: int)
     of its profiler regions divided by ``region_steps`` (the steps found inside the trace's
     profiler regions, :func:`region_step_count`). ``source`` is ``"profiler-region"``,
     ``steps`` the step count per run (``region_steps``), ``periods`` the number of runs
-    with a figure, ``region_ns`` each run's total region time, ``regions`` each run's
-    region count, ``trace_regions`` the trace's; the figures are None when no steps were
-    found in the trace's regions."""
+    with a figure, ``run_period_p50_ns`` each run's step time (None for a run without a
+    region), ``region_ns`` each run's total region time, ``regions`` each run's region
+    count, ``trace_regions`` the trace's; the figures are None when no steps were found in
+    the trace's regions."""
     totals = [int((r[:, 1] - r[:, 0]).sum()) for r in runs.runs]
     per_step = np.array([t / region_steps for t in totals if t > 0], dtype=float) if region_steps else np.empty(0)
     return {
@@ -143,6 +146,7 @@ def region_section(runs: RegionRuns, region_steps: int, trace_region_count: int)
         "period_p50_ns": float(np.median(per_step)) if per_step.size else None,
         "period_mean_ns": float(per_step.mean()) if per_step.size else None,
         "duration_p50_ns": None,
+        "run_period_p50_ns": [t / region_steps if (t > 0 and region_steps) else None for t in totals],
         "region_ns": totals,
         "regions": [int(len(r)) for r in runs.runs],
         "region_steps": region_steps,
@@ -278,7 +282,8 @@ def apply_to_recommendation(
     if not exp or not period or section.get("host_ahead_of_gpu") or recommendation is None:
         return
     known = {f.name for f in dataclasses.fields(Expectation)}
-    new = with_measured_eager(Expectation(**{k: v for k, v in exp.items() if k in known}), float(period))
+    per_run = [float(x) for x in section.get("run_period_p50_ns") or [] if x]
+    new = with_measured_eager(Expectation(**{k: v for k, v in exp.items() if k in known}), float(period), per_run)
     recommendation["expected"] = dataclasses.asdict(new)
     recommendation["expected_speedup"] = new.speedup
     recommendation["expected_speedup_range"] = [new.speedup_low, new.speedup_high]

@@ -1,6 +1,7 @@
 """``launchprof profile --baseline-runs N``: the workload run N more times without nsys,
 each writing its step times (``LAUNCHPROF_STEP_TIMES``) to read back for the report's
-``baseline`` section (:mod:`launchprof.analysis.baseline`)."""
+``baseline`` section (:mod:`launchprof.analysis.baseline`); none when the trace shows no
+step such a run could time (:func:`nothing_to_time`)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,22 @@ def baseline_argv(argv: Sequence[str]) -> list[str]:
     if rest[0] == "-m" and len(rest) < 2:
         return args
     return [*args[:i], str(Path(profiler_region.__file__).resolve()), *rest]
+
+
+def nothing_to_time(work: Workload, sqlite: Path) -> str | None:
+    """Why runs without nsys of this trace's workload could not time a step, or None when
+    they can: the trace has :func:`launchprof.step` ranges, or profiler regions
+    (``cudaProfilerStart``) of a Python workload, which then runs through
+    :mod:`launchprof.profiler_region` (:func:`launchprof.trace.steptimes.timed_sources`)."""
+    from launchprof.trace.steptimes import timed_sources
+
+    sources = timed_sources(sqlite)
+    python = baseline_argv(work.argv) != list(work.argv)
+    if "markers" in sources or ("profiler-region" in sources and python):
+        return None
+    if "profiler-region" in sources:
+        return "the trace has no launchprof.step() range, and its profiler region is timed only for a Python workload"
+    return "the trace has no launchprof.step() range" + (" and no profiler region" if python else "")
 
 
 def run_baselines(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from launchprof.commands.baseline import run_baselines
+from launchprof.commands.baseline import nothing_to_time, run_baselines
 from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
 from launchprof.commands.folders import claim_default_folder, claim_folder
 from launchprof.commands.warmup import WARM_ARROW, WARM_MODULES, WARM_SQLITE, WarmUp
@@ -115,7 +115,9 @@ def run_profile(
     whatever happens after recording. With ``baseline_runs`` N > 0 and a successful nsys
     run, the workload then runs N more times without nsys
     (``LAUNCHPROF_STEP_TIMES=FOLDER/baseline-I.steps``) and the report gets a ``baseline``
-    section (:mod:`launchprof.analysis.baseline`). ``memory``: malloc settings for the
+    section (:mod:`launchprof.analysis.baseline`), unless the trace shows no step those
+    runs could time (:func:`launchprof.commands.baseline.nothing_to_time`: then a line
+    says so and none runs). ``memory``: malloc settings for the
     analysis (:func:`launchprof.api.analyze`).
 
     Returns:
@@ -247,12 +249,13 @@ def _after_recording(
     warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
     gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
     mark("imports_done")
-    baseline = (
-        run_baselines(run.work, folder, run.baseline_runs, console, run.step)
-        if (run.baseline_runs and code == 0)
-        else None
-    )
-    if run.baseline_runs and code != 0:
+    runs = run.baseline_runs
+    why = nothing_to_time(run.work, files.sqlite) if (runs and code == 0) else None
+    if why is not None:
+        console.print(f"launchprof: no baseline runs: {why} to time", markup=False, soft_wrap=True)
+        runs = 0
+    baseline = run_baselines(run.work, folder, runs, console, run.step) if (runs and code == 0) else None
+    if runs and code != 0:
         console.print(
             f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",
             markup=False,

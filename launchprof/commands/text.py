@@ -30,9 +30,14 @@ def verdict_line(summary: Any) -> str | None:
         pass  # nothing left to convert: no prediction to print
     elif rec and rec.expected_speedup and rec.expected_step_ns:
         lo, hi = rec.expected_speedup_range or (None, None)
+        measured = (rec.expected or {}).get("eager_source") == "baseline"
         line += (
             f"; CUDA Graph expected {rec.expected_speedup:.2f}x without nsys"
-            + (f" ({lo:.2f}-{hi:.2f}x)" if lo is not None and hi is not None else "")
+            + (
+                f" ({'eager step measured' if measured else 'estimate'}, {lo:.2f}-{hi:.2f}x)"
+                if lo is not None and hi is not None
+                else ""
+            )
             + f", {rec.expected_step_ns / 1e3:,.1f} us a step"
         )
         if rec.predicted_speedup:
@@ -145,15 +150,19 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
         )
     line = (
         f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
-        f"({section['overhead_ratio']:.2f}x, {section['runs']} runs, steps {section['steps']})"
+        f"({section['overhead_ratio']:.2f}x, {_runs(section['runs'])}, steps {section['steps']})"
     )
     if region:
         line = (
             f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
-            f"median of {section['periods']} runs, / the {section['region_steps']} steps found in it) vs "
+            f"median of {_runs(section['periods'])}, / the {section['region_steps']} steps found in it) vs "
             f"{prof / 1e3:,.1f} us under nsys ({section['overhead_ratio']:.2f}x)"
         )
     # The speedup with this measured step is the verdict line's expected one
     # (recommendation.expected); the section's ``corrected`` figure, which lets a graph
     # remove all host work, stays in summary.json and on the page as an upper bound only.
     return line
+
+
+def _runs(n: int) -> str:
+    return f"{n} run{'s' if n != 1 else ''}"

@@ -252,6 +252,7 @@ class Baseline(_Model):
     period_p50_ns: float | None
     period_mean_ns: float | None
     duration_p50_ns: float | None
+    run_period_p50_ns: list[float | None] = []
     region_ns: list[int] | None = None
     regions: list[int] | None = None
     region_steps: int | None = None

@@ -5,12 +5,17 @@ section (:mod:`launchprof.analysis.baseline`) and for ``compare`` of report fold
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 
 from launchprof.errors import LaunchprofError
+from launchprof.marker import STEP_DOMAIN
 from launchprof.profiler_region import REGION_NAME
+from launchprof.trace.columns import ro_uri
+
+NVTX_DOMAIN_CREATE = 75  # NVTX_EVENTS.eventType of a domain's creation (its name in ``text``)
 
 
 class StepTimesError(LaunchprofError):
@@ -62,3 +67,40 @@ def region_step_times(path: Path) -> np.ndarray:
 def run_files(folder: Path, runs: int) -> list[Path]:
     """Where baseline run ``i`` (1-based) writes its step times: ``FOLDER/baseline-I.steps``."""
     return [folder / f"baseline-{i}.steps" for i in range(1, runs + 1)]
+
+
+def timed_sources(sqlite: Path) -> frozenset[str]:
+    """What a run of this trace's workload without nsys can time, read from the trace:
+    ``"markers"`` when it created the NVTX domain of :func:`launchprof.step`
+    (:data:`~launchprof.marker.STEP_DOMAIN`; the markers write step times), and
+    ``"profiler-region"`` when it called ``cudaProfilerStart`` or ``cuProfilerStart``
+    (:mod:`launchprof.profiler_region` times those regions of a Python workload). Two small
+    queries (the domain-creation rows of ``NVTX_EVENTS`` and the ``StringIds`` table: nsys
+    interns a call's name only when the call was traced); empty when neither is there or
+    the file cannot be read as a trace."""
+    found = set()
+    try:
+        con = sqlite3.connect(ro_uri(sqlite), uri=True)
+        try:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if (
+                "NVTX_EVENTS" in tables
+                and con.execute(
+                    "SELECT 1 FROM NVTX_EVENTS WHERE eventType = ? AND text = ? LIMIT 1",
+                    (NVTX_DOMAIN_CREATE, STEP_DOMAIN),
+                ).fetchone()
+            ):
+                found.add("markers")
+            if (
+                "StringIds" in tables
+                and con.execute(
+                    "SELECT 1 FROM StringIds WHERE value LIKE 'cudaProfilerStart%' OR value LIKE 'cuProfilerStart%' "
+                    "LIMIT 1"
+                ).fetchone()
+            ):
+                found.add("profiler-region")
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return frozenset()
+    return frozenset(found)
