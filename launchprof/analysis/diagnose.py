@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import findings as F
+from launchprof.analysis import stepshapes
 from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.expect import Expectation, expect
@@ -460,8 +461,8 @@ def diagnose(
         [
             F.sync_in_step(ctx) if not replaying else None,
             F.alloc_in_step(ctx),
-            F.dynamic_shapes(ctx, analysis),
-            F.varying_sequence(ctx),
+            stepshapes.dynamic_shapes(ctx, analysis),
+            stepshapes.varying_sequence(ctx),
             F.reinstantiation(ctx, analysis),
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
