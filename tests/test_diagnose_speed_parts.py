@@ -13,7 +13,7 @@ import pytest
 import launchprof
 from launchprof.analysis import side, stepdata
 from launchprof.analysis.callkinds import classify
-from launchprof.analysis.diagnose import _durations
+from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.side import KERNEL_KEY, kernel_info
 from launchprof.analysis.stepdata import step_context
 from launchprof.analysis.timeline import call_index, last_call_rows
@@ -208,7 +208,7 @@ def test_step_context_frames_match_the_pandas_ones(real_trace, name: str) -> Non
             "launch_call_ns": (j2["end_call"] - j2["start_call"]).to_numpy(dtype=np.int64),
         }
     )
-    pd.testing.assert_frame_equal(_durations(ctx, a), durations)
+    pd.testing.assert_frame_equal(launch_durations(ctx, a), durations)
 
 
 @pytest.mark.parametrize("name", TRACES)
