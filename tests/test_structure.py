@@ -4,7 +4,7 @@ checked with ``ast``:
 - no function or method in launchprof/ with more than :data:`MAX_FUNCTION_LINES` lines of
   code in its body (docstring, comments and blank lines not counted; a nested function's
   lines count in its parent too) unless a comment ``# long: REASON`` sits on its ``def``
-  line or right above it (above its decorators, if any);
+  line or in the comment lines right above it (above its decorators, if any);
 - no module in launchprof/ longer than :data:`MAX_FILE_LINES` lines.
 """
 
@@ -41,11 +41,16 @@ def code_lines(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -
 
 
 def has_reason(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A ``# long: REASON`` comment on the ``def`` line, or on the line above the
-    function (above its decorators)."""
-    top = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-    candidates = [lines[node.lineno - 1]] + ([lines[top - 2]] if top >= 2 else [])
-    return any(LONG_REASON.search(text) for text in candidates)
+    """A ``# long: REASON`` comment on the ``def`` line, or in the block of comment lines
+    right above the function (above its decorators)."""
+    if LONG_REASON.search(lines[node.lineno - 1]):
+        return True
+    row = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 2  # the line above, 0-based
+    while row >= 0 and lines[row].strip().startswith("#"):
+        if LONG_REASON.search(lines[row]):
+            return True
+        row -= 1
+    return False
 
 
 def long_functions() -> dict[str, tuple[int, bool]]:
@@ -93,7 +98,10 @@ def test_the_count_leaves_out_docstring_comments_and_blanks() -> None:
 
 
 def test_a_reason_above_the_decorators_counts() -> None:
-    source = "# long: a table of cases\n@decorator\ndef f():\n    pass\n\ndef g():  # long: one rule\n    pass\n"
+    source = (
+        "# long: a table of cases\n# (one per rule)\n@decorator\ndef f():\n    pass\n\n"
+        "def g():  # long: one rule\n    pass\n"
+    )
     tree = ast.parse(source)
     lines = source.splitlines()
     f, g = (n for n in tree.body if isinstance(n, ast.FunctionDef))
