@@ -33,7 +33,7 @@ def test_path_names_gpu_and_driver(tmp_path: Path) -> None:
 
 def test_save_goes_to_the_cache_folder_and_loads_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr("launchprof.calibrate._current_device_path", lambda: None)
+    monkeypatch.setattr("launchprof.calibrate.current_device_path", lambda: None)
     saved = save_calibration(_result())
     assert saved == tmp_path / "launchprof" / "calibration-nvidia-h200-580.159.04.json"
     assert load_calibration() == _result()
@@ -42,7 +42,7 @@ def test_save_goes_to_the_cache_folder_and_loads_back(tmp_path: Path, monkeypatc
 
 def test_load_without_any_file_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr("launchprof.calibrate._current_device_path", lambda: None)
+    monkeypatch.setattr("launchprof.calibrate.current_device_path", lambda: None)
     assert load_calibration() is None
     assert load_calibration(tmp_path / "missing.json") is None
 
@@ -51,7 +51,7 @@ def test_load_prefers_the_current_gpus_file(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     mine = save_calibration(_result("NVIDIA H200"))
     save_calibration(_result("NVIDIA A100"))  # written later: the newest file
-    monkeypatch.setattr("launchprof.calibrate._current_device_path", lambda: mine)
+    monkeypatch.setattr("launchprof.calibrate.current_device_path", lambda: mine)
     found = load_calibration()
     assert found is not None and found["device"]["name"] == "NVIDIA H200"
 

@@ -13,7 +13,7 @@ import pytest
 import launchprof
 from launchprof.analysis import side, stepdata
 from launchprof.analysis.callkinds import classify
-from launchprof.analysis.diagnose import _durations
+from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.side import KERNEL_KEY, kernel_info
 from launchprof.analysis.stepdata import step_context
 from launchprof.analysis.timeline import call_index, last_call_rows
@@ -51,18 +51,18 @@ def test_previous_end_on_the_thread_matches_groupby(threads: int, sorted_start: 
     rng = np.random.default_rng(threads * 2 + sorted_start)
     api = _api(rng, 3_000, threads, sorted_start)
     expected = _prev_end_reference(api)
-    got = stepdata._prev_end_on_thread(api)
+    got = stepdata.prev_end_on_thread(api)
     np.testing.assert_array_equal(got, expected)
     rows = rng.integers(0, len(api), 500)
-    np.testing.assert_array_equal(stepdata._prev_end_at(api, rows), expected[rows])
+    np.testing.assert_array_equal(stepdata.prev_end_at(api, rows), expected[rows])
 
 
 def test_previous_end_without_ties_and_over_a_huge_range() -> None:
     api = pd.DataFrame({"start": np.arange(0, 50, 5), "end": np.arange(0, 50, 5) + 3, "tid": 1})
-    np.testing.assert_array_equal(stepdata._prev_end_at(api, np.arange(10)), _prev_end_reference(api))
+    np.testing.assert_array_equal(stepdata.prev_end_at(api, np.arange(10)), _prev_end_reference(api))
     # Ends spread over 2**62: the lifted single accumulate would overflow; per thread then.
     huge = pd.DataFrame({"start": [0, 1, 2, 3], "end": [0, 2**62, 5, 2**61], "tid": [1, 2, 1, 2]})
-    np.testing.assert_array_equal(stepdata._prev_end_on_thread(huge), [np.nan, np.nan, 0.0, float(2**62)])
+    np.testing.assert_array_equal(stepdata.prev_end_on_thread(huge), [np.nan, np.nan, 0.0, float(2**62)])
 
 
 def _blocked_reference(sync: pd.DataFrame, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -91,7 +91,7 @@ def test_sync_blocked_gaps_match_merge_asof(n_sync: int, pids: int) -> None:
     )
     at = np.sort(rng.integers(0, 110_000, 5_000)).astype(np.int64)
     pid = rng.integers(0, pids, at.size).astype(np.int32)
-    got = stepdata._blocked_at(sync["pid"].to_numpy(), sync["start"].to_numpy(), sync["end"].to_numpy(), pid, at)
+    got = stepdata.sync_blocked_at(sync["pid"].to_numpy(), sync["start"].to_numpy(), sync["end"].to_numpy(), pid, at)
     expected = _blocked_reference(sync, pid, at)
     assert expected.any() and not expected.all()
     np.testing.assert_array_equal(got, expected)
@@ -109,7 +109,7 @@ def test_steady_calls_match_the_step_of_each_call(overlap: bool) -> None:
     start = np.sort(rng.integers(-20, int(cpu_end.max()) + 20, 20_000)).astype(np.int64)
     api = pd.DataFrame({"start": start, "pid": rng.integers(0, 2, start.size).astype(np.int32)})
     steady = np.arange(3, n_steps - 5, 2)
-    got = stepdata._steady_calls(api, table, steady, 1)
+    got = stepdata.steady_calls(api, table, steady, 1)
     # Reference: the step with the latest start at or before each call, if the call is before its end.
     order = np.argsort(cpu_start, kind="stable")
     i = np.searchsorted(cpu_start[order], start, side="right") - 1
@@ -132,17 +132,17 @@ def test_submitting_calls_match_the_binary_search(pids: list[int]) -> None:
     wanted = rng.integers(-5, n + 10, 6_000).astype(np.int64)  # some beyond every call
     expected = last_call_rows(api, pid, wanted, index)
     assert (expected >= 0).any() and (expected < 0).any()
-    np.testing.assert_array_equal(stepdata._submitting_calls(api, index, pid, wanted), expected)
+    np.testing.assert_array_equal(stepdata.submitting_calls(api, index, pid, wanted), expected)
 
 
 def test_member_is_isin_of_step_indices() -> None:
     rng = np.random.default_rng(3)
     values = rng.integers(-1, 500, 10_000)
     wanted = rng.choice(500, 120, replace=False)
-    np.testing.assert_array_equal(stepdata._member(values, wanted), np.isin(values, wanted) & (values >= 0))
+    np.testing.assert_array_equal(stepdata.step_member(values, wanted), np.isin(values, wanted) & (values >= 0))
     sparse = np.array([-1, 5, 10**12, 7])  # far apart: the sort-based path
-    np.testing.assert_array_equal(stepdata._member(sparse, np.array([10**12, 7])), [False, False, True, True])
-    assert not stepdata._member(values, np.array([], dtype=np.int64)).any()
+    np.testing.assert_array_equal(stepdata.step_member(sparse, np.array([10**12, 7])), [False, False, True, True])
+    assert not stepdata.step_member(values, np.array([], dtype=np.int64)).any()
 
 
 def test_take_is_iloc_with_a_fresh_index() -> None:
@@ -154,7 +154,7 @@ def test_take_is_iloc_with_a_fresh_index() -> None:
         }
     )
     for rows in (np.array([7, 2, 2, 9]), np.arange(3, 8), np.array([], dtype=np.int64)):
-        got = stepdata._take(frame, rows, extra={"s": np.arange(rows.size)})
+        got = stepdata.take_rows(frame, rows, extra={"s": np.arange(rows.size)})
         expected = frame.iloc[rows].reset_index(drop=True).assign(s=np.arange(rows.size))
         pd.testing.assert_frame_equal(got, expected)
 
@@ -208,7 +208,7 @@ def test_step_context_frames_match_the_pandas_ones(real_trace, name: str) -> Non
             "launch_call_ns": (j2["end_call"] - j2["start_call"]).to_numpy(dtype=np.int64),
         }
     )
-    pd.testing.assert_frame_equal(_durations(ctx, a), durations)
+    pd.testing.assert_frame_equal(launch_durations(ctx, a), durations)
 
 
 @pytest.mark.parametrize("name", TRACES)

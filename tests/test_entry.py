@@ -121,7 +121,7 @@ def test_whatever_it_reads_typer_reads_the_same(words: list[str]) -> None:
 
 def test_nsys_starts_before_typer_is_imported(tmp_path: Path) -> None:
     """The installed entry point reads `profile ...` and starts nsys with neither Typer
-    nor click (nor pandas) imported: `_start_group`, which starts nsys, is replaced by one
+    nor click (nor pandas) imported: `start_group`, which starts nsys, is replaced by one
     that prints what is imported at that moment."""
     script = tmp_path / "w.py"
     script.write_text("pass\n")
@@ -132,7 +132,7 @@ def test_nsys_starts_before_typer_is_imported(tmp_path: Path) -> None:
         "    print(sorted(m for m in ('typer', 'click', 'rich', 'pandas', 'numpy') if m in sys.modules))\n"
         "    print(argv[1])\n"
         "    raise SystemExit(0)\n"
-        "p._start_group = seen\n"
+        "p.start_group = seen\n"
         f"out, script = {str(tmp_path / 'out')!r}, {str(script)!r}\n"
         "sys.argv = ['launchprof', 'profile', '--nsys', sys.executable, '-o', out, script]\n"
         "from launchprof.cli.entry import main\n"

@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "launchprof.profiler_region": 6,
     "launchprof.malloc": 6,
     "launchprof.cache": 6,
+    "launchprof.defaults": 6,
 }
 NAMES = ["cli", "commands", "api", "report", "analysis", "trace | nsys | calibrate", "leaves"]
 LEAF = 6

@@ -4,7 +4,10 @@ loader's np.unique coding): the same rows, in the same order, with the same valu
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,10 +17,10 @@ from hypothesis import strategies as st
 from tracebuilder import TraceBuilder
 
 from launchprof.analysis.core import _row_groups
-from launchprof.analysis.launches import _shorter_ratio_arrays
+from launchprof.analysis.launches import shorter_ratio_arrays
 from launchprof.analysis.timeline import NO_CALL, corr_key, key_order, lookup_end
-from launchprof.trace import load_trace
-from launchprof.trace.loader import _call_names
+from launchprof.trace import Trace, load_trace
+from launchprof.trace.loader import call_names
 
 no_deadline = settings(deadline=None, max_examples=150)
 
@@ -138,7 +141,7 @@ def test_call_names_coded_by_table_as_by_unique() -> None:
         np.array([], dtype=np.int64),
     ):
         ids = ids.astype(np.int64)
-        got = _call_names(ids, strings)
+        got = call_names(ids, strings)
         # The loader's earlier coding: np.unique of the ids, then of their names.
         uniq, inverse = np.unique(ids, return_inverse=True)
         names = [
@@ -182,7 +185,7 @@ def test_shorter_ratio_matches_an_inner_merge(calls, kernels, same) -> None:  # 
         if not len(joined)
         else float(((joined["end"] - joined["start"]) < (joined["end_call"] - joined["start_call"])).mean())
     )
-    got = _shorter_ratio_arrays(
+    got = shorter_ratio_arrays(
         *(launches[c].to_numpy() for c in launches), *(per_launch[c].to_numpy() for c in per_launch)
     )
     assert got == expected
@@ -227,25 +230,35 @@ def test_nvtx_rows_read_ahead_are_the_rows_read_now(tmp_path: Path) -> None:
     for i in range(20):
         b.range(f"step {i}" if i % 3 else "", 100 * i, 100 * i + 90, domain="d" if i % 2 else None)
     path = b.write(tmp_path / "t.sqlite")
-    con = loader._connect(path)
-    schema = loader._schema(con)
-    strings = loader._load_strings(con, schema, [])
-    now, now_domains = loader._load_nvtx(con, schema, strings, [])  # nothing read ahead: read here
-    columns.prefetch(path)
+    con = sqlite3.connect(columns.ro_uri(path), uri=True)
+    con.text_factory = columns.decode_text
+    taken: list[bool] = []
+
+    def read_ahead(sql: str) -> list[tuple[Any, ...]] | None:
+        rows = columns.take_prefetched_rows(path, sql)  # waits for the prefetch's thread
+        taken.append(rows is not None)
+        return rows
+
+    def load(nvtx_read_ahead: Callable[[str], list[tuple[Any, ...]] | None] | None) -> Trace:
+        reader = columns.Reader(path, con, lambda _msg: None)
+        try:
+            return loader.load_tables(path, con, reader, lambda _msg: None, nvtx_read_ahead)
+        finally:
+            reader.close()
+
     try:
-        job = columns._PENDING[str(path.resolve())]
-        sql = columns.nvtx_select(schema.tables)
-        job.done[("rows", sql)].wait()
-        assert ("rows", sql) in job.results
-        ahead, ahead_domains = loader._load_nvtx(
-            con, schema, strings, [], lambda sql: columns.take_prefetched_rows(path, sql)
-        )
-        assert ("rows", sql) not in job.results  # the loader took them
+        now = load(None)  # nothing read ahead: read here
+        columns.prefetch(path)
+        ahead = load(read_ahead)
+        assert taken == [True]  # the rows came from the prefetch's thread
+        sql = columns.nvtx_select(now.schema.tables)
+        assert sql is not None and columns.take_prefetched_rows(path, sql) is None  # the loader took them
     finally:
         columns.forget_prefetch(path)
         con.close()
-    pd.testing.assert_frame_equal(ahead, now)
-    assert (ahead_domains, len(now)) == (now_domains, 20) and set(now["domain"]) == {"", "d"}
+    pd.testing.assert_frame_equal(ahead.nvtx, now.nvtx)
+    assert (ahead.nvtx_domain_events, len(now.nvtx)) == (now.nvtx_domain_events, 20)
+    assert set(now.nvtx["domain"]) == {"", "d"}
 
 
 @no_deadline

@@ -91,7 +91,7 @@ def test_a_launcher_is_found_by_its_name_and_its_children_followed(
     launcher is found under the shell, and the wait ends once its child is gone (blocked
     on the child's pidfd, or reading /proc where there are no pidfds)."""
     if not pidfds:
-        monkeypatch.setattr(watch, "_pidfds", lambda pids: None)
+        monkeypatch.setattr(watch, "open_pidfds", lambda pids: None)
     launcher = tmp_path / "nsys-launcher"
     launcher.write_text("#!/bin/sh\nsleep 0.5\nexec sleep 5\n")
     launcher.chmod(0o755)
@@ -117,12 +117,12 @@ def test_children_from_task_files_and_from_the_parent_fields_agree() -> None:
     going): two live children and one exited, not yet reaped, seen the same both ways."""
     code = (
         "import json, os, subprocess, time\n"
-        "from launchprof.nsys.watch import _parents, children\n"
+        "from launchprof.nsys.watch import process_parents, children\n"
         "kids = [subprocess.Popen(['sleep', '3']) for _ in range(2)]\n"
         "gone = subprocess.Popen(['true'])\n"
         "time.sleep(0.3)\n"  # `true` has exited: a zombie until waited for
         "me = os.getpid()\n"
-        "print(json.dumps([sorted(children(me) or []), sorted(c for c, p in _parents().items() if p == me), "
+        "print(json.dumps([sorted(children(me) or []), sorted(c for c, p in process_parents().items() if p == me), "
         "sorted(k.pid for k in kids)]))\n"
         "for k in kids: k.kill()\n"
     )

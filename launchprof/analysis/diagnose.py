@@ -38,15 +38,18 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import findings as F
-from launchprof.analysis.callkinds import api_classes
+from launchprof.analysis import stepshapes
 from launchprof.analysis.core import Analysis
+from launchprof.analysis.durations import (
+    duration_histogram as duration_histogram,  # report.diagnosis imports it from here
+)
+from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import Expectation, expect
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
-from launchprof.analysis.timeline import call_index
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
@@ -155,22 +158,6 @@ class Recommendation:
         }
 
 
-def duration_histogram(durations: pd.DataFrame, per_decade: int = 5) -> pd.DataFrame:
-    """Log-spaced histogram of kernel and launch-call durations (``Diagnosis.durations``).
-
-    Returns:
-        DataFrame with ``low_ns``, ``high_ns`` (bin edges, ``per_decade`` bins a decade
-        from 100 ns to 100 ms), ``kernels`` and ``launch_calls`` (counts per bin; values
-        outside the range go to the first or last bin).
-    """
-    edges = np.logspace(2, 8, 6 * per_decade + 1)
-    out = pd.DataFrame({"low_ns": edges[:-1], "high_ns": edges[1:]})
-    for col, key in (("kernel_ns", "kernels"), ("launch_call_ns", "launch_calls")):
-        v = durations[col].to_numpy(dtype=float) if col in durations else np.empty(0)
-        out[key] = np.histogram(np.clip(v, edges[0], edges[-1] - 1), bins=edges)[0]
-    return out
-
-
 def _g(x: float | None) -> str:
     return "-" if x is None else f"{x:g}"
 
@@ -234,15 +221,21 @@ def _figures(ctx: StepContext) -> dict[str, Any]:
     }
 
 
-def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
+def _window(ctx: StepContext, fig: dict[str, Any]) -> str:
+    """What the verdict is over: the steady steps (their source, warm-up left out), or the
+    whole trace when no repeating step was found."""
     steps = ctx.steps
-    where = (
+    if ctx.pseudo:
+        return "the whole trace as one window (no repeating step found: start-up is included)"
+    return (
         f"{fig['steady_steps']} steady-state steps ({steps.source} steps"
         + (f", {steps.warmup} warm-up step{'s' if steps.warmup > 1 else ''} left out" if steps.warmup else "")
         + ")"
-        if not ctx.pseudo
-        else "the whole trace as one window (no repeating step found: start-up is included)"
     )
+
+
+def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
+    where = _window(ctx, fig)
     if (
         ctx.device is None
         or ctx.steady.empty
@@ -299,47 +292,6 @@ def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
         ),
     }[verdict]
     return verdict, [head + ".", split + ".", why]
-
-
-def _durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
-    k = ctx.kernels
-    if k.empty:
-        return pd.DataFrame({"kernel_ns": pd.Series(dtype="int64"), "launch_call_ns": pd.Series(dtype="int64")})
-    api = analysis.trace.api
-    is_call = api_classes(analysis.trace)["launch"].to_numpy()  # call in KERNEL_LAUNCH_CALLS
-    per_launch = k["graph_node_id"].isna().to_numpy()
-    every = bool(per_launch.all())
-    # Per-launch kernels joined to their launch call on (pid, correlation id), as an inner
-    # merge. When every call with a correlation id has a key of its own (call_index's keys
-    # are as many as those calls) and every launch call has one, a kernel's launch call is
-    # its submitting call (ctx.kernel_calls), if that is a launch call.
-    keys, rows = analysis.trace.cached("call_index", lambda: call_index(api))
-    has_key = api["correlation_id"].to_numpy() > 0
-    if keys.size != int(has_key.sum()) or (is_call & ~has_key).any():
-        return _durations_merged(k.loc[per_launch], api.loc[is_call])
-    call = ctx.kernel_calls if every else ctx.kernel_calls[per_launch]  # last_call_rows of the kernels
-    found = call >= 0
-    found[found] = is_call[call[found]]
-    kernel_ns = k["end"].to_numpy() - k["start"].to_numpy()
-    if not (every and found.all()):  # else every kernel has its launch call: no copies
-        call, kernel_ns = call[found], kernel_ns[per_launch][found]
-    call_ns = api["end"].to_numpy()[call]
-    call_ns -= api["start"].to_numpy()[call]
-    return pd.DataFrame(
-        {"kernel_ns": kernel_ns.astype(np.int64, copy=False), "launch_call_ns": call_ns.astype(np.int64, copy=False)}
-    )
-
-
-def _durations_merged(per_launch: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
-    """:func:`_durations` by an inner merge (launch calls sharing a correlation key)."""
-    cols = ["pid", "correlation_id", "start", "end"]
-    j = per_launch[cols].merge(calls[cols], on=["pid", "correlation_id"], suffixes=("", "_call"))
-    return pd.DataFrame(
-        {
-            "kernel_ns": (j["end"] - j["start"]).to_numpy(dtype=np.int64),
-            "launch_call_ns": (j["end_call"] - j["start_call"]).to_numpy(dtype=np.int64),
-        }
-    )
 
 
 def _per_step(ctx: StepContext) -> pd.DataFrame:
@@ -460,8 +412,8 @@ def diagnose(
         [
             F.sync_in_step(ctx) if not replaying else None,
             F.alloc_in_step(ctx),
-            F.dynamic_shapes(ctx, analysis),
-            F.varying_sequence(ctx),
+            stepshapes.dynamic_shapes(ctx, analysis),
+            stepshapes.varying_sequence(ctx),
             F.reinstantiation(ctx, analysis),
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
@@ -486,7 +438,7 @@ def diagnose(
         thresholds={"host_wait_min": HOST_WAIT_MIN, "host_gap_ns": float(host_gap_ns), "min_speedup": MIN_SPEEDUP},
         framework=framework,
         per_step=_per_step(ctx),
-        durations=_durations(ctx, analysis),
+        durations=launch_durations(ctx, analysis),
     )
     return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, unprof, calib, exp)
 
@@ -507,74 +459,8 @@ def _recommend(
     exp: Expectation | None = None,
 ) -> Recommendation:
     blockers = [{"kind": f.kind, "evidence": f.evidence, "fix": f.fix} for f in findings if f.severity == "blocker"]
-    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
-    rebuilt = any(f.kind == "reinstantiation" for f in findings)
-    if verdict == "no-gpu-work":
-        convert, reason = False, "No GPU work: nothing to put in a graph."
-    elif already and rebuilt:
-        convert = False
-        reason = (
-            "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
-            "fix the reinstantiation blocker; a graph built once"
-            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.2f}x)." if pred else ".")
-        )
-    elif already:
-        convert, reason = False, "The steady state already runs as CUDA graphs (a graph launch a step)."
-    elif ctx.pseudo:
-        convert, reason = False, "No repeating step was found: a graph needs a repeated launch sequence to capture."
-    elif pred is None:
-        convert, reason = False, "No per-step figures to predict from."
-    elif verdict != "launch-bound":
-        convert = False
-        reason = {
-            "gpu-bound": f"GPU-bound: a graph would gain about {pred.speedup:.2f}x; the GPU's work sets the pace.",
-            "sync-bound": "Sync-bound: remove the synchronizing calls from the step first (they also break capture).",
-            "host-bound": "Host-bound: the CPU's own work between launches sets the pace; a graph would not remove it.",
-        }[verdict]
-    elif (exp.speedup if exp is not None else pred.speedup) < MIN_SPEEDUP:
-        convert = False
-        gain = exp.speedup if exp is not None else pred.speedup
-        where = " without the profiler" if exp is not None else ""
-        reason = (
-            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x"
-            + (f"; under nsys {pred.speedup:.2f}x)." if exp is not None else ").")
-            if gain < 1
-            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys "
-            f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
-        )
-    else:
-        convert = True
-        head = (
-            f"a graph is expected to run a step in {_us(exp.graph_step_ns)} instead of {_us(exp.eager_step_ns)} "
-            f"without the profiler ({exp.speedup:.2f}x, range {exp.speedup_low:.2f}-{exp.speedup_high:.2f}x; "
-            f"under nsys {pred.speedup:.2f}x)"
-            if exp is not None
-            else f"a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
-            f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x)"
-        )
-        reason = (
-            f"Launch-bound: {head}, paying back its instantiation after "
-            f"{pred.break_even_iterations} iteration{'s' if pred.break_even_iterations != 1 else ''}"
-            + (f"; fix {len(blockers)} blocker(s) first." if blockers else ".")
-        )
-    model: dict[str, Any] = {}
-    if pred is not None:
-        model = {
-            "gpu_work_ns": pred.gpu_work_ns,
-            "gpu_side_ns": pred.gpu_side_ns,
-            "cpu_side_ns": pred.cpu_side_ns,
-            "amortized": pred.amortized,
-        }
-        if single is not None:
-            model["single_repeat_step_ns"] = single.graph_step_ns
-            model["single_repeat_speedup"] = single.speedup
-        if unprof_pred is not None:
-            model["unprofiled_gpu_side_ns"] = unprof_pred.gpu_side_ns
-            model["unprofiled_cpu_side_ns"] = unprof_pred.cpu_side_ns
-            model["unprofiled_graph_step_ns"] = unprof_pred.graph_step_ns
-        unprof = next((f.figures.get("unprofiled_speedup") for f in findings if f.kind == "profiler-overhead"), None)
-        if unprof is not None:
-            model["unprofiled_speedup"] = unprof
+    convert, reason = _convert(ctx, fig, verdict, findings, pred, exp, len(blockers))
+    model = _model(pred, single, unprof_pred, findings) if pred is not None else {}
     return Recommendation(
         convert=convert,
         reason=reason,
@@ -590,3 +476,93 @@ def _recommend(
         calibration=calib,
         expected=exp,
     )
+
+
+def _convert(
+    ctx: StepContext,
+    fig: dict[str, Any],
+    verdict: str,
+    findings: list[Finding],
+    pred: Prediction | None,
+    exp: Expectation | None,
+    n_blockers: int,
+) -> tuple[bool, str]:
+    """Whether to convert to a CUDA graph, and why: not without GPU work, graphs already
+    replayed (rebuilt every step or not), a repeating step or figures to predict from;
+    for a verdict other than launch-bound, not; else by the expected gain
+    (:func:`_launch_bound`)."""
+    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    rebuilt = any(f.kind == "reinstantiation" for f in findings)
+    if verdict == "no-gpu-work":
+        return False, "No GPU work: nothing to put in a graph."
+    if already and rebuilt:
+        return False, (
+            "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
+            "fix the reinstantiation blocker; a graph built once"
+            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.2f}x)." if pred else ".")
+        )
+    if already:
+        return False, "The steady state already runs as CUDA graphs (a graph launch a step)."
+    if ctx.pseudo:
+        return False, "No repeating step was found: a graph needs a repeated launch sequence to capture."
+    if pred is None:
+        return False, "No per-step figures to predict from."
+    if verdict != "launch-bound":
+        return False, {
+            "gpu-bound": f"GPU-bound: a graph would gain about {pred.speedup:.2f}x; the GPU's work sets the pace.",
+            "sync-bound": "Sync-bound: remove the synchronizing calls from the step first (they also break capture).",
+            "host-bound": "Host-bound: the CPU's own work between launches sets the pace; a graph would not remove it.",
+        }[verdict]
+    return _launch_bound(pred, exp, n_blockers)
+
+
+def _launch_bound(pred: Prediction, exp: Expectation | None, n_blockers: int) -> tuple[bool, str]:
+    """Convert a launch-bound step when the expected gain (without the profiler when
+    ``exp`` is given, else under nsys) reaches :data:`MIN_SPEEDUP`, and why."""
+    gain = exp.speedup if exp is not None else pred.speedup
+    if gain < MIN_SPEEDUP:
+        where = " without the profiler" if exp is not None else ""
+        return False, (
+            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x"
+            + (f"; under nsys {pred.speedup:.2f}x)." if exp is not None else ").")
+            if gain < 1
+            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys "
+            f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
+        )
+    head = (
+        f"a graph is expected to run a step in {_us(exp.graph_step_ns)} instead of {_us(exp.eager_step_ns)} "
+        f"without the profiler ({exp.speedup:.2f}x, range {exp.speedup_low:.2f}-{exp.speedup_high:.2f}x; "
+        f"under nsys {pred.speedup:.2f}x)"
+        if exp is not None
+        else f"a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
+        f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x)"
+    )
+    return True, (
+        f"Launch-bound: {head}, paying back its instantiation after "
+        f"{pred.break_even_iterations} iteration{'s' if pred.break_even_iterations != 1 else ''}"
+        + (f"; fix {n_blockers} blocker(s) first." if n_blockers else ".")
+    )
+
+
+def _model(
+    pred: Prediction, single: Prediction | None, unprof_pred: Prediction | None, findings: list[Finding]
+) -> dict[str, Any]:
+    """The recommendation's ``model``: the prediction's GPU/CPU sides (ns), the single-repeat
+    and unprofiled predictions when made, and the profiler-overhead finding's speedup."""
+    model: dict[str, Any] = {
+        "gpu_work_ns": pred.gpu_work_ns,
+        "gpu_side_ns": pred.gpu_side_ns,
+        "cpu_side_ns": pred.cpu_side_ns,
+        "amortized": pred.amortized,
+    }
+    if single is not None:
+        model["single_repeat_step_ns"] = single.graph_step_ns
+        model["single_repeat_speedup"] = single.speedup
+    if unprof_pred is not None:
+        model["unprofiled_gpu_side_ns"] = unprof_pred.gpu_side_ns
+        model["unprofiled_cpu_side_ns"] = unprof_pred.cpu_side_ns
+        model["unprofiled_graph_step_ns"] = unprof_pred.graph_step_ns
+    unprof = next((f.figures.get("unprofiled_speedup") for f in findings if f.kind == "profiler-overhead"), None)
+    if unprof is not None:
+        model["unprofiled_speedup"] = unprof
+    return model

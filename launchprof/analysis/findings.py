@@ -6,6 +6,11 @@ steps only, so warm-up allocations and one-off syncs do not count) and returns a
 :class:`Finding` or None. Severities: ``blocker`` (breaks capture or defeats the graph:
 fix it before converting), ``warning`` (the analysis or the conversion needs care),
 ``info`` (context for the numbers).
+
+The findings about what changes between steps (``dynamic-shapes``, ``varying-sequence``)
+are in :mod:`launchprof.analysis.stepshapes`, those about the host around a graph replay
+(``host-outside-graph``) in :mod:`launchprof.analysis.hostwork`; both use :class:`Finding`
+and :func:`example_steps` from here.
 """
 
 from __future__ import annotations
@@ -18,14 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.arrays import row_codes
 from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.timeline import corr_key
 
 MAX_EXAMPLES = 10
-CONFIG = ("name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 # CUPTI_ACTIVITY_MEMCPY_KIND_DTOH (CUPTI's CUpti_ActivityMemcpyKind; nsys copyKind column).
 COPY_DTOH = 2
 # The legacy default stream's id in nsys exports when no synchronous call shows it:
@@ -39,9 +42,6 @@ _NULL_STREAM_CALLS = frozenset({"cudaMemset", "cudaMemcpy", "cudaMemcpy2D", "cud
 REINSTANTIATE_RATIO = 0.5
 # Profiler overhead is reported when nsys's per-launch cost is at least this share of the step.
 PROFILER_SHARE_MIN = 0.05
-# A sequence or shape variant must cover at least this share of the steady steps to be
-# the "usual" one; the rest are variants.
-DOMINANT_SHARE = 0.9
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,10 @@ class Finding:
     """One finding.
 
     Attributes:
-        kind: ``sync-in-step``, ``alloc-in-step``, ``dynamic-shapes``,
-            ``varying-sequence``, ``reinstantiation``, ``graph-trace-mode``,
-            ``legacy-stream``, ``profiler-overhead`` or ``host-outside-graph``
-            (:mod:`launchprof.analysis.hostwork`).
+        kind: ``sync-in-step``, ``alloc-in-step``, ``reinstantiation``, ``graph-trace-mode``,
+            ``legacy-stream``, ``profiler-overhead`` (this module), ``dynamic-shapes``,
+            ``varying-sequence`` (:mod:`launchprof.analysis.stepshapes`) or
+            ``host-outside-graph`` (:mod:`launchprof.analysis.hostwork`).
         severity: ``blocker``, ``warning`` or ``info``.
         steps_affected: number of steady-state steps that show it.
         steps: up to 10 example step indices.
@@ -85,7 +85,9 @@ def _us(ns: float) -> str:
     return f"{ns / 1e3:,.1f} us"
 
 
-def _examples(steps: pd.Series | np.ndarray) -> list[int]:
+def example_steps(steps: pd.Series | np.ndarray) -> list[int]:
+    """The first :data:`MAX_EXAMPLES` distinct step indices of ``steps``, ascending (a
+    finding's ``steps``)."""
     return [int(s) for s in np.unique(np.asarray(steps))[:MAX_EXAMPLES]]
 
 
@@ -126,7 +128,7 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
         "sync-in-step",
         "blocker",
         int(len(steps)),
-        _examples(steps),
+        example_steps(steps),
         evidence,
         "A synchronizing call cannot be captured (capture fails) and drains the GPU every step. Keep results on "
         "the GPU (no .item()/.cpu() inside the step; check values every k steps, outside the captured region), "
@@ -150,256 +152,13 @@ def alloc_in_step(ctx: StepContext) -> Finding | None:
         "alloc-in-step",
         "blocker",
         int(len(steps)),
-        _examples(steps),
+        example_steps(steps),
         f"{len(steps)} of {max(len(ctx.steady), 1)} steady steps allocate or free memory ({_names(alloc)}); "
         f"p50 {_us(float(dur.median()))} per step in those calls",
         "Allocate before capture and reuse the buffers (static inputs/outputs), or use cudaMallocAsync/"
         "cudaFreeAsync, which a graph can hold as memory nodes. In PyTorch, keep tensors alive across steps "
         "(torch.cuda.graph uses a private memory pool).",
         {"alloc_steps": int(len(steps)), "alloc_call_ns_p50": float(dur.median())},
-    )
-
-
-def _multi_config_names(ctx: StepContext) -> int:
-    """How many kernel names of ``ctx.kernels`` run with more than one launch
-    configuration (name, grid, block); computed once per context."""
-
-    def count() -> int:
-        k = ctx.kernels
-        if k.empty:
-            return 0
-        grid_block = [k[c].to_numpy() for c in CONFIG if c != "name_id"]
-        if all(v.dtype.kind in "iu" and v.min() == v.max() for v in grid_block):
-            return 0  # one grid and block size for every kernel
-        codes = row_codes([k[c].to_numpy() for c in CONFIG])
-        # Codes number distinct rows by first appearance: a row is a configuration's first
-        # when its code exceeds every code before it.
-        first = np.ones(codes.size, dtype=bool)
-        first[1:] = codes[1:] > np.maximum.accumulate(codes)[:-1]
-        per_name = np.unique(k["name_id"].to_numpy()[first], return_counts=True)[1]
-        return int((per_name > 1).sum())
-
-    return int(ctx.cached("multi_config_names", count))
-
-
-def _common_config_varies(ctx: StepContext) -> bool:
-    """True when most kernel names that run in every steady step (more than half of
-    them) change their launch configuration between steps (the largest grid, or the
-    block, differs): the input's shape changed, whatever else changed with it (cuBLAS
-    picks other GEMM kernels for other sizes, so the kernel count varies too). A
-    data-dependent branch runs other kernels, but most kernels every path shares keep
-    their configurations. Computed once per context."""
-
-    def varies() -> bool:
-        k = ctx.kernels
-        n_steps = int(k["step"].nunique()) if len(k) else 0
-        if n_steps < 2:
-            return False
-        grid = (
-            k["grid_x"].to_numpy(dtype=np.int64)
-            * k["grid_y"].to_numpy(dtype=np.int64)
-            * k["grid_z"].to_numpy(dtype=np.int64)
-        )
-        block = (
-            k["block_x"].to_numpy(dtype=np.int64)
-            * k["block_y"].to_numpy(dtype=np.int64)
-            * k["block_z"].to_numpy(dtype=np.int64)
-        )
-        per = pd.DataFrame({"step": k["step"].to_numpy(), "name": k["name_id"].to_numpy(), "g": grid, "b": block})
-        sig = per.groupby(["name", "step"], sort=False).agg(g=("g", "max"), b=("b", "max"))
-        by_name = sig.groupby(level="name").agg(steps=("g", "size"), g=("g", "nunique"), b=("b", "nunique"))
-        common = by_name.loc[by_name["steps"] == n_steps]
-        return bool(len(common)) and bool(((common["g"] > 1) | (common["b"] > 1)).mean() > 0.5)
-
-    return bool(ctx.cached("common_config_varies", varies))
-
-
-def _grows(size: pd.Series) -> bool:
-    """True when a per-step size grows step after step (at least 90 % of consecutive
-    steps do not shrink, and it takes at least half as many values as there are steps):
-    a buffer appended to every step, such as a KV cache extended with ``cat``."""
-    v = size.to_numpy()
-    if v.size < 4:
-        return False
-    return bool(np.mean(np.diff(v) >= 0) >= 0.9 and np.unique(v).size >= v.size / 2)
-
-
-def _step_sizes(ctx: StepContext) -> np.ndarray:
-    """Kernels per steady step, in step order (``ctx.kernels.groupby("step").size()``); by
-    run lengths (the kernels are sorted by step); computed once per context."""
-    return ctx.cached("step_sizes", lambda: _run_lengths(ctx.kernels))  # type: ignore[no-any-return]
-
-
-def _run_lengths(k: pd.DataFrame) -> np.ndarray:
-    steps = k["step"].to_numpy()
-    if steps.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if not (np.diff(steps) >= 0).all():
-        return k.groupby("step").size().to_numpy()
-    bounds = np.flatnonzero(steps[1:] != steps[:-1]) + 1
-    return np.diff(np.r_[0, bounds, steps.size])
-
-
-def _signatures(kernels: pd.DataFrame, what: str = "both") -> tuple[pd.Series, pd.Series]:
-    """Per step: the kernel name sequence and the (name, grid, block) sequence, each as
-    one hashable ``bytes`` value (the step's slice of the factorized codes). ``what``:
-    ``"names"`` or ``"shapes"`` computes only that one (the other is empty)."""
-    steps = kernels["step"].to_numpy()
-    start = kernels["start"].to_numpy()
-    d_step = np.diff(steps)
-    if not ((d_step > 0) | ((d_step == 0) & (np.diff(start) >= 0))).all():
-        kernels = kernels.sort_values(["step", "start"], kind="stable")
-        steps = kernels["step"].to_numpy()
-    bounds = np.flatnonzero(steps[1:] != steps[:-1]) + 1
-    index = pd.Index(steps[np.r_[0, bounds]] if steps.size else [], name="step")
-    edges = (np.r_[0, bounds, steps.size] * 8).tolist()
-
-    lengths = np.diff(np.r_[0, bounds, steps.size])
-    same_length = bool(steps.size) and bool((lengths == lengths[0]).all())
-
-    def per_step(codes: np.ndarray) -> pd.Series:
-        codes = np.ascontiguousarray(codes, dtype=np.int64)
-        if same_length:  # one fixed-size bytes value per row of a (steps, length) array
-            rows = codes.reshape(-1, int(lengths[0])).view(np.dtype((np.void, 8 * int(lengths[0])))).ravel()
-            return pd.Series(rows.tolist(), index=index, dtype=object)
-        buf = codes.tobytes()
-        pairs = zip(edges[:-1], edges[1:], strict=True) if steps.size else iter(())
-        return pd.Series([buf[a:b] for a, b in pairs], index=index, dtype=object)
-
-    empty = pd.Series([], dtype=object)
-    names = per_step(pd.factorize(kernels["name_id"])[0]) if what != "shapes" else empty
-    shapes = per_step(row_codes([kernels[c].to_numpy() for c in CONFIG])) if what != "names" else empty
-    return names, shapes
-
-
-def _next_pow2(x: np.ndarray) -> np.ndarray:
-    return np.power(2, np.ceil(np.log2(np.maximum(x, 1)))).astype(np.int64)
-
-
-def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
-    """The same kernel with changing grid/block sizes across steady steps: count the
-    distinct step shapes and propose power-of-two buckets of the most varying grid size
-    with their padding cost (extra work, assuming kernel time proportional to grid size).
-    Also when the kernel count varies, if a kernel of every step changes its configuration
-    (:func:`_common_config_varies`: the shape is the cause). A size that grows step after
-    step (:func:`_grows`) is a growing buffer: the fix is a static buffer, not buckets."""
-    k = ctx.kernels
-    if k.empty or ctx.steady["step"].nunique() < 2:
-        return None
-    varying = _multi_config_names(ctx)
-    if not varying or (_count_varies(ctx) and not _common_config_varies(ctx)):
-        return None
-    _, shapes = _signatures(k, "shapes")
-    distinct = int(shapes.nunique())
-    if distinct <= 1:
-        # Every step launches the same configurations (a kernel reused with several grid
-        # sizes inside one step is not a shape change between steps).
-        return None
-    usual = shapes.value_counts().iloc[0]
-    # The kernel whose grid size takes the most values; its per-step size (largest launch).
-    grid = k["grid_x"] * k["grid_y"] * k["grid_z"]
-    sizes_per_name = grid.groupby(k["name_id"]).nunique()
-    name = int(sizes_per_name.idxmax())
-    size = grid.loc[k["name_id"] == name].groupby(k.loc[k["name_id"] == name, "step"]).max()
-    bucket = _next_pow2(size.to_numpy())
-    padding = float((bucket - size.to_numpy()).sum() / max(size.to_numpy().sum(), 1))
-    buckets = pd.Series(bucket).value_counts().sort_index()
-    odd_steps = shapes.index[shapes != shapes.value_counts().index[0]]
-    kname = analysis.trace.string(name)
-    bucket_text = ", ".join(f"{int(b)} ({int(n)} steps)" for b, n in buckets.items())
-    # Shapes that vary between graph launches: a pool of graphs is already in place.
-    pooled = bool(k["graph_node_id"].notna().mean() > 0.5)
-    growing = _grows(size)
-    if growing:
-        fix = (
-            f"{kname}'s grid grows step after step: a buffer grows every step (a dynamic KV cache extended with "
-            "cat, a list of outputs). Preallocate it at its largest size and write each step's slice in place "
-            "(a static cache: index_copy_ or slice assignment; Hugging Face generate(): "
-            "cache_implementation='static'), so every step has one shape and one graph serves all; buckets of a "
-            "growing buffer would need a graph per size."
-        )
-    elif pooled:
-        fix = (
-            "The shapes vary between graph launches: a pool of graphs is in place; keep the number of buckets small "
-            "(each costs an instantiation and memory)."
-        )
-    else:
-        fix = (
-            f"A graph freezes launch configurations: capture one graph per shape bucket ({len(buckets)} graphs "
-            "for the buckets above), pad the inputs up to the bucket size, and pick the graph by size each step "
-            "(a pool of graphs keyed by bucket); shapes outside the buckets run eagerly."
-        )
-    return Finding(
-        "dynamic-shapes",
-        "info" if pooled else "blocker",
-        int(len(shapes) - usual),
-        _examples(odd_steps),
-        f"{distinct} distinct step shapes over {len(shapes)} steady steps ({varying} kernels change their "
-        f"grid/block sizes); {kname} runs with {int(size.nunique())} grid sizes from {int(size.min())} to "
-        f"{int(size.max())} blocks. Power-of-two buckets: {bucket_text}; padding every step up to its bucket "
-        f"costs about {padding:.1%} extra GPU work",
-        fix,
-        {
-            "growing": growing,
-            "distinct_shapes": distinct,
-            "varying_kernels": varying,
-            "buckets": [int(b) for b in buckets.index],
-            "bucket_steps": [int(n) for n in buckets.to_numpy()],
-            "padding_ratio": padding,
-        },
-    )
-
-
-def _count_varies(ctx: StepContext) -> bool:
-    """True when fewer than DOMINANT_SHARE of the steps have the most common kernel count."""
-    sizes = _step_sizes(ctx)
-    if sizes.size == 0:
-        return False
-    most = np.unique(sizes, return_counts=True)[1].max()  # steps with the most common count
-    return bool(most / sizes.size < DOMINANT_SHARE)
-
-
-def _one_sequence(ctx: StepContext) -> bool:
-    """True when every steady step runs the same kernels (names) in the same order: the
-    steps' name sequences, one row each, all equal the first (the kernels are sorted by
-    (step, start))."""
-    sizes = _step_sizes(ctx)
-    if sizes.size == 0 or not (sizes == sizes[0]).all():
-        return False
-    names = ctx.kernels["name_id"].to_numpy().reshape(sizes.size, int(sizes[0]))
-    return bool((names == names[0]).all())
-
-
-def varying_sequence(ctx: StepContext) -> Finding | None:
-    """The kernel sequence differs between steady steps (data-dependent control flow):
-    the kernel count per step varies while the kernels every step runs keep their launch
-    configurations, or the kernel names differ while no kernel changes its launch
-    configuration (else it is ``dynamic-shapes``)."""
-    k = ctx.kernels
-    if k.empty or _step_sizes(ctx).size < 2:
-        return None
-    if _multi_config_names(ctx) and (not _count_varies(ctx) or _common_config_varies(ctx)):
-        return None  # shape changes explain it: dynamic-shapes
-    if _one_sequence(ctx):
-        return None
-    names, _ = _signatures(k, "names")
-    counts = names.value_counts()
-    if len(counts) < 2:
-        return None
-    usual = counts.index[0]
-    odd = names.index[names != usual]
-    lengths = _step_sizes(ctx)
-    share = float(counts.iloc[0] / len(names))
-    return Finding(
-        "varying-sequence",
-        "blocker" if share < DOMINANT_SHARE else "warning",
-        int(len(odd)),
-        _examples(odd),
-        f"{len(counts)} distinct kernel sequences over {len(names)} steady steps; the most common covers "
-        f"{share:.0%} of them; kernels per step range {int(lengths.min())}..{int(lengths.max())}",
-        "A graph replays one fixed sequence. Keep data-dependent branches outside the captured region, capture "
-        "one graph per path and choose it on the host, or use conditional graph nodes (CUDA 12.4+).",
-        {"distinct_sequences": int(len(counts)), "dominant_share": share},
     )
 
 
@@ -429,7 +188,7 @@ def reinstantiation(ctx: StepContext, analysis: Analysis) -> Finding | None:
         "reinstantiation",
         "blocker",
         int(len(hit)),
-        _examples(hit["step"]) if len(hit) else [],
+        example_steps(hit["step"]) if len(hit) else [],
         f"{_count(int(inst.sum()), 'instantiation')} and {_count(int(upd.sum()), 'exec update')} "
         f"for {_count(launches, 'graph launch', 'graph launches')} "
         f"({rebuilt / launches:.2f} per launch); cudaGraphInstantiate p50 {_us(inst_p50)}"
@@ -459,7 +218,7 @@ def graph_trace_mode(ctx: StepContext, analysis: Analysis) -> Finding | None:
         "graph-trace-mode",
         "warning",
         int(len(steps)),
-        _examples(steps),
+        example_steps(steps),
         f"{n} graph executions were recorded as whole graphs (CUPTI_ACTIVITY_KIND_GRAPH_TRACE) and no kernel "
         "of any graph was recorded: nodes per graph, gaps between nodes and kernel durations are unknown",
         "Record again with nodes traced: nsys profile --cuda-graph-trace=node (nsys's default is graph-level "
@@ -518,7 +277,7 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
         "legacy-stream",
         "warning" if torch else "blocker",
         int(len(steps)),
-        _examples(steps),
+        example_steps(steps),
         f"{n_on} of {n_per_launch} kernels of the steady steps ({share:.0%}) run on the legacy default "
         f"stream (stream {', '.join(map(str, sorted(streams)))}: {how})",
         (
@@ -530,6 +289,25 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
         ),
         {"kernels_on_legacy": n_on, "share": share, "streams": sorted(streams)},
     )
+
+
+def _launch_calls(ctx: StepContext) -> tuple[float, float, float] | None:
+    """Launch calls per steady step (p50), the step period (p50, ns) and the duration of
+    a launch call of the steady steps (p50, ns); None without steady steps, launch calls
+    or a positive finite period."""
+    steady = ctx.steady
+    if steady.empty or "launch_calls" not in steady or float(steady["launch_calls"].median()) < 1:
+        return None
+    launches = float(steady["launch_calls"].median())
+    period = float(steady["period_ns"].median())
+    if ctx.call_classes is None:
+        return None
+    rows = ctx.call_mask & ctx.call_classes["launch"].to_numpy()  # launch calls of steady steps
+    if not math.isfinite(period) or period <= 0 or not rows.any():
+        return None
+    call_ns = ctx.api["end"].to_numpy()[rows]
+    call_ns -= ctx.api["start"].to_numpy()[rows]
+    return launches, period, float(np.median(call_ns, overwrite_input=True))  # a new array: partitioned in place
 
 
 def profiler_overhead(
@@ -553,18 +331,10 @@ def profiler_overhead(
     the inflated dispatch between them); when given, the unprofiled step and speedup are
     those, so the finding and the headline agree."""
     steady = ctx.steady
-    if steady.empty or "launch_calls" not in steady or float(steady["launch_calls"].median()) < 1:
+    launch_calls = _launch_calls(ctx)
+    if launch_calls is None:
         return None
-    launches = float(steady["launch_calls"].median())
-    period = float(steady["period_ns"].median())
-    if ctx.call_classes is None:
-        return None
-    rows = ctx.call_mask & ctx.call_classes["launch"].to_numpy()  # launch calls of steady steps
-    if not math.isfinite(period) or period <= 0 or not rows.any():
-        return None
-    call_ns = ctx.api["end"].to_numpy()[rows]
-    call_ns -= ctx.api["start"].to_numpy()[rows]
-    call_p50 = float(np.median(call_ns, overwrite_input=True))  # a new array: partitioned in place
+    launches, period, call_p50 = launch_calls
     per_launch = min(values["profiler_launch_overhead_ns"], call_p50)
     overhead = launches * per_launch
     share = overhead / period
@@ -606,7 +376,7 @@ def profiler_overhead(
         "profiler-overhead",
         "info",
         int(len(steady)),
-        _examples(steady["step"]),
+        example_steps(steady["step"]),
         evidence,
         "Expect less gain without the profiler (measured on an H200: a 75-kernel demo step gains 5.44x "
         "from a graph under nsys, 4.28x without). "

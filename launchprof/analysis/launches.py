@@ -65,7 +65,7 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
 
 
-def _shorter_ratio_arrays(
+def shorter_ratio_arrays(
     call_pid: np.ndarray,
     call_corr: np.ndarray,
     call_start: np.ndarray,
@@ -76,7 +76,16 @@ def _shorter_ratio_arrays(
     k_end: np.ndarray,
 ) -> float | None:
     """Share of kernels (``k_*`` columns) shorter than the call that launched them (``call_*``
-    columns), joined on (pid, correlation id) like an inner merge (None when nothing joins)."""
+    columns), joined on (pid, correlation id) like an inner merge (None when nothing joins).
+
+    Args:
+        call_pid, call_corr, call_start, call_end: the launch calls' process, correlation
+            id, start and end (ns), one value each.
+        k_pid, k_corr, k_start, k_end: the same of the per-launch kernels.
+
+    Returns:
+        The share in [0, 1] (kernel end - start < call end - start), or None.
+    """
     call_key = corr_key(call_pid, call_corr)
     if call_key.size > 1 and not (call_key[1:] > call_key[:-1]).all():
         order = key_order(call_key)
@@ -135,7 +144,7 @@ def launch_figures(api: pd.DataFrame, kernels: pd.DataFrame, graph_execs: pd.Dat
     per_launch = ~in_graph
     every = bool(per_launch.all())
     kernel_cols = [kernels[c].to_numpy() for c in ("pid", "correlation_id", "start", "end")]
-    shorter = _shorter_ratio_arrays(
+    shorter = shorter_ratio_arrays(
         *(api[c].to_numpy()[is_launch] for c in ("pid", "correlation_id", "start", "end")),
         *(col if every else col[per_launch] for col in kernel_cols),
     )

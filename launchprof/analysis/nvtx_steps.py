@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-DEFAULT_NAME = "step"  # launchprof.marker.STEP_NAME, without importing nvtx
+from launchprof.marker import STEP_NAME
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def nvtx_steps(nvtx: pd.DataFrame, name: str | None = None) -> NvtxSteps | None:
         return None
     texts = nvtx["text"]
     if name is None:
-        name = DEFAULT_NAME
+        name = STEP_NAME
         if not (texts == name).any():
             counts = texts.value_counts()
             counts = counts[counts >= 2]

@@ -91,42 +91,48 @@ def _clip01(value: float | None) -> float | None:
     return None if value is None else float(min(max(value, 0.0), 1.0))
 
 
+def _figures_from_stats(side: SideData) -> SideFigures:
+    """:func:`side_figures` of a side without a step table: from its summary step
+    statistics (ratios are ratios of medians; no graph figures but launches per step)."""
+    st = side.stats
+    period = st.get("period_p50_ns")
+
+    def of_period(key: str) -> float | None:
+        v = st.get(key)
+        return _clip01(v / period) if v is not None and period else None
+
+    glp = st.get("graph_launches_p50")
+    return SideFigures(
+        steps=int(st.get("count") or 0),
+        steady=int(st.get("steady") or 0),
+        warmup=int(st.get("warmup") or 0),
+        kernels_per_step=side.kernels_per_step,
+        period_p50_ns=period,
+        period_mean_ns=st.get("period_mean_ns"),
+        period_std_ns=st.get("period_std_ns"),
+        busy_p50_ns=st.get("busy_p50_ns"),
+        bubble_p50_ns=st.get("bubble_ns_p50"),
+        host_wait_p50_ns=st.get("host_wait_p50_ns"),
+        api_p50_ns=st.get("api_ns_p50"),
+        cpu_p50_ns=st.get("cpu_ns_p50"),
+        utilization=of_period("busy_p50_ns"),
+        bubble_ratio=of_period("bubble_ns_p50"),
+        cpu_bound_ratio=of_period("host_wait_p50_ns"),
+        graph_launches_per_step=None if glp is None else float(glp),
+        graph_execs_per_step=None,
+        graph_kernel_share=None,
+        instantiations_per_launch=None,
+        captures_per_launch=None,
+        updates_per_launch=None,
+    )
+
+
 def side_figures(side: SideData) -> SideFigures:
     """Steady-state figures of ``side`` from its step table (or, without one, its
     summary step statistics; ratios are then ratios of medians)."""
     s = side.steady
-    st = side.stats
     if s is None or s.empty:
-        period = st.get("period_p50_ns")
-
-        def of_period(key: str) -> float | None:
-            v = st.get(key)
-            return _clip01(v / period) if v is not None and period else None
-
-        glp = st.get("graph_launches_p50")
-        return SideFigures(
-            steps=int(st.get("count") or 0),
-            steady=int(st.get("steady") or 0),
-            warmup=int(st.get("warmup") or 0),
-            kernels_per_step=side.kernels_per_step,
-            period_p50_ns=period,
-            period_mean_ns=st.get("period_mean_ns"),
-            period_std_ns=st.get("period_std_ns"),
-            busy_p50_ns=st.get("busy_p50_ns"),
-            bubble_p50_ns=st.get("bubble_ns_p50"),
-            host_wait_p50_ns=st.get("host_wait_p50_ns"),
-            api_p50_ns=st.get("api_ns_p50"),
-            cpu_p50_ns=st.get("cpu_ns_p50"),
-            utilization=of_period("busy_p50_ns"),
-            bubble_ratio=of_period("bubble_ns_p50"),
-            cpu_bound_ratio=of_period("host_wait_p50_ns"),
-            graph_launches_per_step=None if glp is None else float(glp),
-            graph_execs_per_step=None,
-            graph_kernel_share=None,
-            instantiations_per_launch=None,
-            captures_per_launch=None,
-            updates_per_launch=None,
-        )
+        return _figures_from_stats(side)
     period = s["period_ns"].to_numpy(dtype=float)
     total = float(period.sum())
     launches = float(s["graph_launches"].sum())

@@ -112,7 +112,7 @@ class StepContext:
         rows = np.flatnonzero(mask)
         extra = {"step": _step_of_time(self.api["start"].to_numpy(dtype=np.int64)[rows], self.table)}
         extra.update({name: flags.to_numpy()[rows] for name, flags in self.call_classes.items()})
-        calls = _take(self.api, rows, index=self.api.index[rows], extra=extra)
+        calls = take_rows(self.api, rows, index=self.api.index[rows], extra=extra)
         calls["call"] = text(calls["call"])
         return calls
 
@@ -163,10 +163,15 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
     )
 
 
-def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
+def prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
     """Per api row: the latest end (float ns) of the calls before it on its thread (NaN for
     a thread's first call). Calls are ordered by (tid, start), ties in row order; calls
-    sharing (tid, start) all get the value of the first of them."""
+    sharing (tid, start) all get the value of the first of them. ``api``: the trace's
+    calls (columns ``tid``, ``start``, ``end``; ns).
+
+    Returns:
+        float64 array, one value per row of ``api``.
+    """
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
     if tid.size == 0:
@@ -200,14 +205,14 @@ def _prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """``_prev_end_on_thread(api)[rows]``; when the calls are on one thread in start order
+def prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """:func:`prev_end_on_thread` ``(api)[rows]``; when the calls are on one thread in start order
     (the loader sorts by start), from the running maximum of the ends: the calls before
     row r on its thread are the rows before the first call sharing r's start."""
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
     if not (tid.size and (tid == tid[0]).all() and ascending(start)):
-        return _prev_end_on_thread(api)[rows]
+        return prev_end_on_thread(api)[rows]
     # before[i]: the latest end of rows < i (NaN for i = 0), as float like the general path
     # (the max of rounded values is the rounded max: the same floats).
     before = np.empty(tid.size + 1, dtype=np.float64)
@@ -218,7 +223,7 @@ def _prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return before[first]
 
 
-def _blocked_at(
+def sync_blocked_at(
     sync_pid: np.ndarray, sync_start: np.ndarray, sync_end: np.ndarray, pid: np.ndarray, at: np.ndarray
 ) -> np.ndarray:
     """For each (``pid``, ``at``), ``at`` ascending: whether the last synchronizing call of
@@ -258,7 +263,7 @@ def _blocked_at(
     return out
 
 
-def _submitting_calls(
+def submitting_calls(
     api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray], pid: np.ndarray, corr: np.ndarray
 ) -> np.ndarray:
     """:func:`~launchprof.analysis.timeline.last_call_rows` with ``index``: the api
@@ -321,14 +326,14 @@ def _gap_causes(
     # Sync: a synchronizing call of the process blocked across the gap's start.
     is_sync_call = api_classes(analysis.trace)["sync"].to_numpy()
     if is_sync_call.any() and gap_start.size:
-        is_sync = _blocked_at(
+        is_sync = sync_blocked_at(
             api["pid"].to_numpy()[is_sync_call], api_start[is_sync_call], api_end[is_sync_call], gap_pid, gap_start
         )
     else:
         is_sync = np.zeros(gap_start.size, dtype=bool)
     # Host work: CPU time outside CUDA calls on the submitting thread before the call
     # (none known, NaN, counts as 0).
-    idle_before = _prev_end_at(api, call)  # a new array: the difference is written into it
+    idle_before = prev_end_at(api, call)  # a new array: the difference is written into it
     np.subtract(api_start[call], idle_before, out=idle_before)
     is_host = idle_before > host_gap_ns
     if host_gap_ns < 0:
@@ -366,8 +371,10 @@ def _step_of_time(times: np.ndarray, table: pd.DataFrame) -> np.ndarray:
     return np.where(inside, step[at], -1)
 
 
-def _steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarray, pid: int) -> np.ndarray:
-    """Per ``api`` row: a call of ``pid`` whose :func:`_step_of_time` is a steady step.
+def steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarray, pid: int) -> np.ndarray:
+    """Per ``api`` row (columns ``start``, ``pid``; ns): whether it is a call of ``pid``
+    that starts inside a steady step (``steady_steps``), the step whose [``cpu_start``,
+    ``cpu_end``) of ``table`` (the step table) holds its start.
 
     When the steps lie in CPU start order without overlapping and the calls are in start
     order (the loader sorts them), the step a call starts in is the only one whose
@@ -379,8 +386,8 @@ def _steady_calls(api: pd.DataFrame, table: pd.DataFrame, steady_steps: np.ndarr
     of_pid = api["pid"].to_numpy() == pid
     ordered = ascending(t_start) and bool((t_end[:-1] <= t_start[1:]).all()) and ascending(start)
     if not ordered:
-        return of_pid & _member(_step_of_time(start.astype(np.int64, copy=False), table), steady_steps)
-    steady = _member(table["step"].to_numpy(), steady_steps)
+        return of_pid & step_member(_step_of_time(start.astype(np.int64, copy=False), table), steady_steps)
+    steady = step_member(table["step"].to_numpy(), steady_steps)
     lo = np.searchsorted(start, t_start[steady], side="left")
     hi = np.maximum(np.searchsorted(start, t_end[steady], side="left"), lo)
     # +1 where a steady step's rows begin, -1 where they end; the steps do not overlap, so
@@ -405,7 +412,7 @@ def _kind_is(kind: pd.Series, names: tuple[str, ...]) -> np.ndarray:
     return out
 
 
-def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+def step_member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """``np.isin(values, wanted) & (values >= 0)`` for step indices (small non-negative
     ints; -1 for none), by a lookup table instead of a sort."""
     values = np.asarray(values)
@@ -421,10 +428,13 @@ def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return table[(values if low >= -1 else np.maximum(values, -1)) + 1]
 
 
-def _take(
+_member = step_member  # the name launchprof.analysis.side imports (issue 18: its owner moves to step_member)
+
+
+def take_rows(
     frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None, extra: dict[str, Any] | None = None
 ) -> pd.DataFrame:
-    """``frame.iloc[rows]`` (every column, dtypes kept) with ``index`` (default a fresh
+    """``frame.iloc[rows]`` (every column, dtypes kept; ``rows``: int positions) with ``index`` (default a fresh
     RangeIndex) and the ``extra`` columns after them, taken column by column with numpy
     (cheaper than pandas' take on wide frames of many rows); ascending consecutive
     ``rows`` are a slice (no copy)."""
@@ -508,7 +518,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     index = None
     if len(api):
         index = analysis.trace.cached("call_index", lambda: call_index(api))
-        act_call = _submitting_calls(api, index, act["pid"].to_numpy(), act["correlation_id"].to_numpy())
+        act_call = submitting_calls(api, index, act["pid"].to_numpy(), act["correlation_id"].to_numpy())
     else:
         act_call = np.full(len(act), -1, dtype=np.int64)
     causes = _gap_causes(analysis, act, step_of, len(table), host_gap_ns, act_call)
@@ -516,7 +526,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     table["wait_ns"] = table[["sync_wait_ns", "host_work_wait_ns", "launch_wait_ns"]].sum(axis=1)
     steady = table if pseudo else table.loc[table["step"].isin(steps.steady["step"])]
     steady_steps = steady["step"].to_numpy()
-    in_steady = _member(step_of, steady_steps)
+    in_steady = step_member(step_of, steady_steps)
     # Kernels: the kernel rows of steady steps, sorted stably by (step, start).
     keys = ["device_id", "pid", "correlation_id", "stream_id", "start", "end"]
     all_kernels = _kind_is(act["kind"], ("kernel",))
@@ -525,7 +535,7 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     found = _steady_kernels(analysis, device, is_kernel, step_of, all_kernels)
     if found is not None:
         rows, kernel_step, act_rows = found
-        kernels = _take(analysis.trace.kernels, rows, extra={"step": kernel_step})
+        kernels = take_rows(analysis.trace.kernels, rows, extra={"step": kernel_step})
         kernel_calls = act_call[act_rows]
     else:  # the activity does not line up with the kernel table: match on keys
         kact = act.loc[is_kernel, keys].assign(step=step_of[is_kernel])
@@ -539,6 +549,6 @@ def step_context(analysis: Analysis, steps: Steps, host_gap_ns: int = HOST_GAP_N
     mact = act.loc[is_memop, keys].assign(step=step_of[is_memop])
     memops = analysis.trace.memops.merge(mact.drop_duplicates(keys), on=keys, how="inner")
     # Calls: the process's API calls that start inside a steady step (CPU time).
-    calls = _steady_calls(api, table, steady_steps, pid)
+    calls = steady_calls(api, table, steady_steps, pid)
     cls = api_classes(analysis.trace)
     return StepContext(steps, device, pid, table, steady, kernels, memops, pseudo, api, calls, cls, kernel_calls)

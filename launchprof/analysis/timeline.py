@@ -25,8 +25,8 @@ import pandas as pd
 
 from launchprof.analysis.arrays import kind_in
 from launchprof.analysis.intervals import sorted_union, union
+from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS  # also imported from here by core and api
 
-DEFAULT_BUBBLE_THRESHOLD_NS = 1_000
 # Histogram edges (ns): a 1-2-5 series from 1 us to 1 s, then everything longer.
 _EDGES = [m * 10**e for e in range(3, 9) for m in (1, 2, 5)] + [10**9]
 

@@ -242,10 +242,9 @@ def check_converted(fb: SideFigures, fa: SideFigures) -> Check:
     )
 
 
-def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> Check:
-    """The ``same_work`` check (see the module docstring)."""
-    kb, ka = fb.kernels_per_step, fa.kernels_per_step
-    evidence: Evidence = {"before_kernels_per_step": kb, "after_kernels_per_step": ka}
+def _whole_graphs_only(fb: SideFigures, fa: SideFigures, evidence: Evidence) -> Check | None:
+    """``same_work`` unknown (None) when a side was traced with whole-graph rows only: no
+    kernels per step, graph executions per step."""
     for label, f in (("BEFORE", fb), ("AFTER", fa)):
         if not f.kernels_per_step and f.graph_execs_per_step:
             return Check(
@@ -256,16 +255,32 @@ def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> 
                 "--cuda-graph-trace=node.",
                 evidence,
             )
+    return None
+
+
+def _same_count(kb: float | None, ka: float | None, evidence: Evidence) -> Check:
+    """``same_work`` by kernels per step alone (a side without kernel names): equal within
+    :data:`SAME_WORK_TOLERANCE` (at least 0.05 kernels)."""
+    if kb is None or ka is None:
+        return Check("same_work", None, "Kernels per step unknown on one side.", evidence)
+    same = abs(kb - ka) <= max(SAME_WORK_TOLERANCE * max(kb, ka), 0.05)
+    return Check(
+        "same_work",
+        same,
+        f"{kb:g} vs {ka:g} kernels per step (kernel names not available on one side: only counts compared).",
+        evidence,
+    )
+
+
+def check_same_work(fb: SideFigures, fa: SideFigures, kernels: pd.DataFrame) -> Check:
+    """The ``same_work`` check (see the module docstring)."""
+    kb, ka = fb.kernels_per_step, fa.kernels_per_step
+    evidence: Evidence = {"before_kernels_per_step": kb, "after_kernels_per_step": ka}
+    whole_graphs = _whole_graphs_only(fb, fa, evidence)
+    if whole_graphs is not None:
+        return whole_graphs
     if kernels.empty:
-        if kb is None or ka is None:
-            return Check("same_work", None, "Kernels per step unknown on one side.", evidence)
-        same = abs(kb - ka) <= max(SAME_WORK_TOLERANCE * max(kb, ka), 0.05)
-        return Check(
-            "same_work",
-            same,
-            f"{kb:g} vs {ka:g} kernels per step (kernel names not available on one side: only counts compared).",
-            evidence,
-        )
+        return _same_count(kb, ka, evidence)
     diff = kernels.loc[kernels["differs"]]
     change = classify(kernels)
     evidence["kernel_kinds_differing"] = int(len(diff))

@@ -83,6 +83,30 @@ def _fmt_ns(ns: float) -> str:
     return f"{ns / 1e3:,.1f} us" if abs(ns) < 1e6 else f"{ns / 1e6:,.2f} ms"
 
 
+def _by_count(diff: pd.DataFrame, added: int) -> WorkChange:
+    """``same`` or ``different`` by the counts alone (no durations): the differing rows
+    ``diff``, ``added`` kinds of compiler kernels."""
+    examples: list[tuple[str, float, float, float | None]] = [
+        (str(r["name"]), float(r["before_per_step"]), float(r["after_per_step"]), None)
+        for _, r in diff.head(5).iterrows()
+    ]
+    text = "the same kernels per step" if diff.empty else f"{len(diff)} kernel kinds differ (by count; no durations)"
+    return WorkChange("same" if diff.empty else "different", None, None, None, added, examples, text)
+
+
+def _large_kinds(kernels: pd.DataFrame, b_ns: np.ndarray, a_ns: np.ndarray) -> np.ndarray:
+    """Per kind (row), whether it differs and is large: one of its launches lasts
+    :data:`LARGE_KIND_SHARE` of its side's kernel time per step (a GEMM of a GEMM loop;
+    not a 1 us kernel run 100 times). ``b_ns``, ``a_ns``: GPU ns per step of each kind."""
+    before_total, after_total = float(b_ns.sum()), float(a_ns.sum())
+    differs = kernels["differs"].to_numpy(dtype=bool)
+    b_each = b_ns / np.maximum(kernels["before_per_step"].to_numpy(dtype=float), 1e-9)
+    a_each = a_ns / np.maximum(kernels["after_per_step"].to_numpy(dtype=float), 1e-9)
+    return differs & (
+        (b_each >= LARGE_KIND_SHARE * max(before_total, 1.0)) | (a_each >= LARGE_KIND_SHARE * max(after_total, 1.0))
+    )
+
+
 def classify(kernels: pd.DataFrame) -> WorkChange:
     """Classify ``kernels`` (columns in the module docstring; the two ``gpu_ns`` columns
     may be missing or NaN: counts only)."""
@@ -97,15 +121,7 @@ def classify(kernels: pd.DataFrame) -> WorkChange:
         diff.loc[(diff["before_per_step"] == 0) & names.str.contains(COMPILER_KERNEL).to_numpy()] if len(diff) else diff
     )
     if not has_ns:
-        kind = "same" if diff.empty else "different"
-        examples: list[tuple[str, float, float, float | None]] = [
-            (str(r["name"]), float(r["before_per_step"]), float(r["after_per_step"]), None)
-            for _, r in diff.head(5).iterrows()
-        ]
-        text = (
-            "the same kernels per step" if diff.empty else f"{len(diff)} kernel kinds differ (by count; no durations)"
-        )
-        return WorkChange(kind, None, None, None, int(len(added)), examples, text)
+        return _by_count(diff, int(len(added)))
     b_ns = kernels["before_gpu_ns_per_step"].to_numpy(dtype=float)
     a_ns = kernels["after_gpu_ns_per_step"].to_numpy(dtype=float)
     before_total, after_total = float(b_ns.sum()), float(a_ns.sum())
@@ -123,14 +139,7 @@ def classify(kernels: pd.DataFrame) -> WorkChange:
         for i in rows
     ]
     grew = after_total > before_total * (1 + FUSED_MAX_GROWTH)
-    # A differing kind is large when one of its launches lasts LARGE_KIND_SHARE of its
-    # side's kernel time per step (a GEMM of a GEMM loop; not a 1 us kernel run 100 times).
-    differs = kernels["differs"].to_numpy(dtype=bool)
-    b_each = b_ns / np.maximum(kernels["before_per_step"].to_numpy(dtype=float), 1e-9)
-    a_each = a_ns / np.maximum(kernels["after_per_step"].to_numpy(dtype=float), 1e-9)
-    large = differs & (
-        (b_each >= LARGE_KIND_SHARE * max(before_total, 1.0)) | (a_each >= LARGE_KIND_SHARE * max(after_total, 1.0))
-    )
+    large = _large_kinds(kernels, b_ns, a_ns)
     moved = abs(after_total - before_total) / max(before_total, 1.0)
     compiler = kernels["name"].astype(str).str.contains(COMPILER_KERNEL).to_numpy()
     if diff.empty:

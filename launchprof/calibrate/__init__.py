@@ -56,6 +56,7 @@ __all__ = [
     "CalibrationError",
     "cache_dir",
     "calibration_path",
+    "current_device_path",
     "load_calibration",
     "run_calibration",
     "save_calibration",
@@ -69,8 +70,9 @@ def run_calibration() -> dict[str, Any]:
     return _run()
 
 
-def _current_device_path() -> os.PathLike[str] | None:
-    """The cache file for the visible GPU and driver, or None if they cannot be told."""
+def current_device_path() -> os.PathLike[str] | None:
+    """The cache file for the visible GPU (device 0) and driver, as NVML names them, or
+    None if they cannot be told (no cuda-python, no NVML, no GPU)."""
     try:
         from cuda.bindings import nvml
 
@@ -90,7 +92,7 @@ def load_calibration(path: str | os.PathLike[str] | None = None) -> dict[str, An
     newest = newest_calibration_file(cache_dir())
     if newest is None:
         return None  # no file at all: no need to ask NVML which GPU this is (~50 ms)
-    current = _current_device_path()
+    current = current_device_path()
     if current is not None:
         found = read_calibration(current)
         if found is not None:

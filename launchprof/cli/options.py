@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import OptionError
 
 COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # the Typer app's, in its order
 
-# Defaults of the command line (the library's own are in ns: analysis.timeline.DEFAULT_BUBBLE_THRESHOLD_NS).
-DEFAULT_BUBBLE_THRESHOLD_US = 1.0
+# Defaults of the command line (the library's own, in ns, are in launchprof.defaults).
+DEFAULT_BUBBLE_THRESHOLD_US = DEFAULT_BUBBLE_THRESHOLD_NS / 1000
 DEFAULT_COMPARE_FAIL_ON = "not-faster,not-converted,different-work,churn"  # every compare verdict but verified
 DEFAULT_MIN_EFFECT_PCT = 5.0
 DEFAULT_CHECK_RUNS = 3

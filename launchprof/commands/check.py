@@ -26,6 +26,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, OutputError
 from launchprof.malloc import MallocTuning
 
@@ -101,7 +102,7 @@ def run_check(
     step: str | None = None,
     fail_on: str | None = None,
     min_effect: float = 0.05,
-    bubble_threshold_ns: int = 1000,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     nsys: str | None = None,
     memory: MallocTuning | None = None,
 ) -> int:

@@ -40,6 +40,7 @@ from rich.console import Console
 from launchprof.analysis.ranks import CrossRank, cross_rank, find_ranks
 from launchprof.commands.analyze import update_index
 from launchprof.commands.folders import trace_stem
+from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, TraceError
 from launchprof.malloc import MallocTuning
 from launchprof.report.combined import Combined, ReportResult
@@ -234,7 +235,7 @@ def analyze_many(
     paths: Sequence[str],
     output: Path,
     force: bool = False,
-    bubble_threshold_ns: int = 1_000,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     nsys: str | None = None,
     step: str | None = None,
     scheduler: str | None = None,

@@ -27,6 +27,7 @@ from launchprof.commands.baseline import nothing_to_time, run_baselines
 from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
 from launchprof.commands.folders import claim_default_folder, claim_folder
 from launchprof.commands.warmup import WARM_ARROW, WARM_MODULES, WARM_SQLITE, WarmUp
+from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, NsysError
 from launchprof.malloc import MallocTuning
 from launchprof.nsys.locate import check_importer_setting, locate_nsys, nsys_info
@@ -103,7 +104,7 @@ def run_profile(
     output: Path | None = None,
     nsys: str | None = None,
     nsys_args: Sequence[str] = (),
-    bubble_threshold_ns: int = 1000,
+    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     step: str | None = None,
     open_report: bool = False,
     baseline_runs: int = 0,

@@ -186,7 +186,9 @@ def nsys_command(nsys: Path, output_stem: Path, work: Workload, extra: Sequence[
     return NsysCommand(argv, dropped)
 
 
-def _start_group(argv: list[str]) -> subprocess.Popen[bytes]:
+def start_group(argv: list[str]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` (nsys) in a process group of its own, so that a signal meant for it
+    and its workload can be sent to the group (:func:`run_nsys`)."""
     if sys.version_info >= (3, 11):
         return subprocess.Popen(argv, process_group=0)
     return subprocess.Popen(argv, preexec_fn=os.setpgrp)  # pragma: no cover - Python 3.10
@@ -218,7 +220,7 @@ def run_nsys(
         NsysError: nsys cannot be started.
     """
     try:
-        proc = _start_group(argv)
+        proc = start_group(argv)
     except OSError as exc:
         raise NsysError(f"cannot run {argv[0]}: {exc.strerror}") from None
     if on_start is not None:

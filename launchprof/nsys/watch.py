@@ -62,10 +62,10 @@ def children(pid: int) -> list[int] | None:
         return [c for c in found if _state(c) not in (None, "Z")]
     if not os.path.isdir(f"/proc/{pid}"):
         return None
-    return [child for child, parent in _parents().items() if parent == pid]
+    return [child for child, parent in process_parents().items() if parent == pid]
 
 
-def _parents() -> dict[int, int]:
+def process_parents() -> dict[int, int]:
     """pid -> parent pid of every process readable in /proc (not zombies: they are exited)."""
     table = {}
     for stat in glob.glob("/proc/[0-9]*/stat"):
@@ -95,7 +95,7 @@ def find_launcher(root: int, depth: int = 3) -> int | None:
     return None
 
 
-def _pidfds(pids: list[int]) -> list[int] | None:
+def open_pidfds(pids: list[int]) -> list[int] | None:
     """A pidfd (readable once the process has exited) for each of ``pids``; None where the
     kernel has none (Linux < 5.3, some sandboxes): then the wait polls."""
     opened: list[int] = []
@@ -164,7 +164,7 @@ def wait_for_workload_exit(
         kids = children(launcher)
         if kids:
             had_child = True
-            fds = _pidfds(kids)
+            fds = open_pidfds(kids)
             if fds is not None:
                 why = _wait_exits(fds, done, ready, max(poll_s, 0.1))
                 if why is not None:
@@ -174,4 +174,4 @@ def wait_for_workload_exit(
     return "done"
 
 
-__all__ = ["LAUNCHER", "children", "comm", "find_launcher", "wait_for_workload_exit"]
+__all__ = ["LAUNCHER", "children", "comm", "find_launcher", "open_pidfds", "process_parents", "wait_for_workload_exit"]

@@ -319,8 +319,10 @@ def _load_graph_execs(reader: Reader, schema: TraceSchema, notes: list[str]) -> 
     return frame[cols]
 
 
-def _call_names(name_id: np.ndarray, strings: pd.Series) -> pd.Categorical:
-    """Categorical of API function names (``_vNNNN`` removed) for StringIds ids."""
+def call_names(name_id: np.ndarray, strings: pd.Series) -> pd.Categorical:
+    """Categorical of API function names (``_vNNNN`` removed) for StringIds ids: one value
+    per ``name_id``, ``<unknown #ID>`` for an id missing from ``strings`` (the StringIds
+    table: values indexed by id)."""
     # Distinct ids: StringIds ids are small, so a table marked by id finds them without a sort.
     lo, hi = (int(name_id.min()), int(name_id.max())) if name_id.size else (0, -1)
     small = name_id.size > 0 and hi - lo < max(1 << 16, 4 * name_id.size)
@@ -363,7 +365,7 @@ def _load_api(reader: Reader, schema: TraceSchema, strings: pd.Series, notes: li
         return out
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     frame["pid"] = _pid_array(frame["tid"].to_numpy())
-    frame["call"] = _call_names(frame["name_id"].to_numpy(), strings)
+    frame["call"] = call_names(frame["name_id"].to_numpy(), strings)
     start = frame["start"].to_numpy()
     if start.size > 1 and (start[1:] < start[:-1]).any():
         order = np.argsort(start, kind="stable")

@@ -29,14 +29,12 @@ several times a steady step.
 """
 
 from launchprof.analysis.steps.find import find_steps
-from launchprof.analysis.steps.model import STEP_DOMAIN, STEP_NAME, StepError, Steps, no_gpu_work_note, step_stats
+from launchprof.analysis.steps.model import StepError, Steps, no_gpu_work_note, step_stats
 from launchprof.analysis.steps.nvtx import LIBRARY_DOMAINS, LIBRARY_TEXT, library_range, step_range_rejection
 
 __all__ = [
     "LIBRARY_DOMAINS",
     "LIBRARY_TEXT",
-    "STEP_DOMAIN",
-    "STEP_NAME",
     "StepError",
     "Steps",
     "find_steps",

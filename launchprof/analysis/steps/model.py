@@ -12,9 +12,6 @@ import pandas as pd
 
 from launchprof.errors import LaunchprofError
 
-STEP_DOMAIN = "launchprof"
-STEP_NAME = "step"
-
 
 class StepError(LaunchprofError):
     """The steps asked for (``--step NAME``) are not in the trace."""

@@ -11,7 +11,8 @@ import pandas as pd
 from launchprof.analysis.arrays import segment_cummax, take
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps.link import Link, activity_from_api
-from launchprof.analysis.steps.model import STEP_DOMAIN, STEP_NAME, Assignment, StepError
+from launchprof.analysis.steps.model import Assignment, StepError
+from launchprof.marker import STEP_DOMAIN, STEP_NAME
 
 MIN_REPEATS = 3
 MIN_RANGE_COVER = 0.5

@@ -26,7 +26,7 @@ from launchprof.analysis.steps.link import Link
 WARMUP_FACTOR = 1.5
 
 
-# ~100 lines: one pass over the step's activity and calls, whose intermediate arrays
+# long: one pass over the step's activity and calls, whose intermediate arrays
 # (rows, call rows, first rows, exact starts and ends) each later column reuses; split
 # it only where the benchmark (benchmarks/analyze_stages.py) says no copy is added.
 def step_table(
