@@ -90,7 +90,7 @@ def _sql_kernels_per_step(path, pid: int) -> list[int]:
 
 def test_backward_kernels_from_autograd_threads_count_in_their_step(ddp) -> None:
     analysis = launchprof.analyze(ddp)
-    steps = analysis.extra["steps"]
+    steps = analysis.found_steps
     expected = _sql_kernels_per_step(ddp, steps.pid)
     assert steps.table["kernels"].tolist() == expected
     # The forward pass alone is 22 kernels; forward + backward + optimizer is far more.

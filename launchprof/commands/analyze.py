@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from launchprof.analysis import Analysis
+from launchprof.analysis.result import AnalysisResult
 from launchprof.api import analyze
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
@@ -125,7 +126,7 @@ def _analyse_and_write(
     jobs: list[StepFilesJob] = []
     writers: list[FolderWriter] = []
 
-    def steps_found(found: Analysis) -> None:
+    def steps_found(found: AnalysisResult) -> None:
         # The step files do not depend on the diagnosis: a child process writes them into
         # the staging folder meanwhile (report.stepfiles.start_step_files).
         writers.append(open_report_folder(output, force))

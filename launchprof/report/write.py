@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from launchprof.analysis import Analysis
+from launchprof.analysis.result import AnalysisResult
 from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, stage_plotlyjs
@@ -94,7 +95,7 @@ def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
 
 
 def write_report(
-    analysis: Analysis,
+    analysis: AnalysisResult,
     folder: Path,
     force: bool = False,
     trace_path: str | None = None,
@@ -130,7 +131,7 @@ def write_report(
 
 
 def render_files(
-    analysis: Analysis,
+    analysis: AnalysisResult,
     trace_path: str | None = None,
     baseline: Any = None,
     device_figures: list[EmbeddedFigure] | None = None,
@@ -154,7 +155,7 @@ def render_files(
         regions = None
         if isinstance(baseline, RegionRuns):
             found = trace_regions(analysis.trace.api)
-            regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
+            regions = (region_step_count(found, analysis.found_steps.table), len(found))
         steps = None if summary.steps is None else summary.steps.model_dump()
         diagnosis = summary.diagnosis
         rec = None if summary.recommendation is None else summary.recommendation.model_dump()
