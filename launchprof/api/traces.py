@@ -180,7 +180,8 @@ class TraceAnalysis(AnalysisResult):
             (``step``, ``start``, ``end``, ``duration_ns``, ``period_ns``); empty when
             there is no step.
         summary: the :class:`~launchprof.report.schema.Summary` (summary.json, as a
-            pydantic model; ``summary.headline`` holds the verdict's figures).
+            pydantic model; ``summary.headline``, a
+            :class:`~launchprof.report.schema.Headline`, holds the verdict's figures).
 
     In Jupyter the object shows as the report card (``_repr_html_``).
     """
@@ -209,21 +210,21 @@ class TraceAnalysis(AnalysisResult):
         return self.cached("api-summary", lambda: build_summary(self))
 
     def __repr__(self) -> str:
-        head = self.summary.headline or {}
+        head = self.summary.headline
         name = Path(str(self.trace.path)).name
         parts = [f"{self.verdict or 'no diagnosis'}"]
-        if head.get("scope") == "steady steps" and head.get("period_p50_ns"):
-            parts.append(f"{head['steady_steps']} steady steps of {head['period_p50_ns'] / 1e3:,.1f} us")
-            parts.append(f"GPU busy {head['gpu_busy_ratio']:.0%}")
-        nvtx = head.get("nvtx_steps")
-        if nvtx:
-            parts.append(f"{nvtx['count']} NVTX '{nvtx['name']}' steps")
-        action = head.get("action")
-        if action in ("convert", "fix-blockers-then-convert") and head.get("expected_speedup"):
-            parts.append(f"{action}: {head['expected_speedup']:.2f}x expected")
-        elif action == "build-graph-once":
+        if head is None:
+            return f"<launchprof analysis of {name}: {', '.join(parts)}>"
+        if head.scope == "steady steps" and head.period_p50_ns:
+            parts.append(f"{head.steady_steps} steady steps of {head.period_p50_ns / 1e3:,.1f} us")
+            parts.append(f"GPU busy {head.gpu_busy_ratio or 0:.0%}")
+        if head.nvtx_steps:
+            parts.append(f"{head.nvtx_steps.count} NVTX '{head.nvtx_steps.name}' steps")
+        if head.action in ("convert", "fix-blockers-then-convert") and head.expected_speedup:
+            parts.append(f"{head.action}: {head.expected_speedup:.2f}x expected")
+        elif head.action == "build-graph-once":
             parts.append("build the graph once")
-        elif head.get("graphs"):
+        elif head.graphs:
             parts.append("already replays CUDA graphs")
         return f"<launchprof analysis of {name}: {', '.join(parts)}>"
 

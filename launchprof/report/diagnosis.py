@@ -7,7 +7,7 @@ table); trace strings reach the page through jinja2 autoescaping or escaped figu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from launchprof.analysis.result import AnalysisResult
 from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render
 from launchprof.report.plainfig import Figure, bar, scatter
+from launchprof.report.schema import Headline
 
 MAX_STEP_BARS = 1_000
 
@@ -139,7 +140,7 @@ def nvtx_steps_figure(table: pd.DataFrame, name: str) -> Figure:
 
 
 def render_diagnosis(
-    analysis: AnalysisResult, reasons: Sequence[str] | None = None, head: Mapping[str, Any] | None = None
+    analysis: AnalysisResult, reasons: Sequence[str] | None = None, head: Headline | None = None
 ) -> str:
     """The HTML of the diagnosis section ("" when the analysis has no diagnosis).
     ``reasons``: the verdict's reasons as the summary gives them (with several ranks it
@@ -151,7 +152,6 @@ def render_diagnosis(
     d, r = analysis.diagnosis, analysis.recommendation
     if d is None or r is None:
         return ""
-    head = head or {}
     figs: list[EmbeddedFigure] = []
     if len(d.per_step):
         fig, drawn, total = per_step_figure(d)
@@ -180,7 +180,7 @@ def render_diagnosis(
                 nvtx_steps_figure(found.table, found.name),
                 "Each bar is one step range's length on the host (its NVTX push to pop).",
             )
-    settled = bool(head.get("graphs")) and not head.get("rebuilt")  # graphs built once: nothing to convert
+    settled = head is not None and head.graphs and not head.rebuilt  # graphs built once: nothing to convert
     code = [] if settled else snippets.choose(d, r)
     return render(
         "diagnosis.html.j2",
@@ -215,14 +215,14 @@ def render_card(analysis: AnalysisResult, summary: Any) -> str:
     d, r = analysis.diagnosis, analysis.recommendation
     if d is None or r is None:
         return '<div class="launchprof-card"><p>No diagnosis.</p></div>'
-    head = summary.headline or {}
+    head = summary.headline
     reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     body = render(
         "diagnosis.html.j2",
         d=d,
         r=r,
         head=head,
-        settled=bool(head.get("graphs")) and not head.get("rebuilt"),
+        settled=head is not None and head.graphs and not head.rebuilt,
         reasons=list(reasons) if reasons is not None else list(d.reasons),
         steps=analysis.found_steps,
         figures=[],

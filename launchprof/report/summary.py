@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
@@ -15,10 +16,12 @@ from launchprof.report.schema import (
     Bubbles,
     DeviceSummary,
     DiagnosisSection,
+    Headline,
     HistogramBin,
     Launches,
     NvtxStepsSection,
     ProcessSummary,
+    RanksSection,
     RecommendationSection,
     StepsSection,
     StreamSummary,
@@ -96,13 +99,25 @@ def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Su
         processes_without_gpu=analysis.processes_without_gpu,
         nvtx_ranges_lost=analysis.nvtx_ranges_lost,
         notes=analysis.notes,
-        headline=headline(steps, diagnosis, recommendation, nvtx),
+        headline=summary_headline(steps, diagnosis, recommendation, nvtx),
         steps=StepsSection.model_validate(steps),
         diagnosis=None if diagnosis is None else DiagnosisSection.model_validate(diagnosis),
         recommendation=None if recommendation is None else RecommendationSection.model_validate(recommendation),
-        ranks=ranks,
+        ranks=None if ranks is None else RanksSection.model_validate(ranks),
         nvtx_steps=None if nvtx is None else NvtxStepsSection.model_validate(nvtx),
     )
+
+
+def summary_headline(
+    steps: Mapping[str, Any] | None,
+    diagnosis: Mapping[str, Any] | None,
+    recommendation: Mapping[str, Any] | None,
+    nvtx_steps: Mapping[str, Any] | None,
+) -> Headline | None:
+    """The ``headline`` section of the summary whose sections (as dicts) these are
+    (:func:`launchprof.analysis.headline.headline`); None without a diagnosis."""
+    head = headline(steps, diagnosis, recommendation, nvtx_steps)
+    return None if head is None else Headline.model_validate(head)
 
 
 def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> str | None:

@@ -16,7 +16,7 @@ from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
 from launchprof.report.schema import Baseline, RecommendationSection, Summary, Workload
 from launchprof.report.stepfiles import STEP_FILES, step_file_texts
-from launchprof.report.summary import build_summary
+from launchprof.report.summary import build_summary, summary_headline
 
 REPORT_FILES = ("summary.json", "report.html")
 # Every file a report run writes: one not written this time is removed on commit.
@@ -167,12 +167,10 @@ def render_files(
             diagnosis.verdict if diagnosis is not None else None,
             float((diagnosis.thresholds if diagnosis is not None else {}).get("min_speedup") or 1.25),
         )
-        from launchprof.analysis.headline import headline
-
         # The recommendation may have changed: the headline follows it.
         nvtx = None if summary.nvtx_steps is None else summary.nvtx_steps.model_dump()
         summary.recommendation = None if rec is None else RecommendationSection.model_validate(rec)
-        summary.headline = headline(steps, None if diagnosis is None else diagnosis.model_dump(), rec, nvtx)
+        summary.headline = summary_headline(steps, None if diagnosis is None else diagnosis.model_dump(), rec, nvtx)
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     page = render_report(
