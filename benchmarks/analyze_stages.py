@@ -55,6 +55,7 @@ def main() -> None:
     from launchprof.analysis import analyze_trace
     from launchprof.analysis.diagnose import diagnose
     from launchprof.analysis.ranks import rank_view
+    from launchprof.analysis.result import AnalysisResult
     from launchprof.analysis.steps import find_steps
     from launchprof.report.index import write_index
     from launchprof.report.write import write_report
@@ -66,15 +67,14 @@ def main() -> None:
     analysis = analyze_trace(trace, 1000)
     mark("timeline analysis")
     ranks = rank_view(analysis, step_name=None)
-    if ranks is not None:
-        analysis.extra["ranks"] = ranks
     mark("ranks")
-    analysis.extra["steps"] = find_steps(analysis, step_name=None)
+    steps = find_steps(analysis, step_name=None)
     mark("steps")
-    analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(analysis)
+    diagnosis, recommendation = diagnose(analysis, steps)
     mark("diagnose")
+    result = AnalysisResult.of(analysis, steps, None, ranks, diagnosis, recommendation)
     out = Path(args.output or tempfile.mkdtemp(prefix="lp-stages-")) / "report"
-    write_report(analysis, out, force=True, trace_path=args.trace)
+    write_report(result, out, force=True, trace_path=args.trace)
     mark("write report (summary, html, step files)")
     write_index(out.resolve().parent)
     mark("index")

@@ -46,7 +46,7 @@ def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     for name, t in manifest["traces"].items():
         a = launchprof.analyze(corpus / f"{name}.sqlite.xz")
         analyses[name] = a
-        s, d, r = a.extra["steps"], a.extra["diagnosis"], a.extra["recommendation"]
+        s, d, r = a.found_steps, a.diagnosis, a.recommendation
         e = r.expected
         traces.append(
             {
@@ -72,7 +72,7 @@ def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         c = launchprof.compare(corpus / f"{before}.sqlite.xz", corpus / f"{after}.sqlite.xz")
         tb, ta = manifest["traces"][before], manifest["traces"][after]
         truth = tb["bare_step_us"] / ta["bare_step_us"]
-        e = analyses[before].extra["recommendation"].expected
+        e = analyses[before].recommendation.expected
         pairs.append(
             {
                 "pair": f"{before} -> {after}",
@@ -81,7 +81,7 @@ def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 "expected": e.speedup if e else None,
                 "error": (e.speedup / truth - 1) if e else None,
                 "in_range": (e.speedup_low <= truth <= e.speedup_high) if e else None,
-                "predicted": analyses[before].extra["recommendation"].predicted_speedup,
+                "predicted": analyses[before].recommendation.predicted_speedup,
                 "compare": c.speedup,
                 "workload_nsys": tb["nsys_step_us"] / ta["nsys_step_us"],
                 "verdict": c.verdict,

@@ -43,6 +43,7 @@ def main() -> None:
     args = ap.parse_args()
     from launchprof.analysis import analyze_trace
     from launchprof.analysis.diagnose import diagnose
+    from launchprof.analysis.result import AnalysisResult
     from launchprof.analysis.steps import find_steps
     from launchprof.report.figures import embedded_device_figures
     from launchprof.report.write import write_report
@@ -57,15 +58,14 @@ def main() -> None:
     trace = loads[0][0]
     load_wall, load_cpu = min(r[1] for r in loads), min(r[2] for r in loads)
     analysis, tl_wall, tl_cpu = _best(args.runs, lambda: analyze_trace(dataclasses.replace(trace), 1000))
-    analysis.extra["steps"] = find_steps(analysis, step_name=None)
-    analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(analysis)
+    steps = find_steps(analysis, step_name=None)
+    diagnosis, recommendation = diagnose(analysis, steps)
+    result = AnalysisResult.of(analysis, steps, diagnosis=diagnosis, recommendation=recommendation)
     figures = embedded_device_figures(analysis)
     out = Path(tempfile.mkdtemp(prefix="lp-repeats-")) / "report"
     _, rep_wall, rep_cpu = _best(
         args.runs,
-        lambda: write_report(
-            analysis, out, force=True, trace_path=args.trace, step_files=False, device_figures=figures
-        ),
+        lambda: write_report(result, out, force=True, trace_path=args.trace, step_files=False, device_figures=figures),
     )
     print(f"{Path(args.trace).name}: fastest of {args.runs}, wall s / CPU s")
     for stage, w, c in (

@@ -55,9 +55,9 @@ def _row(before: Path, after: Path) -> dict[str, Any]:
     from launchprof.api.compare_runs import _template, compare
 
     analysis = launchprof.analyze(before)
-    rec = analysis.extra["recommendation"]
+    rec = analysis.recommendation
     c = compare(before, after)
-    steps = analysis.extra["steps"]
+    steps = analysis.found_steps
     if any("re-cut" in n for n in c.notes):
         template = _template(c.after)
         steps = find_steps(analysis, template=template, device_id=None) if template else steps

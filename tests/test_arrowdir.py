@@ -63,7 +63,7 @@ def test_arrowdir_analysis_is_the_sqlite_analysis(name: str, tmp_path: Path) -> 
     b = analyze_loaded(load_arrowdir(folder, path=sqlite))
     assert build_summary(a, str(sqlite)).to_json() == build_summary(b, str(sqlite)).to_json()
     assert step_file_texts(a) == step_file_texts(b)
-    assert a.extra["steps"].source == b.extra["steps"].source != "none"
+    assert a.found_steps.source == b.found_steps.source != "none"
 
 
 def test_exported_tables_are_the_loaded_ones() -> None:

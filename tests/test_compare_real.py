@@ -157,7 +157,7 @@ def test_prediction_is_checked_against_the_measured_speedup(
     mlp: tuple[Comparison, float], real_trace: RealTrace
 ) -> None:
     c, _ = mlp
-    rec = launchprof.analyze(real_trace("mlp_eager")).extra["recommendation"]
+    rec = launchprof.analyze(real_trace("mlp_eager")).recommendation
     check = c.check("predicted")
     assert c.predicted_speedup == rec.predicted_speedup
     assert c.speedup is not None

@@ -46,21 +46,23 @@ def test_two_ranks_with_their_kernels_and_nccl_kernels(ddp) -> None:
     expected = _sql_counts(ddp)
     assert len(expected) == 2
     summary = build_summary(launchprof.analyze(ddp))
-    ranks = summary.ranks["ranks"]
+    assert summary.ranks is not None
+    ranks = summary.ranks.ranks
     assert len(ranks) == 2
     for rank in ranks:
-        kernels, nccl, pid = expected[rank["device_id"]]
-        assert rank["pid"] == pid
-        assert rank["kernels"] == kernels
-        assert rank["comm_kernels"] == nccl
+        kernels, nccl, pid = expected[rank.device_id]
+        assert rank.pid == pid
+        assert rank.kernels == kernels
+        assert rank.comm_kernels == nccl
 
 
 def test_each_rank_finds_its_nvtx_steps(ddp) -> None:
     expected = _sql_steps(ddp)
     summary = build_summary(launchprof.analyze(ddp))
-    for rank in summary.ranks["ranks"]:
-        assert rank["step_source"] == "nvtx"
-        assert rank["steps"] == expected[rank["pid"]]
+    assert summary.ranks is not None
+    for rank in summary.ranks.ranks:
+        assert rank.step_source == "nvtx"
+        assert rank.steps == expected[rank.pid]
 
 
 def _sql_kernels_per_step(path, pid: int) -> list[int]:
@@ -90,7 +92,7 @@ def _sql_kernels_per_step(path, pid: int) -> list[int]:
 
 def test_backward_kernels_from_autograd_threads_count_in_their_step(ddp) -> None:
     analysis = launchprof.analyze(ddp)
-    steps = analysis.extra["steps"]
+    steps = analysis.found_steps
     expected = _sql_kernels_per_step(ddp, steps.pid)
     assert steps.table["kernels"].tolist() == expected
     # The forward pass alone is 22 kernels; forward + backward + optimizer is far more.

@@ -26,7 +26,7 @@ def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyte
 
 def _run(b: TraceBuilder, tmp_path: Path) -> tuple[Diagnosis, Recommendation]:
     a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
-    return a.extra["diagnosis"], a.extra["recommendation"]
+    return a.diagnosis, a.recommendation
 
 
 def test_small_kernels_waiting_for_launch_calls_are_launch_bound(tmp_path: Path) -> None:
@@ -57,8 +57,8 @@ def test_idle_start_up_does_not_hide_a_gpu_bound_steady_state(tmp_path: Path) ->
     # Step 0 spends 1 s on the host before its first launch; then large kernels back to back.
     launch_loop(b, steps=16, kernels=4, call_ns=5_000, kernel_ns=2_000_000, first_extra_ns=1_000_000_000)
     a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
-    d, r = a.extra["diagnosis"], a.extra["recommendation"]
-    assert a.extra["steps"].warmup >= 1
+    d, r = a.diagnosis, a.recommendation
+    assert a.found_steps.warmup >= 1
     assert d.verdict == "gpu-bound" and not r.convert
 
 
@@ -155,7 +155,7 @@ def test_summary_json_gains_diagnosis_and_recommendation(tmp_path: Path) -> None
 
 def test_mlp_eager_is_launch_bound_and_the_graph_prediction_is_near_mlp_graph(real_trace) -> None:  # type: ignore[no-untyped-def]
     a = launchprof.analyze(real_trace("mlp_eager"))
-    d, r = a.extra["diagnosis"], a.extra["recommendation"]
+    d, r = a.diagnosis, a.recommendation
     assert d.verdict == "launch-bound"
     assert d.figures["kernels_per_step_p50"] == 36
     assert d.figures["period_p50_ns"] == pytest.approx(788_000, rel=0.03)  # DOMAIN.md: 788 us
@@ -165,13 +165,13 @@ def test_mlp_eager_is_launch_bound_and_the_graph_prediction_is_near_mlp_graph(re
     assert r.predicted_speedup == pytest.approx(measured, rel=0.25)
     assert r.break_even_iterations is not None and 1 <= r.break_even_iterations <= 5
     # Warm-up (module loading in step 0: 44 ms) is not in the prediction.
-    assert a.extra["steps"].warmup >= 1
+    assert a.found_steps.warmup >= 1
 
 
 def test_demo_a_is_launch_bound_with_inferred_steps(real_trace) -> None:  # type: ignore[no-untyped-def]
     a = launchprof.analyze(real_trace("demo_A_4096"))
-    d, r = a.extra["diagnosis"], a.extra["recommendation"]
-    assert a.extra["steps"].source == "inferred"
+    d, r = a.diagnosis, a.recommendation
+    assert a.found_steps.source == "inferred"
     assert d.verdict == "launch-bound" and r.convert
     assert any("inferred" in s for s in r.assumptions)
     # Measured under nsys: 517 us per 75-kernel step vs 95 us per graph (DOMAIN.md) = 5.44x.
@@ -183,7 +183,7 @@ def test_demo_a_is_launch_bound_with_inferred_steps(real_trace) -> None:  # type
     [("small_kernels_launch", "small_kernels_graph"), ("torch_mlp_eager", "torch_mlp_graph")],
 )
 def test_predicted_speedup_is_within_25_percent_of_the_recorded_conversion(real_trace, eager, graph) -> None:  # type: ignore[no-untyped-def]
-    r = launchprof.analyze(real_trace(eager, GPU)).extra["recommendation"]
+    r = launchprof.analyze(real_trace(eager, GPU)).recommendation
     measured = FACTS[eager]["steady"]["step_period_median_ns"] / FACTS[graph]["steady"]["step_period_median_ns"]
     assert r.convert
     assert r.predicted_speedup == pytest.approx(measured, rel=0.25)
@@ -191,7 +191,7 @@ def test_predicted_speedup_is_within_25_percent_of_the_recorded_conversion(real_
 
 def test_large_matmuls_after_an_idle_second_are_gpu_bound(real_trace) -> None:  # type: ignore[no-untyped-def]
     a = launchprof.analyze(real_trace("matmul_eager", GPU))
-    d, r = a.extra["diagnosis"], a.extra["recommendation"]
+    d, r = a.diagnosis, a.recommendation
     # The whole run is mostly idle (a 1 s sleep before the loop) ...
     assert a.devices[0].figures.utilization < 0.5
     # ... but the steady state is busy (facts.json: 99.8 %).
@@ -200,7 +200,7 @@ def test_large_matmuls_after_an_idle_second_are_gpu_bound(real_trace) -> None:  
 
 
 def test_small_kernels_big_is_gpu_bound_and_predicts_the_small_gain(real_trace) -> None:  # type: ignore[no-untyped-def]
-    r = launchprof.analyze(real_trace("small_kernels_big", GPU)).extra["recommendation"]
+    r = launchprof.analyze(real_trace("small_kernels_big", GPU)).recommendation
     measured = (
         FACTS["small_kernels_big"]["steady"]["step_period_median_ns"]
         / FACTS["small_kernels_big-graph"]["steady"]["step_period_median_ns"]
@@ -211,7 +211,7 @@ def test_small_kernels_big_is_gpu_bound_and_predicts_the_small_gain(real_trace) 
 
 @pytest.mark.parametrize("name", ["mlp_graph", "demo_B_4096"])
 def test_graph_runs_are_not_told_to_convert(real_trace, name) -> None:  # type: ignore[no-untyped-def]
-    r = launchprof.analyze(real_trace(name)).extra["recommendation"]
+    r = launchprof.analyze(real_trace(name)).recommendation
     assert not r.convert and "already" in r.reason
 
 
@@ -238,7 +238,7 @@ def test_without_a_repeating_step_the_whole_trace_is_one_window(tmp_path: Path) 
 )
 def test_conversion_code_follows_the_framework_seen_in_the_trace(real_trace, name, where, framework) -> None:  # type: ignore[no-untyped-def]
     path = real_trace(name, where) if where else real_trace(name)
-    assert launchprof.analyze(path).extra["diagnosis"].framework == framework
+    assert launchprof.analyze(path).diagnosis.framework == framework
 
 
 def test_call_classes_per_name_match_classify(real_trace) -> None:  # type: ignore[no-untyped-def]
@@ -257,10 +257,10 @@ def test_kernels_without_api_calls_do_not_break_the_diagnosis(tmp_path: Path) ->
     for i in range(30):  # no CUDA API rows: nothing to join the kernels to
         b.kernel(1_000 + i * 3_000, 2_000 + i * 3_000, corr=i + 1, name=f"k{i % 3}")
     a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
-    steps = a.extra["steps"]
+    steps = a.found_steps
     assert steps.source == "inferred" and (steps.table["cpu_start"] >= steps.table["gpu_start"].min()).all()
     # No submitting call ended after a gap began: no host-wait, so the GPU's pace rules.
-    assert a.extra["diagnosis"].verdict == "gpu-bound"
+    assert a.diagnosis.verdict == "gpu-bound"
 
 
 def test_a_single_step_is_judged_as_the_whole_trace(tmp_path: Path) -> None:

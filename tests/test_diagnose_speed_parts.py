@@ -169,7 +169,7 @@ TRACES = ["torch_mlp_dynamic", "small_kernels_graph", "torch_mlp_item", "two_pro
 @pytest.mark.parametrize("name", TRACES)
 def test_step_context_frames_match_the_pandas_ones(real_trace, name: str) -> None:  # type: ignore[no-untyped-def]
     a = _analysis(real_trace, name)
-    steps = a.extra["steps"]
+    steps = a.found_steps
     ctx = step_context(a, steps)
     assert ctx.device is not None and len(ctx.kernels)
     act = ctx.device.activity
@@ -214,7 +214,7 @@ def test_step_context_frames_match_the_pandas_ones(real_trace, name: str) -> Non
 @pytest.mark.parametrize("name", TRACES)
 def test_kernels_per_step_match_a_groupby_of_the_names(real_trace, name: str) -> None:  # type: ignore[no-untyped-def]
     a = _analysis(real_trace, name)
-    steps = a.extra["steps"]
+    steps = a.found_steps
     device = next(d for d in a.devices if d.device_id == steps.device_id)
     info = kernel_info(a, device)
     steady = steps.steady["step"].to_numpy()

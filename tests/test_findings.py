@@ -25,7 +25,7 @@ def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyte
 
 
 def _findings(path: Path) -> dict[str, Finding]:
-    d = launchprof.analyze(path).extra["diagnosis"]
+    d = launchprof.analyze(path).diagnosis
     return {f.kind: f for f in d.findings}
 
 
@@ -170,17 +170,17 @@ def _steady(name: str) -> int:
 
 def test_real_item_loop_syncs_in_every_step(real_trace) -> None:  # type: ignore[no-untyped-def]
     a = launchprof.analyze(real_trace("torch_mlp_item", GPU))
-    f = {x.kind: x for x in a.extra["diagnosis"].findings}["sync-in-step"]
-    assert f.steps_affected == len(a.extra["steps"].steady)
+    f = {x.kind: x for x in a.diagnosis.findings}["sync-in-step"]
+    assert f.steps_affected == len(a.found_steps.steady)
     assert f.figures["d2h_steps"] == f.steps_affected and f.figures["sync_calls_p50"] == 1
     assert "cudaStreamSynchronize" in f.evidence
-    assert "sync-in-step" in [b["kind"] for b in a.extra["recommendation"].blockers]
+    assert "sync-in-step" in [b["kind"] for b in a.recommendation.blockers]
 
 
 def test_real_alloc_loop(real_trace) -> None:  # type: ignore[no-untyped-def]
     a = launchprof.analyze(real_trace("small_kernels_alloc", GPU))
-    f = {x.kind: x for x in a.extra["diagnosis"].findings}["alloc-in-step"]
-    assert f.steps_affected == len(a.extra["steps"].steady) == _steady("small_kernels_alloc") - 1
+    f = {x.kind: x for x in a.diagnosis.findings}["alloc-in-step"]
+    assert f.steps_affected == len(a.found_steps.steady) == _steady("small_kernels_alloc") - 1
     assert "cudaMalloc" in f.evidence and "cudaFree" in f.evidence
 
 
@@ -211,13 +211,13 @@ def test_real_branchy_sequence(real_trace) -> None:  # type: ignore[no-untyped-d
 )
 def test_real_reinstantiation(real_trace, name, inst, upd, launches) -> None:  # type: ignore[no-untyped-def]
     a = launchprof.analyze(real_trace(name, GPU))
-    f = {x.kind: x for x in a.extra["diagnosis"].findings}["reinstantiation"]
+    f = {x.kind: x for x in a.diagnosis.findings}["reinstantiation"]
     api = FACTS[name]["api"]
     assert (
         f.figures["instantiations"] == api[inst] and f.figures["graph_launches"] == api["cudaGraphLaunch"] == launches
     )
     assert f.figures["exec_updates"] == (api[upd] if upd else 0)
-    assert not a.extra["recommendation"].convert
+    assert not a.recommendation.convert
 
 
 def test_real_graph_trace_mode(real_trace) -> None:  # type: ignore[no-untyped-def]
@@ -313,7 +313,7 @@ def test_real_graph_replay_loop_that_waits_for_the_host_is_host_bound(real_trace
     # decode_buckets_graph replays one graph a step (MANIFEST) and the GPU waits for the
     # CPU a third of each step: host-bound, with what the host does around the replay.
     a = launchprof.analyze(real_trace("decode_buckets_graph", GPU))
-    d = a.extra["diagnosis"]
+    d = a.diagnosis
     assert d.verdict == "host-bound"
     f = {x.kind: x for x in d.findings}["host-outside-graph"]
     assert f.figures["host_gaps_ns_per_step"] > 0 and f.figures["period_ns"] > f.figures["host_gaps_ns_per_step"]
@@ -338,7 +338,7 @@ def test_a_built_replay_loop_names_its_input_copies_and_sync(tmp_path: Path) -> 
         b.call("cudaStreamSynchronize_v3020", t, t + 31_500)
         t += 31_500 + 40_000
         b.range("step", start, t, domain="launchprof")
-    d = launchprof.analyze(b.write(tmp_path / "t.sqlite")).extra["diagnosis"]
+    d = launchprof.analyze(b.write(tmp_path / "t.sqlite")).diagnosis
     # The sync drains the GPU every step, but it sits outside the graph: host-bound, and
     # the sync is one of the host's items (not a capture blocker).
     assert d.verdict == "host-bound"

@@ -237,7 +237,7 @@ def test_python_api_answers_first() -> None:
     text = repr(a)
     assert len(text) < 200 and text.startswith("<launchprof analysis of mlp_eager.sqlite.xz: launch-bound")
     html = a._repr_html_()
-    expected = a.summary.headline["expected_speedup"]  # recommendation.expected_speedup: without the profiler
+    expected = a.summary.headline.expected_speedup  # recommendation.expected_speedup: without the profiler
     assert expected == a.recommendation.expected_speedup
     assert '<strong id="verdict">launch-bound</strong>' in html and f"{expected:.2f}&times; expected" in html
     assert "<script" not in html  # a card, not the page

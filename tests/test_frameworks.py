@@ -56,7 +56,7 @@ def test_kernel_count_matches_sqlite(name: str) -> None:
 
 @pytest.mark.parametrize("name", TRACES)
 def test_steps_are_the_workloads_steps(name: str) -> None:
-    s = _analysis(name).extra["steps"]
+    s = _analysis(name).found_steps
     facts, truth = FACTS[name], MANIFEST["traces"][name]
     graph_launches = facts["api"].get("cudaGraphLaunch", 0)
     if name.startswith(("gpt2", "llama")) and graph_launches:
@@ -72,13 +72,13 @@ def test_steps_are_the_workloads_steps(name: str) -> None:
 
 @pytest.mark.parametrize("name", [n for n in TRACES if any(k.startswith("CCCL:") for k in FACTS[n]["nvtx"])])
 def test_a_library_range_is_never_the_step(name: str) -> None:
-    s = _analysis(name).extra["steps"]
+    s = _analysis(name).found_steps
     assert s.source != "nvtx"
     assert ("CCCL:cub::DeviceScan::InclusiveScan", "a library's own range, not a loop step") in s.rejected
 
 
 def test_per_operator_ranges_of_emit_nvtx_are_never_the_step() -> None:
-    s = _analysis("resnet50_b1_emit-nvtx").extra["steps"]
+    s = _analysis("resnet50_b1_emit-nvtx").found_steps
     nvtx = FACTS["resnet50_b1_emit-nvtx"]["nvtx"]
     assert nvtx["total"] > 500 * MANIFEST["traces"]["resnet50_b1_emit-nvtx"]["steps_truth"]  # sqlite3
     assert s.source == "inferred"
@@ -101,7 +101,7 @@ KNOWN_MISSES = {"vit_small_b1_graph", "vit_small_b32_graph"}
 
 @pytest.mark.parametrize("pair", SAME_KERNELS, ids=lambda p: f"{p['before']}->{p['after']}")
 def test_expected_speedup_of_a_same_kernel_pair_is_within_30_percent(pair: dict[str, str]) -> None:
-    rec = _analysis(pair["before"]).extra["recommendation"]
+    rec = _analysis(pair["before"]).recommendation
     truth = _truth(pair)
     assert rec.expected is not None and rec.expected.eager_source == "estimate"
     assert rec.expected.speedup_low <= truth <= rec.expected.speedup_high
@@ -129,7 +129,7 @@ def test_with_the_eager_step_measured_the_expected_speedup_is_within_30_percent(
     t = MANIFEST["traces"][pair["before"]]
     runs = [u * 1e3 for u in t.get("bare_runs_us") or [t["bare_step_us"]]]
     section = {"period_p50_ns": t["bare_step_us"] * 1e3, "runs": len(runs), "host_ahead_of_gpu": False}
-    rec = _analysis(pair["before"]).extra["recommendation"].to_dict()
+    rec = _analysis(pair["before"]).recommendation.to_dict()
     apply_to_recommendation(rec, {**section, "run_period_p50_ns": runs}, "launch-bound", 1.25)
     truth = _truth(pair)
     assert rec["expected"]["eager_source"] == "baseline"
@@ -148,7 +148,7 @@ EXPLAINED = {"matmul_graph_3": "different"}
     "pair", [p for p in PAIRS if p["work"] != "same"], ids=lambda p: f"{p['before']}->{p['after']}"
 )
 def test_other_pairs_are_held_by_the_range_or_explained_by_the_comparison(pair: dict[str, str]) -> None:
-    rec = _analysis(pair["before"]).extra["recommendation"]
+    rec = _analysis(pair["before"]).recommendation
     truth = _truth(pair)
     assert rec.expected is not None
     held = rec.expected.speedup_low <= truth <= rec.expected.speedup_high
@@ -163,7 +163,7 @@ def test_other_pairs_are_held_by_the_range_or_explained_by_the_comparison(pair: 
 
 def test_a_gain_under_the_minimum_without_nsys_is_not_converted() -> None:
     # ResNet-50 bf16 batch 64: 1.86x under nsys, 1.07x without (manifest): no conversion.
-    rec = _analysis("resnet50_b64_eager").extra["recommendation"]
+    rec = _analysis("resnet50_b64_eager").recommendation
     assert rec.predicted_speedup is not None and rec.predicted_speedup > 1.25
     assert rec.expected_speedup is not None and rec.expected_speedup < 1.25
     assert rec.convert is False
@@ -172,7 +172,7 @@ def test_a_gain_under_the_minimum_without_nsys_is_not_converted() -> None:
 
 @pytest.mark.parametrize("name", [n for n in TRACES if "static-graphs" in n or "static-compile" in n])
 def test_a_replaying_decode_loop_is_host_bound_with_its_copies_and_syncs(name: str) -> None:
-    d = _analysis(name).extra["diagnosis"]
+    d = _analysis(name).diagnosis
     assert d.verdict == "host-bound"
     f = {x.kind: x for x in d.findings}["host-outside-graph"]
     facts = FACTS[name]
@@ -206,7 +206,7 @@ def test_compare_verdict_and_work_change_match_the_construction(pair: dict[str, 
 def test_measured_step_without_nsys_replaces_the_estimate() -> None:
     from launchprof.analysis.baseline import apply_to_recommendation
 
-    rec = _analysis("resnet50_b1_eager").extra["recommendation"].to_dict()
+    rec = _analysis("resnet50_b1_eager").recommendation.to_dict()
     truth = MANIFEST["traces"]["resnet50_b1_eager"]["bare_step_us"] * 1e3
     one = dict(rec)
     apply_to_recommendation(one, {"period_p50_ns": truth, "runs": 1, "host_ahead_of_gpu": False}, "launch-bound", 1.25)

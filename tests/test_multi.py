@@ -104,7 +104,7 @@ def test_combined_view_equals_the_view_of_the_whole_trace(rank_traces, dask_run)
     whole, _ = rank_traces
     out, _ = dask_run
     doc = json.loads((out / "combined.json").read_text())
-    inside = launchprof.analyze(whole).extra["ranks"].to_dict()
+    inside = launchprof.analyze(whole).ranks.to_dict()
     assert doc["schema"] == "launchprof.combined/1" and doc["failed"] == 0
     assert [r["folder"] for r in doc["reports"]] == ["rank0", "rank1"]
     across = doc["ranks"]

@@ -110,7 +110,7 @@ def test_launch_bound_rank_from_steady_host_wait(tmp_path: Path) -> None:
 
 def test_single_rank_trace_has_no_ranks_section(tmp_path: Path, real_trace) -> None:
     a = launchprof.analyze(real_trace("mlp_eager"))
-    assert rank_view(a) is None and "ranks" not in a.extra
+    assert rank_view(a) is None and a.ranks is None
     summary = json.loads(write_report(a, tmp_path / "r").to_json())
     assert "ranks" not in summary
 
@@ -119,8 +119,8 @@ def test_nccl_kernels_make_a_ranks_section_even_for_one_rank(tmp_path: Path) -> 
     b = TraceBuilder()
     _rank(b, 100, 0, {})
     a = launchprof.analyze(b.write(tmp_path / "one.sqlite"))
-    assert a.extra["ranks"].to_dict()["count"] == 1
-    assert a.extra["ranks"].to_dict()["aligned_steps"] == 0  # nothing to compare against
+    assert a.ranks.to_dict()["count"] == 1
+    assert a.ranks.to_dict()["aligned_steps"] == 0  # nothing to compare against
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def sql_step_starts(path: Path) -> dict[int, list[int]]:
 
 def test_two_procs_ranks_match_sqlite(two_procs: Path) -> None:
     a = launchprof.analyze(two_procs)
-    view = a.extra["ranks"]
+    view = a.ranks
     starts = sql_step_starts(two_procs)
     assert sorted(starts) == [2482, 2483]
     assert [(r.device_id, r.pid) for r in view.ranks] == [(0, 2482), (0, 2483)]

@@ -32,7 +32,7 @@ def _analyze(b: TraceBuilder, tmp_path: Path, **kw):  # type: ignore[no-untyped-
 def test_nvtx_steps_project_kernels_through_their_launch_call(tmp_path: Path) -> None:
     b = TraceBuilder()
     launch_loop(b, steps=6, kernels=4)
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "nvtx" and s.name == "launchprof:step"
     assert s.count == 6
     assert s.table["kernels"].tolist() == [4] * 6
@@ -45,7 +45,7 @@ def test_ranges_on_another_thread_are_not_projected(tmp_path: Path) -> None:
     b = TraceBuilder()
     # The ranges are recorded on thread 999; the launches on the main thread (tid = pid).
     launch_loop(b, steps=6, kernels=4, range_tid=999)
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "inferred"  # fell through: the ranges hold no GPU work
     assert "hold no GPU work" in s.reason
     with pytest.raises(StepError, match="hold no GPU work"):
@@ -57,7 +57,7 @@ def test_nested_ranges_of_the_same_text_use_the_outer_range(tmp_path: Path) -> N
     end = launch_loop(b, steps=4, kernels=4, name="step", domain=None)
     # An inner "step" range inside step 1 that ends before its last launches.
     b.range("step", 1_000_000 + 21_700 + 10, 1_000_000 + 21_700 + 6_000)
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert end > 0 and s.count == 4
     assert s.table["kernels"].tolist() == [4, 4, 4, 4]
 
@@ -66,7 +66,7 @@ def test_step_name_picks_ranges_and_unknown_name_is_an_error(tmp_path: Path) -> 
     b = TraceBuilder()
     launch_loop(b, steps=5, kernels=3, name="iter", domain=None)
     a = _analyze(b, tmp_path, step="iter")
-    assert a.extra["steps"].source == "nvtx" and a.extra["steps"].count == 5
+    assert a.found_steps.source == "nvtx" and a.found_steps.count == 5
     with pytest.raises(StepError, match="no NVTX range named 'nope'"):
         launchprof.analyze(tmp_path / "t.sqlite", step="nope")
 
@@ -80,7 +80,7 @@ def test_auto_pick_prefers_the_repeating_range_around_the_work(tmp_path: Path) -
         b.range("epoch", 1_000_000 + i * third, 1_000_000 + (i + 1) * third)
     for i in range(5):
         b.range("log", t + i * 1000, t + i * 1000 + 500)
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "nvtx" and s.name == "train_step" and s.count == 6
 
 
@@ -92,7 +92,7 @@ def test_graph_launches_are_steps_without_nvtx(tmp_path: Path) -> None:
         for n in range(3):
             b.kernel(t + 4_000 + n * 1_100, t + 5_000 + n * 1_100, corr, graph_node=n + 1)
         t += 10_000
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "graph-launch" and s.count == 5
     assert s.table["kernels"].tolist() == [3] * 5
     assert s.table["graph_launches"].tolist() == [1] * 5
@@ -107,7 +107,7 @@ def test_inferred_steps_from_the_repeating_sequence(tmp_path: Path) -> None:
             b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=name)
             t += 5_000
         t += 20_000  # a longer pause between repetitions sets the phase
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "inferred" and "inferred" in s.reason
     assert s.table["kernels"].tolist()[:-1] == [4] * 19
     assert int(s.table["period_ns"].dropna().median()) == 40_000
@@ -116,7 +116,7 @@ def test_inferred_steps_from_the_repeating_sequence(tmp_path: Path) -> None:
 def test_slow_first_step_is_warmup(tmp_path: Path) -> None:
     b = TraceBuilder()
     launch_loop(b, steps=12, kernels=4, first_extra_ns=5_000_000)
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.warmup == 1
     assert s.table["warmup"].tolist() == [True] + [False] * 11
     assert 0 not in s.steady["step"].tolist()
@@ -134,7 +134,7 @@ def _sql(path: Path, query: str) -> list[tuple]:  # type: ignore[type-arg]
 
 def test_mlp_eager_has_300_nvtx_steps_of_36_kernels(real_trace) -> None:  # type: ignore[no-untyped-def]
     path = real_trace("mlp_eager")
-    s = launchprof.analyze(path).extra["steps"]
+    s = launchprof.analyze(path).found_steps
     n_ranges = _sql(path, "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'step' AND eventType = 59")[0][0]
     assert s.source == "nvtx" and s.count == n_ranges == 300
     stats = step_stats(s)
@@ -154,14 +154,14 @@ def test_mlp_eager_has_300_nvtx_steps_of_36_kernels(real_trace) -> None:  # type
 
 
 def test_mlp_graph_steps_are_one_replay_of_about_103_us(real_trace) -> None:  # type: ignore[no-untyped-def]
-    stats = step_stats(launchprof.analyze(real_trace("mlp_graph")).extra["steps"])
+    stats = step_stats(launchprof.analyze(real_trace("mlp_graph")).found_steps)
     assert stats["count"] == 300 and stats["graph_launches_p50"] == 1 and stats["kernels_per_step_p50"] == 36
     assert stats["period_p50_ns"] == pytest.approx(103_000, rel=0.02)
 
 
 def test_demo_a_steps_are_inferred(real_trace) -> None:  # type: ignore[no-untyped-def]
     path = real_trace("demo_A_4096")
-    s = launchprof.analyze(path).extra["steps"]
+    s = launchprof.analyze(path).found_steps
     assert s.source == "inferred"
     # The demo repeats (scale, addc, relu) 25 times a step with nothing marking the step:
     # the shortest repeat, 3 kernels, is what the kernel sequence shows.
@@ -172,7 +172,7 @@ def test_demo_a_steps_are_inferred(real_trace) -> None:  # type: ignore[no-untyp
 
 def test_demo_b_has_2000_graph_launch_steps_of_75_kernels(real_trace) -> None:  # type: ignore[no-untyped-def]
     path = real_trace("demo_B_4096")
-    s = launchprof.analyze(path).extra["steps"]
+    s = launchprof.analyze(path).found_steps
     launches = _sql(
         path,
         "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
@@ -208,7 +208,7 @@ def test_step_name_is_checked_on_a_trace_without_gpu_work(tmp_path: Path) -> Non
     with pytest.raises(StepError, match=r"no NVTX range named 'stepp' in this trace \(ranges: 'step'\)"):
         launchprof.analyze(tmp_path / "t.sqlite", step="stepp")
     a = launchprof.analyze(tmp_path / "t.sqlite", step="step")
-    assert a.devices == [] and a.extra["steps"].source == "none"
+    assert a.devices == [] and a.found_steps.source == "none"
 
 
 def _decode_like(b: TraceBuilder, tokens: int = 24, calls: int = 4) -> int:
@@ -231,7 +231,7 @@ def _decode_like(b: TraceBuilder, tokens: int = 24, calls: int = 4) -> int:
 def test_library_range_is_never_the_step(tmp_path: Path) -> None:
     b = TraceBuilder()
     _decode_like(b)
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     # One step per token: 3 kernels, period 3 x 5 us + 30 us = 45 us by construction.
     assert s.source == "inferred"
     assert int(s.table["period_ns"].dropna().median()) == 45_000
@@ -253,7 +253,7 @@ def test_range_holding_little_of_the_work_is_not_the_step(tmp_path: Path) -> Non
             b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=name)
             t += 5_000
         t += 20_000
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "inferred" and s.table["kernels"].median() == 4
     assert s.rejected[0][0] == "logits"
     # 10 of the 40 kernels submitted between the first and last "logits" range start... the
@@ -270,7 +270,7 @@ def test_per_operator_ranges_of_emit_nvtx_are_rejected(tmp_path: Path) -> None:
             b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=name)
             t += 5_000
         t += 10_000
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "inferred" and s.table["kernels"].median() == 2
     # eight texts of one operator ("aten::linear, seq = 0".."7"): one entry, with their count
     assert s.rejected == (("aten::linear (8 range texts)", "a library's own range, not a loop step"),)
@@ -286,7 +286,7 @@ def test_rejected_ranges_are_listed_up_to_fifty(tmp_path: Path) -> None:
         t += 10_000
     for i in range(70):  # 70 different ranges of one call each: none repeats
         b.range(f"phase {i:02d}", 500_000 + i * 1_000, 500_000 + i * 1_000 + 500)
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert len(s.rejected) == 50
     assert [label for label, _ in s.rejected[:2]] == ["phase 00", "phase 01"]
     assert s.rejected[-1] == ("... and 21 more", "not listed")
@@ -296,6 +296,6 @@ def test_a_users_step_range_beside_library_ranges_wins(tmp_path: Path) -> None:
     b = TraceBuilder()
     launch_loop(b, steps=6, kernels=4, name="step", domain=None)
     b.range("nccl:all_reduce", 1_000_000, 1_010_000, domain="NCCL")
-    s = _analyze(b, tmp_path).extra["steps"]
+    s = _analyze(b, tmp_path).found_steps
     assert s.source == "nvtx" and s.name == "step" and s.count == 6
     assert s.rejected == (("NCCL:nccl:all_reduce", "a library's own range, not a loop step"),)

@@ -37,11 +37,11 @@ def test_host_wait_is_exact_above_2_to_the_53(tmp_path: Path, t0: int) -> None:
     a = _analyze(b, tmp_path / "t.sqlite")
     d = a.devices[0].figures
     assert (d.span_ns, d.busy_ns, d.idle_ns, d.host_wait_ns) == (30120, 23520, 6600, 6600)
-    steps = a.extra["steps"]
+    steps = a.found_steps
     steady = steps.steady
     assert list(steady["period_ns"]) == [2560.0] * len(steady)
     assert set(steady["host_wait_ns"]) == {600}  # the gap after each step (the one its period spans)
-    assert a.extra["diagnosis"].verdict == "launch-bound"  # 600 / 2560 = 23.4 % host-wait
+    assert a.diagnosis.verdict == "launch-bound"  # 600 / 2560 = 23.4 % host-wait
 
 
 # ---------------------------------------------------------------- case 4: the verdict's window
@@ -60,10 +60,10 @@ def test_host_wait_of_a_step_is_the_gap_its_period_spans(tmp_path: Path) -> None
         b.call("cudaStreamSynchronize", c + 1100, c + 9350)
         b.range("step", c, c + 9400, domain="launchprof")
     a = _analyze(b, tmp_path / "t.sqlite")
-    steady = a.extra["steps"].steady
+    steady = a.found_steps.steady
     assert list(steady["step"]) == [0, 1, 2, 3, 4]
     assert list(steady["host_wait_ns"]) == [2200] * 5
-    diag = a.extra["diagnosis"]
+    diag = a.diagnosis
     assert diag.figures["host_wait_ratio"] == pytest.approx(0.22)
     assert diag.figures["sync_wait_ratio"] == pytest.approx(0.22)
     assert diag.verdict == "sync-bound"
@@ -90,7 +90,7 @@ def test_overlapping_start_end_ranges_are_steps_each(tmp_path: Path) -> None:
         _four_launches(b, c)
         b.range("step", c, c + 80_000, domain="launchprof", event_type=60)
     a = _analyze(b, tmp_path / "t.sqlite")
-    steps = a.extra["steps"]
+    steps = a.found_steps
     assert (steps.source, steps.count, len(steps.steady)) == ("nvtx", 12, 11)
     assert list(steps.table["kernels"]) == [4] * 12
     assert set(steps.steady["period_ns"]) == {50_000.0}
@@ -116,7 +116,7 @@ def test_step_ranges_of_two_domains_are_not_pooled(tmp_path: Path, step: str) ->
     """Old: --step step pooled both domains: 24 steps, 0 steady; --step train:step (the
     name the summary gives) was refused: no NVTX range named 'train:step'."""
     a = launchprof.analyze(_two_domains(tmp_path), step=step)
-    steps = a.extra["steps"]
+    steps = a.found_steps
     assert (steps.name, steps.count, len(steps.steady)) == ("train:step", 12, 11)
     assert set(steps.steady["kernels"]) == {4}
 
@@ -146,7 +146,7 @@ def test_eager_kernels_around_graph_launches_are_the_steps(tmp_path: Path) -> No
             b.kernel(c + 9500 + n * 2000, c + 11_500 + n * 2000, corr, name=f"g{n}", graph_node=n + 1)
         b.launch(c + 10_000, c + 14_000, c + 17_500, c + 19_500, name="post")
     a = _analyze(b, tmp_path / "t.sqlite")
-    steps = a.extra["steps"]
+    steps = a.found_steps
     assert (steps.source, steps.count) == ("graph-launch", 12)
     steady = steps.steady
     assert len(steady) == 11  # the last step has no period (its copy_in of a 13th iteration is absent)
@@ -154,8 +154,8 @@ def test_eager_kernels_around_graph_launches_are_the_steps(tmp_path: Path) -> No
     assert set(steady["busy_ns"]) == {12_000}
     assert set(steady["host_wait_ns"]) == {28_000}
     assert set(steady["period_ns"]) == {40_000.0}
-    assert a.extra["diagnosis"].figures["host_wait_ratio"] == pytest.approx(0.7)
-    assert a.extra["diagnosis"].figures["graph_launches_per_step_p50"] == 1
+    assert a.diagnosis.figures["host_wait_ratio"] == pytest.approx(0.7)
+    assert a.diagnosis.figures["graph_launches_per_step_p50"] == 1
 
 
 # ---------------------------------------------------------------- case 8: steps without GPU work
@@ -177,6 +177,6 @@ def test_steps_without_gpu_work_are_noted(tmp_path: Path, empty: tuple[int, ...]
     shown = ", ".join(map(str, empty))
     assert notes and notes[0].startswith(f"{len(empty)} of 12 steps (launchprof:step) hold no GPU work (steps {shown})")
     if len(empty) == 2:
-        assert len(a.extra["steps"].steady) == 7 and "no steady step is left" not in notes[0]
+        assert len(a.found_steps.steady) == 7 and "no steady step is left" not in notes[0]
     else:
         assert notes[0].endswith("no steady step is left, so the whole trace is judged as one window")

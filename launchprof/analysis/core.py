@@ -1,8 +1,9 @@
 """The analysis of one trace: figures per device, process and stream, and launch figures.
 
 :func:`analyze_trace` is pure: a :class:`~launchprof.trace.Trace` in, an
-:class:`Analysis` out. Steps, diagnosis and the graph recommendation are attached by
-:mod:`launchprof.analysis.steps` and friends when available.
+:class:`Analysis` out. The later stages (steps, cross-rank view, diagnosis, graph
+recommendation) take it and return their own results, which
+:class:`~launchprof.analysis.result.AnalysisResult` holds beside it.
 """
 
 from __future__ import annotations
@@ -71,7 +72,6 @@ class Analysis:
         nvtx_ranges_lost: the trace has NVTX domain-creation events but no ranges
             (typically an nsys too old for the installed ``nvtx`` package).
         notes: what was skipped or degraded while loading or analysing.
-        extra: results of later stages (steps, diagnosis, recommendation), by name.
     """
 
     trace: Trace
@@ -81,8 +81,8 @@ class Analysis:
     processes_without_gpu: list[int]
     nvtx_ranges_lost: bool
     notes: list[str]
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Results computed once per analysis (see cached); a replace()d Analysis starts empty.
+    # Results computed once per analysis (see cached); a replace()d Analysis starts empty,
+    # an AnalysisResult.of() it shares them.
     _derived: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def cached(self, key: Any, compute: Callable[[], Any]) -> Any:

@@ -381,7 +381,7 @@ def diagnose(
 
     Args:
         analysis: from :func:`launchprof.analyze`.
-        steps: default ``analysis.extra["steps"]`` (found when missing).
+        steps: default :func:`~launchprof.analysis.steps.find_steps` of ``analysis``.
         calibration: prediction constants (see :func:`~launchprof.analysis.predict.constants`);
             default: the defaults. The analysis reads no file: the API passes the user's
             calibration file (:func:`launchprof.api.calibration.user_calibration`).
@@ -392,8 +392,7 @@ def diagnose(
         ``(Diagnosis, Recommendation)``.
     """
     if steps is None:
-        found = analysis.extra.get("steps")
-        steps = found if isinstance(found, Steps) else find_steps(analysis)
+        steps = find_steps(analysis)
     values, calib = constants(calibration, calibration_source)
     ctx = step_context(analysis, steps, host_gap_ns)
     fig = _figures(ctx) if len(ctx.steady) else _figures_empty()

@@ -20,6 +20,7 @@ import pandas as pd
 from launchprof.analysis.arrays import row_codes
 from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
+from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.stepdata import _member
 from launchprof.analysis.steps import Steps, step_stats
 from launchprof.analysis.timeline import corr_key
@@ -357,20 +358,20 @@ def _sample(
     return frame.head(MAX_SAMPLE_ROWS), cut
 
 
-def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None) -> SideData:
+def side_from_analysis(analysis: AnalysisResult, steps: Steps, path: str | None = None) -> SideData:
     """The :class:`SideData` of an analysed trace with ``steps`` (usually
-    ``analysis.extra["steps"]``, or steps found again with a template).
+    ``analysis.found_steps``, or steps found again with a template).
 
     The instantiation cost is the total duration of the graph instantiate calls of the
     step's process (docs/metrics.md, "Amortized cost and break-even"). The recommendation,
-    when present, is read from ``analysis.extra["recommendation"]`` (attributes
+    when present, is read from ``analysis.recommendation`` (attributes
     ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
     """
     api = analysis.trace.api
     cls = api_classes(analysis.trace)
     mine = (api["pid"] == steps.pid).to_numpy() if steps.pid is not None else np.ones(len(api), bool)
     dur = (api["end"] - api["start"]).to_numpy()
-    rec = analysis.extra.get("recommendation")
+    rec = analysis.recommendation
     common: dict[str, Any] = dict(
         path=str(path if path is not None else analysis.trace.path),
         origin="trace",

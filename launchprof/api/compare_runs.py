@@ -25,9 +25,9 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from launchprof.analysis import Analysis
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.predict import break_even
+from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.side import SideData, regroup, side_from_analysis
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
@@ -72,7 +72,7 @@ def _load(
     nsys: str | None,
     progress: Callable[[str], None] | None,
     memory: MallocTuning | None = None,
-) -> tuple[SideData, Analysis | None]:
+) -> tuple[SideData, AnalysisResult | None]:
     try:
         if path.is_dir():
             side = side_from_folder(path)
@@ -91,7 +91,7 @@ def _load(
         )
     except LaunchprofError as exc:
         raise type(exc)(f"{label} {path}: {exc}") from None
-    return side_from_analysis(analysis, analysis.extra["steps"], path=str(path)), analysis
+    return side_from_analysis(analysis, analysis.found_steps, path=str(path)), analysis
 
 
 def _template(side: SideData) -> list[str] | None:
@@ -105,7 +105,7 @@ def _template(side: SideData) -> list[str] | None:
     return names if names and kps is not None and len(names) == round(kps) else None
 
 
-def _predict_again(side: SideData, analysis: Analysis, steps: Steps, old: float | None) -> SideData:
+def _predict_again(side: SideData, analysis: AnalysisResult, steps: Steps, old: float | None) -> SideData:
     """``side`` with the graph prediction of ``analysis`` diagnosed on ``steps``, for one
     graph per step (re-cut steps count as inferred, whose headline prediction amortizes the
     graph's launch over many steps: its single-repeat figures are the ones for one graph)."""
@@ -131,7 +131,7 @@ def _predict_again(side: SideData, analysis: Analysis, steps: Steps, old: float 
 
 
 def align(
-    before: SideData, after: SideData, before_analysis: Analysis | None, after_analysis: Analysis | None
+    before: SideData, after: SideData, before_analysis: AnalysisResult | None, after_analysis: AnalysisResult | None
 ) -> tuple[SideData, SideData]:
     """Cut the smaller-step side again when the kernels per step differ by a whole
     multiple (see the module docstring). Returns the two sides, changed or not."""

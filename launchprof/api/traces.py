@@ -14,8 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from launchprof.analysis import Analysis, analyze_trace
-from launchprof.analysis.diagnose import Diagnosis, Recommendation, diagnose
+from launchprof.analysis import analyze_trace
+from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
@@ -99,7 +100,7 @@ def analyze(
     nsys: str | None = None,
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
-    steps_found: Callable[[Analysis], None] | None = None,
+    steps_found: Callable[[AnalysisResult], None] | None = None,
     memory: MallocTuning | None = None,
 ) -> TraceAnalysis:
     """Load and analyse an nsys trace.
@@ -114,18 +115,20 @@ def analyze(
             else the repeating range covering most GPU work, else graph launches, else
             the repeating kernel sequence; see :mod:`launchprof.analysis.steps`).
         steps_found: optional callback given the analysis once its steps are found,
-            before the diagnosis (the command line starts writing the step files then).
+            before the diagnosis (an :class:`~launchprof.analysis.result.AnalysisResult`
+            without ``diagnosis`` and ``recommendation``; the command line starts writing
+            the step files then).
         memory: malloc settings for loading, then for the analysis (the command line's
             :class:`~launchprof.malloc.MallocTuning`); default: the process's are left alone.
 
     Returns:
-        :class:`TraceAnalysis` (an :class:`~launchprof.analysis.Analysis`): ``verdict``,
-        ``recommendation``, ``steps`` (a DataFrame) and ``summary`` first; figures per device/process/stream in
-        ``devices``, launch figures in ``launches``, the DataFrames in ``trace``
-        (documented in :mod:`launchprof.trace.model`), and ``extra["steps"]``, a
-        :class:`~launchprof.analysis.steps.Steps`; ``extra["diagnosis"]`` and
-        ``extra["recommendation"]`` (:mod:`launchprof.analysis.diagnose`; its prediction
-        uses the user's calibration file when there is one:
+        :class:`TraceAnalysis` (an :class:`~launchprof.analysis.result.AnalysisResult`):
+        ``verdict``, ``recommendation``, ``steps`` (a DataFrame) and ``summary`` first;
+        figures per device/process/stream in ``devices``, launch figures in ``launches``,
+        the DataFrames in ``trace`` (documented in :mod:`launchprof.trace.model`),
+        ``found_steps``, a :class:`~launchprof.analysis.steps.Steps`; ``diagnosis`` and
+        ``recommendation`` (:mod:`launchprof.analysis.diagnose`; its prediction uses the
+        user's calibration file when there is one:
         :func:`launchprof.api.calibration.user_calibration`).
 
     Raises:
@@ -134,7 +137,7 @@ def analyze(
         StepError: ``step`` names an NVTX range that is not in the trace.
 
     With several ranks (device, process pairs with GPU work) or NCCL kernels,
-    ``extra["ranks"]`` holds the cross-rank view, a
+    ``ranks`` holds the cross-rank view, a
     :class:`~launchprof.analysis.ranks.CrossRank`.
     """
     sqlite = resolve_trace(path, nsys)
@@ -159,57 +162,45 @@ def _load(sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTu
     return trace
 
 
-@dataclass(frozen=True, repr=False, eq=False)
-class TraceAnalysis(Analysis):
-    """What :func:`analyze` returns: an :class:`~launchprof.analysis.Analysis` with the
-    answers a notebook asks for first, and a short ``repr``.
+@dataclass(frozen=True, repr=False, eq=False, kw_only=True)
+class TraceAnalysis(AnalysisResult):
+    """What :func:`analyze` returns: an :class:`~launchprof.analysis.result.AnalysisResult`
+    with the answers a notebook asks for first, and a short ``repr``.
 
-    Attributes (computed on first use):
+    Attributes (besides the result's ``recommendation``:
+    :class:`~launchprof.analysis.diagnose.Recommendation` (``convert``,
+    ``predicted_speedup``, ``break_even_iterations``, ``blockers``, ...), ``diagnosis``:
+    :class:`~launchprof.analysis.diagnose.Diagnosis` (``findings``, ``figures``,
+    ``reasons``), ``found_steps``, ``ranks``; computed on first use):
         verdict: ``launch-bound``, ``sync-bound``, ``host-bound``, ``gpu-bound`` or
             ``no-gpu-work`` (the steady steps'; README: Diagnosis), or None.
-        recommendation: :class:`~launchprof.analysis.diagnose.Recommendation`
-            (``convert``, ``predicted_speedup``, ``break_even_iterations``, ``blockers``,
-            ...), or None.
-        diagnosis: :class:`~launchprof.analysis.diagnose.Diagnosis` (``findings``,
-            ``figures``, ``reasons``), or None.
         steps: one row per step (a DataFrame, ns): the columns of ``steps.csv``
             (``step``, ``warmup``, ``period_ns``, ``kernels``, ``busy_ns``,
             ``host_wait_ns``, ...); for a trace without GPU work, its NVTX step ranges
             (``step``, ``start``, ``end``, ``duration_ns``, ``period_ns``); empty when
             there is no step.
         summary: the :class:`~launchprof.report.schema.Summary` (summary.json, as a
-            pydantic model; ``summary.headline`` holds the verdict's figures).
+            pydantic model; ``summary.headline``, a
+            :class:`~launchprof.report.schema.Headline`, holds the verdict's figures).
 
     In Jupyter the object shows as the report card (``_repr_html_``).
     """
 
     @property
     def verdict(self) -> str | None:
-        d = self.extra.get("diagnosis")
-        return None if d is None else str(d.verdict)
-
-    @property
-    def diagnosis(self) -> Diagnosis | None:
-        d = self.extra.get("diagnosis")
-        return d if isinstance(d, Diagnosis) else None
-
-    @property
-    def recommendation(self) -> Recommendation | None:
-        r = self.extra.get("recommendation")
-        return r if isinstance(r, Recommendation) else None
+        return None if self.diagnosis is None else str(self.diagnosis.verdict)
 
     @property
     def steps(self) -> pd.DataFrame:
-        found = self.extra.get("steps")
-        if found is not None and len(found.table):
+        found = self.found_steps
+        if len(found.table):
             from launchprof.analysis.side import STEP_COLUMNS
 
             columns = [c for c in STEP_COLUMNS if c in found.table.columns]
             return found.table[columns].copy()
         from launchprof.analysis.nvtx_steps import nvtx_steps
 
-        name = self.extra.get("step_name")
-        nvtx = nvtx_steps(self.trace.nvtx, name if isinstance(name, str) else None)
+        nvtx = nvtx_steps(self.trace.nvtx, self.step_name)
         return nvtx.table.copy() if nvtx is not None else pd.DataFrame(columns=["step", "warmup", "period_ns"])
 
     @property
@@ -219,21 +210,21 @@ class TraceAnalysis(Analysis):
         return self.cached("api-summary", lambda: build_summary(self))
 
     def __repr__(self) -> str:
-        head = self.summary.headline or {}
+        head = self.summary.headline
         name = Path(str(self.trace.path)).name
         parts = [f"{self.verdict or 'no diagnosis'}"]
-        if head.get("scope") == "steady steps" and head.get("period_p50_ns"):
-            parts.append(f"{head['steady_steps']} steady steps of {head['period_p50_ns'] / 1e3:,.1f} us")
-            parts.append(f"GPU busy {head['gpu_busy_ratio']:.0%}")
-        nvtx = head.get("nvtx_steps")
-        if nvtx:
-            parts.append(f"{nvtx['count']} NVTX '{nvtx['name']}' steps")
-        action = head.get("action")
-        if action in ("convert", "fix-blockers-then-convert") and head.get("expected_speedup"):
-            parts.append(f"{action}: {head['expected_speedup']:.2f}x expected")
-        elif action == "build-graph-once":
+        if head is None:
+            return f"<launchprof analysis of {name}: {', '.join(parts)}>"
+        if head.scope == "steady steps" and head.period_p50_ns:
+            parts.append(f"{head.steady_steps} steady steps of {head.period_p50_ns / 1e3:,.1f} us")
+            parts.append(f"GPU busy {head.gpu_busy_ratio or 0:.0%}")
+        if head.nvtx_steps:
+            parts.append(f"{head.nvtx_steps.count} NVTX '{head.nvtx_steps.name}' steps")
+        if head.action in ("convert", "fix-blockers-then-convert") and head.expected_speedup:
+            parts.append(f"{head.action}: {head.expected_speedup:.2f}x expected")
+        elif head.action == "build-graph-once":
             parts.append("build the graph once")
-        elif head.get("graphs"):
+        elif head.graphs:
             parts.append("already replays CUDA graphs")
         return f"<launchprof analysis of {name}: {', '.join(parts)}>"
 
@@ -243,44 +234,31 @@ class TraceAnalysis(Analysis):
         return render_card(self, self.summary)
 
 
-def _as_result(analysis: Analysis) -> TraceAnalysis:
-    """``analysis`` as a :class:`TraceAnalysis` (same fields, fresh derived-results cache)."""
-    if isinstance(analysis, TraceAnalysis):
-        return analysis
-    return TraceAnalysis(**{f.name: getattr(analysis, f.name) for f in dataclasses.fields(analysis) if f.init})
-
-
 def analyze_loaded(
     trace: Trace,
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
-    steps_found: Callable[[Analysis], None] | None = None,
+    steps_found: Callable[[AnalysisResult], None] | None = None,
 ) -> TraceAnalysis:
     """:func:`analyze` of a trace already loaded (:func:`~launchprof.trace.load_trace`,
     :func:`~launchprof.trace.arrowdir.load_arrowdir`); same arguments, result and errors
     (but for the file's)."""
     if progress:
         progress("analysing")
-    analysis = _as_result(analyze_trace(trace, bubble_threshold_ns))
-    if step is not None:
-        analysis.extra["step_name"] = step  # the summary's nvtx_steps of a trace without GPU work use it
+    analysis = analyze_trace(trace, bubble_threshold_ns)
     from launchprof.analysis.ranks import rank_view
 
     # Several ranks (processes with GPU work) or NCCL kernels: the cross-rank view.
     ranks = rank_view(analysis, step_name=step)
-    if ranks is not None:
-        analysis.extra["ranks"] = ranks
     if progress:
         progress("finding steps")
-    analysis.extra["steps"] = find_steps(analysis, step_name=step)
-    note = no_gpu_work_note(analysis.extra["steps"])
+    steps = find_steps(analysis, step_name=step)
+    note = no_gpu_work_note(steps)
     if note is not None:
         analysis.notes.append(note)
     if steps_found is not None:
-        steps_found(analysis)
+        steps_found(AnalysisResult.of(analysis, steps, step_name=step, ranks=ranks))
     calibration, source = user_calibration()
-    analysis.extra["diagnosis"], analysis.extra["recommendation"] = diagnose(
-        analysis, calibration=calibration, calibration_source=source
-    )
-    return analysis
+    diagnosis, recommendation = diagnose(analysis, steps, calibration=calibration, calibration_source=source)
+    return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from launchprof.analysis import Analysis
+from launchprof.analysis.result import AnalysisResult
 from launchprof.api import analyze
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
@@ -125,7 +126,7 @@ def _analyse_and_write(
     jobs: list[StepFilesJob] = []
     writers: list[FolderWriter] = []
 
-    def steps_found(found: Analysis) -> None:
+    def steps_found(found: AnalysisResult) -> None:
         # The step files do not depend on the diagnosis: a child process writes them into
         # the staging folder meanwhile (report.stepfiles.start_step_files).
         writers.append(open_report_folder(output, force))
@@ -184,12 +185,12 @@ def gate(summary: Any, failing: frozenset[str], min_speedup: float | None, err: 
     """``analyze``'s exit status for CI: 1 when the verdict is in ``failing`` or a CUDA
     Graph is expected to bring a gain (summary ``headline``'s ``expected_speedup`` above
     1) of at least ``min_speedup``; else 0. The reason goes to ``err`` in one line."""
-    head = summary.headline or {}
-    verdict = head.get("verdict")
+    head = summary.headline
+    verdict = None if head is None else head.verdict
     if verdict in failing:
         err.print(f"launchprof: verdict {verdict} is one of --fail-on", markup=False, soft_wrap=True)
         return 1
-    expected = head.get("expected_speedup")
+    expected = None if head is None else head.expected_speedup
     if min_speedup is not None and expected is not None and expected > 1 and expected >= min_speedup:
         err.print(
             f"launchprof: a CUDA Graph is expected to make a step {expected:.2f}x faster, at least --min-gain "

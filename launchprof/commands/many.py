@@ -37,7 +37,7 @@ from typing import Any
 
 from rich.console import Console
 
-from launchprof.analysis.ranks import CrossRank, cross_rank, find_ranks
+from launchprof.analysis.ranks import cross_rank, find_ranks
 from launchprof.commands.analyze import update_index
 from launchprof.commands.folders import trace_stem
 from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
@@ -109,8 +109,7 @@ def analyze_one(
         if not analysis.devices:
             # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
             return ReportResult(path, folder, [], "no CUDA activity in this trace (no kernel, memcpy or memset rows)")
-        view = analysis.extra.get("ranks")
-        ranks = view.ranks if isinstance(view, CrossRank) else find_ranks(analysis, step)
+        ranks = analysis.ranks.ranks if analysis.ranks is not None else find_ranks(analysis, step)
     except LaunchprofError as exc:
         return ReportResult(path, folder, [], str(exc))
     single = len(ranks) == 1

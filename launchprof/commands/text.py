@@ -16,9 +16,9 @@ def verdict_line(summary: Any) -> str | None:
     if not diag:
         return None
     line = f"verdict: {diag.verdict}"
-    ranks = getattr(summary, "ranks", None) or {}
-    if steps and int(ranks.get("count") or 0) > 1:
-        line += f" on GPU {steps.device_id} pid {steps.pid} of {ranks['count']} ranks"
+    ranks = summary.ranks
+    if steps and ranks is not None and ranks.count > 1:
+        line += f" on GPU {steps.device_id} pid {steps.pid} of {ranks.count} ranks"
     if steps and steps.period_p50_ns:
         line += f" (step period p50 {steps.period_p50_ns / 1e3:,.1f} us over {steps.steady} steady steps)"
     graphs = (diag.figures or {}).get("graph_launches_per_step_p50") or 0
@@ -58,8 +58,8 @@ def verdict_line(summary: Any) -> str | None:
         line += "; convert" if rec.convert else "; no conversion recommended"
         if rec.convert and blockers:
             line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''}"
-    bound = [r["rank"] for r in ranks.get("ranks") or [] if r.get("launch_bound")] if ranks else []
-    if int(ranks.get("count") or 0) > 1 and bound and diag.verdict != "launch-bound":
+    bound = [r.rank for r in ranks.ranks if r.launch_bound] if ranks is not None else []
+    if ranks is not None and ranks.count > 1 and bound and diag.verdict != "launch-bound":
         line += f"; launch-bound rank{'s' if len(bound) > 1 else ''}: {', '.join(map(str, bound))} (see the ranks)"
     return line
 
@@ -68,8 +68,8 @@ def steady_line(summary: Any) -> str | None:
     """The line after the verdict: what the steady steps show (GPU busy, waiting for the
     CPU), what is left to gain once graphs are in place, or, without GPU work, the NVTX
     step ranges."""
-    head = getattr(summary, "headline", None) or {}
-    nvtx = getattr(summary, "nvtx_steps", None)
+    head = summary.headline
+    nvtx = summary.nvtx_steps
     if not summary.devices and nvtx:
         n, period = nvtx.count, nvtx.period_p50_ns
         line = f"CPU only: {n} NVTX '{nvtx.name}' range{'s' if n != 1 else ''}"
@@ -78,15 +78,15 @@ def steady_line(summary: Any) -> str | None:
         return line
     if not summary.devices:
         return "CPU only, and no NVTX step range: mark your loop's body with `with launchprof.step():` to see its steps"
-    if head.get("scope") != "steady steps" or head.get("gpu_busy_ratio") is None:
+    if head is None or head.scope != "steady steps" or head.gpu_busy_ratio is None:
         return None
     line = (
-        f"steady steps: GPU busy {head['gpu_busy_ratio']:.1%} of each step, "
-        f"waiting for the CPU {head.get('host_wait_ratio') or 0:.1%}"
+        f"steady steps: GPU busy {head.gpu_busy_ratio:.1%} of each step, "
+        f"waiting for the CPU {head.host_wait_ratio or 0:.1%}"
     )
-    if head.get("graphs") and not head.get("rebuilt") and head.get("idle_bound_speedup"):
-        line += f"; left to gain: at most {head['idle_bound_speedup']:.2f}x by removing the remaining idle time"
-        if head.get("verdict") == "gpu-bound":
+    if head.graphs and not head.rebuilt and head.idle_bound_speedup:
+        line += f"; left to gain: at most {head.idle_bound_speedup:.2f}x by removing the remaining idle time"
+        if head.verdict == "gpu-bound":
             line += " (beyond that, only faster or fused kernels)"
         else:  # the GPU waits for the CPU between graph launches: host work outside the graphs
             line += " (the GPU waits for the CPU between graph launches: the findings give the work outside them)"

@@ -7,17 +7,18 @@ table); trace strings reach the page through jinja2 autoescaping or escaped figu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis import Analysis
-from launchprof.analysis.diagnose import Diagnosis, Recommendation, duration_histogram
+from launchprof.analysis.diagnose import Diagnosis, duration_histogram
+from launchprof.analysis.result import AnalysisResult
 from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render
 from launchprof.report.plainfig import Figure, bar, scatter
+from launchprof.report.schema import Headline
 
 MAX_STEP_BARS = 1_000
 
@@ -139,7 +140,7 @@ def nvtx_steps_figure(table: pd.DataFrame, name: str) -> Figure:
 
 
 def render_diagnosis(
-    analysis: Analysis, reasons: Sequence[str] | None = None, head: Mapping[str, Any] | None = None
+    analysis: AnalysisResult, reasons: Sequence[str] | None = None, head: Headline | None = None
 ) -> str:
     """The HTML of the diagnosis section ("" when the analysis has no diagnosis).
     ``reasons``: the verdict's reasons as the summary gives them (with several ranks it
@@ -148,11 +149,9 @@ def render_diagnosis(
     (:func:`launchprof.analysis.headline.headline`): what applies - no prediction,
     break-even or conversion code for steps that already replay graphs built once, no
     GPU figures without GPU work."""
-    d = analysis.extra.get("diagnosis")
-    r = analysis.extra.get("recommendation")
-    if not isinstance(d, Diagnosis) or not isinstance(r, Recommendation):
+    d, r = analysis.diagnosis, analysis.recommendation
+    if d is None or r is None:
         return ""
-    head = head or {}
     figs: list[EmbeddedFigure] = []
     if len(d.per_step):
         fig, drawn, total = per_step_figure(d)
@@ -175,15 +174,13 @@ def render_diagnosis(
     if d.verdict == "no-gpu-work":
         from launchprof.analysis.nvtx_steps import nvtx_steps
 
-        name = analysis.extra.get("step_name")
-        found = nvtx_steps(analysis.trace.nvtx, name if isinstance(name, str) else None)
+        found = nvtx_steps(analysis.trace.nvtx, analysis.step_name)
         if found is not None and len(found.table):
             nvtx_fig = embed(
                 nvtx_steps_figure(found.table, found.name),
                 "Each bar is one step range's length on the host (its NVTX push to pop).",
             )
-    steps = analysis.extra.get("steps")
-    settled = bool(head.get("graphs")) and not head.get("rebuilt")  # graphs built once: nothing to convert
+    settled = head is not None and head.graphs and not head.rebuilt  # graphs built once: nothing to convert
     code = [] if settled else snippets.choose(d, r)
     return render(
         "diagnosis.html.j2",
@@ -192,7 +189,7 @@ def render_diagnosis(
         head=head,
         settled=settled,
         reasons=list(reasons) if reasons is not None else list(d.reasons),
-        steps=steps,
+        steps=analysis.found_steps,
         figures=figs,
         nvtx_fig=nvtx_fig,
         code=code,
@@ -212,23 +209,22 @@ CARD_STYLE = """<style>
 </style>"""
 
 
-def render_card(analysis: Analysis, summary: Any) -> str:
+def render_card(analysis: AnalysisResult, summary: Any) -> str:
     """The report card alone (verdict, steady figures, prediction, findings; no charts or
     code), with its own styles: the HTML a notebook shows for an analysis."""
-    d = analysis.extra.get("diagnosis")
-    r = analysis.extra.get("recommendation")
-    if not isinstance(d, Diagnosis) or not isinstance(r, Recommendation):
+    d, r = analysis.diagnosis, analysis.recommendation
+    if d is None or r is None:
         return '<div class="launchprof-card"><p>No diagnosis.</p></div>'
-    head = summary.headline or {}
+    head = summary.headline
     reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     body = render(
         "diagnosis.html.j2",
         d=d,
         r=r,
         head=head,
-        settled=bool(head.get("graphs")) and not head.get("rebuilt"),
+        settled=head is not None and head.graphs and not head.rebuilt,
         reasons=list(reasons) if reasons is not None else list(d.reasons),
-        steps=analysis.extra.get("steps"),
+        steps=analysis.found_steps,
         figures=[],
         nvtx_fig=None,
         code=[],

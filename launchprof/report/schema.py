@@ -5,9 +5,9 @@ Schema id: ``launchprof.summary/1``. All durations are integer or float nanoseco
 ``busy_ns + idle_ns == span_ns`` and ``host_wait_ns <= idle_ns`` for every device,
 process and stream. Later stages add optional sections: ``steps`` (:class:`StepsSection`),
 ``nvtx_steps`` (:class:`NvtxStepsSection`), ``diagnosis`` (:class:`DiagnosisSection`),
-``recommendation`` (:class:`RecommendationSection`), ``baseline`` (:class:`Baseline`) and
-``workload`` (:class:`Workload`) are typed; ``headline`` (a dict in the Python API too)
-and ``ranks`` are still free-form objects documented in docs/reference.md. Numbers the
+``recommendation`` (:class:`RecommendationSection`), ``headline`` (:class:`Headline`),
+``ranks`` (:class:`RanksSection`), ``baseline`` (:class:`Baseline`) and ``workload``
+(:class:`Workload`); docs/reference.md says what each key means. Numbers the
 analysis gives as int or float are typed ``int | float`` (:data:`Number`): each keeps its
 type, so the JSON text is the analysis' own.
 """
@@ -275,10 +275,110 @@ class Baseline(_Model):
         return data
 
 
+class HeadlineNvtxSteps(_Model):
+    """The headline's view of a trace without GPU work: its NVTX step ranges (from
+    :class:`NvtxStepsSection`; ns)."""
+
+    name: str
+    count: int = Field(ge=0)
+    period_p50_ns: Number | None
+    duration_p50_ns: Number | None
+
+
+class Headline(_Model):
+    """The ``headline`` section: the verdict first, over the steady steps
+    (:func:`launchprof.analysis.headline.headline`; docs/reference.md, summary.json)."""
+
+    verdict: str = Field(description="the diagnosis' verdict")
+    scope: Literal["steady steps", "whole trace"] = Field(description="whole trace: no step was found")
+    steady_steps: int = Field(ge=0)
+    warmup_steps: int = Field(ge=0)
+    period_p50_ns: float | None = Field(ge=0)
+    gpu_busy_ratio: float | None = Field(ge=0)
+    host_wait_ratio: float | None = Field(ge=0)
+    graphs: bool = Field(description="the steady steps replay CUDA graphs (a graph launch a step or more)")
+    rebuilt: bool = Field(description="and instantiate or update them every step")
+    action: Literal["convert", "fix-blockers-then-convert", "build-graph-once", "none"]
+    expected_speedup: float | None = Field(description="None without a prediction")
+    break_even_iterations: Number | None = Field(description="None when there is nothing to convert")
+    idle_bound_speedup: float | None = Field(description="step period / GPU busy time")
+    nvtx_steps: HeadlineNvtxSteps | None
+
+
+class RankEntry(_Model):
+    """One rank of the ``ranks`` section (:meth:`launchprof.analysis.ranks.CrossRank.to_dict`):
+    its process on its device (ns, ratios 0..1) and its steps."""
+
+    rank: int = Field(ge=0)
+    label: str
+    path: str | None = Field(description="the report the rank comes from (None inside one trace)")
+    device_id: int
+    pid: int
+    name: str | None
+    kernels: int = Field(ge=0)
+    span_ns: int = Field(ge=0)
+    busy_ns: int = Field(ge=0)
+    utilization: Number = Field(ge=0, le=1)
+    host_wait_ns: int = Field(ge=0)
+    cpu_bound_ratio: Number = Field(ge=0, le=1)
+    comm_kernels: int = Field(ge=0)
+    comm_busy_ns: int = Field(ge=0)
+    comm_exposed_ns: int
+    comm_ratio: Number = Field(ge=0, le=1, description="comm_busy_ns / span_ns")
+    step_source: str
+    steps: int = Field(ge=0)
+    warmup: int = Field(ge=0)
+    steady_host_wait_ratio: float | None
+    launch_bound: bool
+    period_p50_ns: float | None
+    work_p50_ns: float | None
+    comm_exposed_p50_ns: float | None
+    straggler_steps: int = Field(ge=0)
+    slowest_steps: int = Field(ge=0)
+
+
+class Straggler(_Model):
+    """A (step, rank) whose work exceeds ``straggler_factor`` times the step's median (ns)."""
+
+    step: int
+    rank: int
+    work_ns: float
+    median_work_ns: float
+    ratio: float
+
+
+class RankSteps(_Model):
+    """The aligned steps, one list entry per step (ns)."""
+
+    step: list[int]
+    slowest_rank: list[int]
+    median_work_ns: list[float]
+    max_work_ns: list[float]
+    stragglers: list[int]
+
+
+class RanksSection(_Model):
+    """The ``ranks`` section (:meth:`launchprof.analysis.ranks.CrossRank.to_dict`): the
+    cross-rank view of a trace with several ranks or NCCL kernels, steps aligned by index
+    (:mod:`launchprof.analysis.ranks` gives the definitions and thresholds)."""
+
+    count: int = Field(ge=0)
+    straggler_factor: float
+    launch_bound_ratio: float
+    comm_prefix: str
+    ranks: list[RankEntry]
+    launch_bound_ranks: list[int]
+    most_launch_bound_rank: int | None
+    aligned_steps: int = Field(ge=0)
+    straggler_count: int = Field(ge=0)
+    stragglers: list[Straggler] = Field(description="the first 50 at most")
+    per_step: RankSteps
+
+
 class Summary(_Model):
     schema_: str = Field(default=SUMMARY_SCHEMA, alias="schema")
     # The verdict first (launchprof.analysis.headline): what the steady steps say.
-    headline: dict[str, Any] | None = None
+    headline: Headline | None = None
     trace: TraceInfo
     devices: list[DeviceSummary]
     launches: Launches
@@ -288,7 +388,7 @@ class Summary(_Model):
     steps: StepsSection | None = None
     diagnosis: DiagnosisSection | None = None
     recommendation: RecommendationSection | None = None
-    ranks: dict[str, Any] | None = None
+    ranks: RanksSection | None = None
     baseline: Baseline | None = None
     workload: Workload | None = None
     files: dict[str, str] | None = Field(default=None, description="SHA-256 (hex) of each step file written beside")

@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis import Analysis
+from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.side import STEP_COLUMNS, side_from_analysis
-from launchprof.analysis.steps import Steps
 from launchprof.errors import OutputError
 
 if TYPE_CHECKING:
@@ -70,13 +69,10 @@ def _int_csv(frame: pd.DataFrame) -> str:
     return header + sink.getvalue().to_pybytes().decode("utf-8")
 
 
-def step_file_texts(analysis: Analysis) -> dict[str, str]:
-    """The step files of ``analysis`` (its ``extra["steps"]``), name -> text; empty when
+def step_file_texts(analysis: AnalysisResult) -> dict[str, str]:
+    """The step files of ``analysis`` (its ``found_steps``), name -> text; empty when
     no steps were found."""
-    steps = analysis.extra.get("steps")
-    if not isinstance(steps, Steps):
-        return {}
-    side = side_from_analysis(analysis, steps)
+    side = side_from_analysis(analysis, analysis.found_steps)
     if side.table is None:
         return {}
     table = side.table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
@@ -88,8 +84,8 @@ def step_file_texts(analysis: Analysis) -> dict[str, str]:
     return texts
 
 
-def write_step_files(analysis: Analysis, folder: Path) -> None:
-    """Write the step files of ``analysis`` (its ``extra["steps"]``) into ``folder``;
+def write_step_files(analysis: AnalysisResult, folder: Path) -> None:
+    """Write the step files of ``analysis`` (its ``found_steps``) into ``folder``;
     nothing when no steps were found. Step files of an earlier report there that this one
     does not have are removed (:func:`drop_other_step_files`).
 
@@ -209,7 +205,7 @@ class StepFilesJob:
 class _InProcessJob(StepFilesJob):
     """The same, done here (no fork): the texts now, the files on commit."""
 
-    def __init__(self, analysis: Analysis, folder: Path) -> None:
+    def __init__(self, analysis: AnalysisResult, folder: Path) -> None:
         self._folder = folder
         self._texts = step_file_texts(analysis)
 
@@ -225,7 +221,7 @@ class _InProcessJob(StepFilesJob):
             drop_other_step_files(self._folder, self._texts)
 
 
-def start_step_files(analysis: Analysis, folder: Path) -> StepFilesJob:
+def start_step_files(analysis: AnalysisResult, folder: Path) -> StepFilesJob:
     """Make the step files of ``analysis`` in a forked child process, so that they are
     computed while this process goes on with the diagnosis (about 0.2 s of a 150k-kernel
     trace's 1.3 s, on a second CPU); the child also makes the report page's device

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from launchprof.analysis import Analysis
 from launchprof.analysis.headline import headline
 from launchprof.analysis.nvtx_steps import nvtx_steps
-from launchprof.analysis.steps import Steps, step_stats
+from launchprof.analysis.result import AnalysisResult
+from launchprof.analysis.steps import step_stats
 from launchprof.analysis.timeline import TimelineFigures
 from launchprof.report.html import printable
 from launchprof.report.schema import (
     Bubbles,
     DeviceSummary,
+    DiagnosisSection,
+    Headline,
     HistogramBin,
     Launches,
+    NvtxStepsSection,
     ProcessSummary,
+    RanksSection,
+    RecommendationSection,
+    StepsSection,
     StreamSummary,
     Summary,
     TraceInfo,
@@ -46,7 +53,7 @@ def _figures(f: TimelineFigures) -> dict[str, Any]:
     }
 
 
-def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
+def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Summary:
     """The summary document of ``analysis``.
 
     Args:
@@ -69,23 +76,18 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
         )
         for d in analysis.devices
     ]
-    extra: dict[str, Any] = {}
-    for key in ("steps", "diagnosis", "recommendation", "ranks"):
-        value = analysis.extra.get(key)
-        if isinstance(value, Steps):
-            extra[key] = step_stats(value)
-        elif value is not None:
-            extra[key] = value.to_dict() if hasattr(value, "to_dict") else value
+    steps = step_stats(analysis.found_steps)
+    diagnosis = None if analysis.diagnosis is None else analysis.diagnosis.to_dict()
+    recommendation = None if analysis.recommendation is None else analysis.recommendation.to_dict()
+    ranks = None if analysis.ranks is None else analysis.ranks.to_dict()
+    nvtx = None
     if not devices:  # no GPU step to judge: the NVTX step ranges say what the host did
-        found = nvtx_steps(trace.nvtx, _step_name(analysis))
+        found = nvtx_steps(trace.nvtx, analysis.step_name)
         if found is not None:
-            extra["nvtx_steps"] = found.to_dict()
-    scope = rank_scope(extra.get("steps"), extra.get("ranks"))
-    if scope and isinstance(extra.get("diagnosis"), dict):
-        extra["diagnosis"] = {**extra["diagnosis"], "reasons": [*extra["diagnosis"].get("reasons", []), scope]}
-    extra["headline"] = headline(
-        extra.get("steps"), extra.get("diagnosis"), extra.get("recommendation"), extra.get("nvtx_steps")
-    )
+            nvtx = found.to_dict()
+    scope = rank_scope(steps, ranks)
+    if scope and diagnosis is not None:
+        diagnosis = {**diagnosis, "reasons": [*diagnosis.get("reasons", []), scope]}
     return Summary(
         trace=TraceInfo(
             path=printable(trace_path if trace_path is not None else str(trace.path)),
@@ -97,14 +99,25 @@ def build_summary(analysis: Analysis, trace_path: str | None = None) -> Summary:
         processes_without_gpu=analysis.processes_without_gpu,
         nvtx_ranges_lost=analysis.nvtx_ranges_lost,
         notes=analysis.notes,
-        **extra,
+        headline=summary_headline(steps, diagnosis, recommendation, nvtx),
+        steps=StepsSection.model_validate(steps),
+        diagnosis=None if diagnosis is None else DiagnosisSection.model_validate(diagnosis),
+        recommendation=None if recommendation is None else RecommendationSection.model_validate(recommendation),
+        ranks=None if ranks is None else RanksSection.model_validate(ranks),
+        nvtx_steps=None if nvtx is None else NvtxStepsSection.model_validate(nvtx),
     )
 
 
-def _step_name(analysis: Analysis) -> str | None:
-    """The ``--step`` name the analysis was asked for (kept in ``extra``), else None."""
-    name = analysis.extra.get("step_name")
-    return name if isinstance(name, str) else None
+def summary_headline(
+    steps: Mapping[str, Any] | None,
+    diagnosis: Mapping[str, Any] | None,
+    recommendation: Mapping[str, Any] | None,
+    nvtx_steps: Mapping[str, Any] | None,
+) -> Headline | None:
+    """The ``headline`` section of the summary whose sections (as dicts) these are
+    (:func:`launchprof.analysis.headline.headline`); None without a diagnosis."""
+    head = headline(steps, diagnosis, recommendation, nvtx_steps)
+    return None if head is None else Headline.model_validate(head)
 
 
 def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> str | None:

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from launchprof.analysis import Analysis
+from launchprof.analysis.result import AnalysisResult
 from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
 from launchprof.report.schema import Baseline, RecommendationSection, Summary, Workload
 from launchprof.report.stepfiles import STEP_FILES, step_file_texts
-from launchprof.report.summary import build_summary
+from launchprof.report.summary import build_summary, summary_headline
 
 REPORT_FILES = ("summary.json", "report.html")
 # Every file a report run writes: one not written this time is removed on commit.
@@ -94,7 +95,7 @@ def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
 
 
 def write_report(
-    analysis: Analysis,
+    analysis: AnalysisResult,
     folder: Path,
     force: bool = False,
     trace_path: str | None = None,
@@ -130,7 +131,7 @@ def write_report(
 
 
 def render_files(
-    analysis: Analysis,
+    analysis: AnalysisResult,
     trace_path: str | None = None,
     baseline: Any = None,
     device_figures: list[EmbeddedFigure] | None = None,
@@ -154,7 +155,7 @@ def render_files(
         regions = None
         if isinstance(baseline, RegionRuns):
             found = trace_regions(analysis.trace.api)
-            regions = (region_step_count(found, analysis.extra["steps"].table), len(found))
+            regions = (region_step_count(found, analysis.found_steps.table), len(found))
         steps = None if summary.steps is None else summary.steps.model_dump()
         diagnosis = summary.diagnosis
         rec = None if summary.recommendation is None else summary.recommendation.model_dump()
@@ -166,12 +167,10 @@ def render_files(
             diagnosis.verdict if diagnosis is not None else None,
             float((diagnosis.thresholds if diagnosis is not None else {}).get("min_speedup") or 1.25),
         )
-        from launchprof.analysis.headline import headline
-
         # The recommendation may have changed: the headline follows it.
         nvtx = None if summary.nvtx_steps is None else summary.nvtx_steps.model_dump()
         summary.recommendation = None if rec is None else RecommendationSection.model_validate(rec)
-        summary.headline = headline(steps, None if diagnosis is None else diagnosis.model_dump(), rec, nvtx)
+        summary.headline = summary_headline(steps, None if diagnosis is None else diagnosis.model_dump(), rec, nvtx)
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     page = render_report(
