@@ -36,8 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-STEP_DOMAIN = "launchprof"
-STEP_NAME = "step"
+from launchprof.defaults import STEP_DOMAIN, STEP_NAME
 
 F = TypeVar("F", bound=Callable[..., Any])
 

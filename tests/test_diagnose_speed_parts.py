@@ -228,5 +228,5 @@ def test_kernels_per_step_match_a_groupby_of_the_names(real_trace, name: str) ->
             "gpu_ns_per_step": grouped["dur"].sum() / max(len(steady), 1),
         }
     )
-    got = side._step_kernels(a, side._kernel_rows(a, device), act_step, steady)
+    got = side.step_kernels(a, side.kernel_rows_of(a, device), act_step, steady)
     pd.testing.assert_frame_equal(got, expected.reset_index(), check_dtype=False)

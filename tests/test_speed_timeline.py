@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracebuilder import TraceBuilder
 
-from launchprof.analysis.core import _row_groups
+from launchprof.analysis.core import row_groups
 from launchprof.analysis.launches import shorter_ratio_arrays
 from launchprof.analysis.timeline import NO_CALL, corr_key, key_order, lookup_end
 from launchprof.trace import Trace, load_trace
@@ -33,7 +33,7 @@ def test_row_groups_are_a_sorted_groupby(rows: list[tuple[int, int]]) -> None:
     frame = pd.DataFrame({"pid": pid, "stream_id": stream})
     for keys, cols in ((["pid"], [pid]), (["pid", "stream_id"], [pid, stream])):
         expected = frame.groupby(keys, sort=True).indices
-        got = _row_groups(cols)
+        got = row_groups(cols)
         assert [k for k, _ in got] == [tuple(int(v) for v in (k if isinstance(k, tuple) else (k,))) for k in expected]
         for (_, rows_got), rows_expected in zip(got, expected.values(), strict=True):
             whole = np.arange(len(frame))
@@ -217,7 +217,7 @@ def test_row_groups_with_more_key_combinations_than_a_table_holds() -> None:
     stream = rng.integers(0, 2**20, 3000).astype(np.int64)
     frame = pd.DataFrame({"pid": pid, "stream_id": stream})
     expected = frame.groupby(["pid", "stream_id"], sort=True).indices
-    got = _row_groups([pid, stream])
+    got = row_groups([pid, stream])
     assert [k for k, _ in got] == [tuple(int(v) for v in k) for k in expected]
     assert all(r.tolist() == e.tolist() for (_, r), e in zip(got, expected.values(), strict=True))
 

@@ -123,7 +123,7 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return distinct, code, counts
 
 
-def _row_groups(columns: list[np.ndarray]) -> list[tuple[tuple[int, ...], np.ndarray | None]]:
+def row_groups(columns: list[np.ndarray]) -> list[tuple[tuple[int, ...], np.ndarray | None]]:
     """(key, rows) per distinct value of the key ``columns`` (equal-length int arrays), in
     key order (as a sorted groupby); ``rows`` are ascending positions, None when the
     group holds every row."""
@@ -239,11 +239,11 @@ def _device_figures(
 
     processes = [
         ProcessFigures(key[0], names.get(key[0]), whole if rows is None else figures(rows))
-        for key, rows in _row_groups([pid])
+        for key, rows in row_groups([pid])
     ]
     streams = [
         StreamFigures(key[0], key[1], whole if rows is None else figures(rows))
-        for key, rows in _row_groups([pid, dev["stream_id"].to_numpy()])
+        for key, rows in row_groups([pid, dev["stream_id"].to_numpy()])
     ]
     return whole, processes, streams
 

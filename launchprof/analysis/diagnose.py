@@ -40,9 +40,6 @@ import pandas as pd
 from launchprof.analysis import findings as F
 from launchprof.analysis import stepshapes
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.durations import (
-    duration_histogram as duration_histogram,  # report.diagnosis imports it from here
-)
 from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import Expectation, expect
 from launchprof.analysis.findings import Finding

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.marker import STEP_NAME
+from launchprof.defaults import STEP_NAME
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from launchprof.analysis.arrays import row_codes
 from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.stepdata import _member
+from launchprof.analysis.stepdata import step_member
 from launchprof.analysis.steps import Steps, step_stats
 from launchprof.analysis.timeline import corr_key
 from launchprof.trace.model import text
@@ -169,7 +169,7 @@ class SideData:
         return dataclasses.replace(self, notes=self.notes + tuple(notes))
 
 
-def _kernel_rows(analysis: Analysis, device: DeviceAnalysis) -> np.ndarray:
+def kernel_rows_of(analysis: Analysis, device: DeviceAnalysis) -> np.ndarray:
     """Per row of ``device.activity``: the position in ``analysis.trace.kernels`` of its
     kernel (-1 for non-kernel rows). Kernel rows of the activity are the device's kernels
     in stable (start, end) order (see :meth:`~launchprof.trace.Trace.gpu_activity`), so
@@ -221,7 +221,7 @@ def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
     """
     act = device.activity
     kern = analysis.trace.kernels
-    at = _kernel_rows(analysis, device)
+    at = kernel_rows_of(analysis, device)
     is_kernel = at >= 0
     rows = at[is_kernel]
     names = np.full(len(act), None, dtype=object)
@@ -255,16 +255,16 @@ def _graph_submitted(analysis: Analysis, act: pd.DataFrame) -> np.ndarray:
     return np.isin(corr_key(act["pid"].to_numpy(), act["correlation_id"].to_numpy()), keys)
 
 
-def _step_kernels(
+def step_kernels(
     analysis: Analysis, kernel_rows: np.ndarray, act_step: np.ndarray, steady_steps: np.ndarray
 ) -> pd.DataFrame:
     """Mean count (``per_step``) and mean summed duration (``gpu_ns_per_step``, ns) per
     steady step of each (name, grid, block) among the kernels of steady
-    steps (``kernel_rows``: :func:`_kernel_rows`), sorted by :data:`KERNEL_KEY`. Counted
+    steps (``kernel_rows``: :func:`kernel_rows_of`), sorted by :data:`KERNEL_KEY`. Counted
     per distinct (name id, grid, block) first, then grouped by name text (ids sharing a
     text are one name), as a groupby over every kernel row would."""
     kern = analysis.trace.kernels
-    rows = kernel_rows[_member(act_step, steady_steps) & (kernel_rows >= 0)]
+    rows = kernel_rows[step_member(act_step, steady_steps) & (kernel_rows >= 0)]
     config = {c: _int_column(kern[c], rows) for c in KERNEL_KEY[1:]}
     name_id = kern["name_id"].to_numpy()[rows]
     codes = row_codes([name_id, *config.values()])
@@ -393,7 +393,7 @@ def side_from_analysis(analysis: AnalysisResult, steps: Steps, path: str | None 
     if steps.source == "none" or device is None:
         return SideData(table=None, kernels=None, sample=None, sample_step=None, **common)
     act_step = steps.activity_step.to_numpy()
-    kernel_rows = _kernel_rows(analysis, device)
+    kernel_rows = kernel_rows_of(analysis, device)
     graph_rows = _graph_submitted(analysis, device.activity) & (kernel_rows >= 0)
     graph_execs = (device.activity["kind"] == "graph").to_numpy()
     stepped = act_step >= 0
@@ -407,7 +407,7 @@ def side_from_analysis(analysis: AnalysisResult, steps: Steps, path: str | None 
     table = steps.table.assign(graph_kernels=per_step(graph_rows), graph_execs=per_step(graph_execs))
     table = table.loc[:, list(STEP_COLUMNS)].reset_index(drop=True)
     steady = steps.steady
-    kernels = _step_kernels(analysis, kernel_rows, act_step, steady["step"].to_numpy())
+    kernels = step_kernels(analysis, kernel_rows, act_step, steady["step"].to_numpy())
     rep = _representative(steady)
     notes: tuple[str, ...] = ()
     sample = None

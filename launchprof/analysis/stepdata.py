@@ -428,9 +428,6 @@ def step_member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return table[(values if low >= -1 else np.maximum(values, -1)) + 1]
 
 
-_member = step_member  # the name launchprof.analysis.side imports (issue 18: its owner moves to step_member)
-
-
 def take_rows(
     frame: pd.DataFrame, rows: np.ndarray, index: pd.Index | None = None, extra: dict[str, Any] | None = None
 ) -> pd.DataFrame:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.side import KERNEL_KEY, OPTIONAL_STEP_COLUMNS, SAMPLE_COLUMNS, STEP_COLUMNS, SideData
+from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError
 from launchprof.report.stepfiles import STEP_FILES
 
@@ -238,7 +239,11 @@ def _side_from_folder(folder: Path) -> SideData:
     inst_p50 = _opt(launches, "graph_instantiate_p50_ns")
     if inst and inst_p50 is not None and inst > 1:
         notes.append(f"{folder}: instantiation time estimated as {inst} x the median instantiate call")
-    threshold = devices[0].get("bubbles", {}).get("threshold_ns", 1000) if devices else 1000
+    threshold = (
+        devices[0].get("bubbles", {}).get("threshold_ns", DEFAULT_BUBBLE_THRESHOLD_NS)
+        if devices
+        else DEFAULT_BUBBLE_THRESHOLD_NS
+    )
     marker = str(stats.get("name") or "step").rpartition(":")[2] if stats.get("source") == "nvtx" else "step"
     unprofiled = _baseline_periods(folder, summary.get("baseline"), table, marker, notes)
     rec = summary.get("recommendation")

@@ -84,7 +84,8 @@ def run_baselines(
     always runs); when no run recorded a step but some timed a profiler region, the regions
     instead (:class:`launchprof.analysis.baseline.RegionRuns`)."""
     from launchprof.analysis.baseline import RegionRuns
-    from launchprof.marker import STEP_NAME, STEP_TIMES_ENV
+    from launchprof.defaults import STEP_NAME
+    from launchprof.marker import STEP_TIMES_ENV
     from launchprof.trace.steptimes import StepTimesError, read_step_times, region_step_times, run_files
 
     argv = baseline_argv(work.argv)

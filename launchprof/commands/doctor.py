@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from launchprof.defaults import STEP_DOMAIN
 from launchprof.errors import LaunchprofError
-from launchprof.marker import STEP_DOMAIN
 from launchprof.nsys import importer as imp
 from launchprof.nsys.locate import NsysInfo, find_importer, nsys_info, nsys_own_importer
 from launchprof.nsys.profile import PROFILE_FLAGS, profile_options, record_quietly

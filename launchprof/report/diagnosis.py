@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.diagnose import Diagnosis, duration_histogram
+from launchprof.analysis.diagnose import Diagnosis
+from launchprof.analysis.durations import duration_histogram
 from launchprof.analysis.result import AnalysisResult
 from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from launchprof.defaults import STEP_DOMAIN
 from launchprof.errors import LaunchprofError
-from launchprof.marker import STEP_DOMAIN
 from launchprof.profiler_region import REGION_NAME
 from launchprof.trace.columns import ro_uri
 

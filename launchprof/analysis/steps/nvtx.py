@@ -12,7 +12,7 @@ from launchprof.analysis.arrays import segment_cummax, take
 from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps.link import Link, activity_from_api
 from launchprof.analysis.steps.model import Assignment, StepError
-from launchprof.marker import STEP_DOMAIN, STEP_NAME
+from launchprof.defaults import STEP_DOMAIN, STEP_NAME
 
 MIN_REPEATS = 3
 MIN_RANGE_COVER = 0.5
