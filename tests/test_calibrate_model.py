@@ -96,7 +96,7 @@ def test_amortized_step() -> None:
         (1000, 300, 200, 10),  # 1000 / 100 = 10 exactly: not rounded up to 11
         (1001, 300, 200, 11),
         (999, 300, 200, 10),
-        (500_000, 310_000, 72_000, 3),  # DOMAIN.md's demo: 0.5 ms / 238 us = 2.1 -> 3
+        (500_000, 310_000, 72_000, 3),  # the demo's figures: 0.5 ms / 238 us = 2.1 -> 3
         (0, 300, 200, 0),
         (1000, 200, 200, None),  # no saving: never pays back
         (1000, 100, 200, None),  # graph step longer

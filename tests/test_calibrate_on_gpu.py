@@ -37,7 +37,7 @@ def test_medians_are_positive_and_queued_back_to_back(calibration: dict) -> None
     assert med["stream_kernel_interval_ns"] >= med["stream_kernel_gap_ns"]
     assert med["graph_node_interval_ns"] >= med["graph_node_gap_ns"]
     assert med["graph_launch_interval_ns"] >= med["graph_launch_gap_ns"]
-    assert calibration["duration_s"] < 60  # issue 6: under a minute
+    assert calibration["duration_s"] < 60  # calibrate promises under a minute
 
 
 def test_instantiation_grows_with_nodes(calibration: dict) -> None:  # type: ignore[type-arg]

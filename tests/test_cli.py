@@ -82,7 +82,7 @@ def test_default_output_is_reports_slash_stem(tmp_path: Path, monkeypatch: pytes
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["analyze", str(trace)])
     assert result.exit_code == 0, result.output
-    # Only the trace suffix is cut (issue 17: run.v1.sqlite and run.v2.sqlite both went to reports/run).
+    # Only the trace suffix is cut (run.v1.sqlite and run.v2.sqlite both went to reports/run).
     assert {p.name for p in (tmp_path / "reports" / "my.trace").iterdir()} == REPORT_FILES
 
 
@@ -199,7 +199,7 @@ def test_trace_without_gpu_activity_still_writes_what_it_can(make, tmp_path: Pat
     assert summary["devices"] == []
     page = (out / "report.html").read_text()
     assert '<strong id="verdict">no-gpu-work</strong>' in page and "holds no kernel, copy or memset" in page
-    assert "<h2>GPU time" not in page  # no empty GPU table (issue 19)
+    assert "<h2>GPU time" not in page  # no empty GPU table
 
 
 def test_empty_kernel_table_names_the_process_without_gpu(tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     assert summary["trace"]["path"] == str(trace)
     assert summary["devices"][0]["kernels"] == 10801
-    # The span printed is first to last GPU activity (DOMAIN.md), counted here by SQL.
+    # The span printed is first to last GPU activity (docs/metrics.md), counted here by SQL.
     con = sqlite3.connect(":memory:")
     con.deserialize(lzma.decompress(trace.read_bytes()))
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -232,7 +232,7 @@ def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     union = " UNION ALL ".join(f"SELECT start s, end e FROM CUPTI_ACTIVITY_KIND_{t}" for t in activity)
     first, last = con.execute(f"SELECT min(s), max(e) FROM ({union})").fetchone()
     assert f"GPU 0, whole trace (incl. start-up): 10801 kernels over {(last - first) / 1e9:.3f} s," in proc.stdout
-    assert proc.stdout.startswith("verdict: launch-bound")  # the verdict first (issue 19)
+    assert proc.stdout.startswith("verdict: launch-bound")  # the verdict first
     assert trace.exists()
     again = _installed("analyze", str(trace), cwd=tmp_path)
     assert again.returncode != 0

@@ -133,7 +133,7 @@ def test_a_long_trace_name_gets_a_shorter_default_folder(real_trace, tmp_path: P
 def test_a_read_only_parent_folder_does_not_fail_the_report(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A writable output folder under a read-only one (a cluster's /scratch/$USER): the
     report was written, then the index beside it failed the command (breaker)."""
-    # reports/ of the working folder: the one folder launchprof keeps an index in (issue 19)
+    # reports/ of the working folder: the one folder launchprof keeps an index in
     parent, sub = tmp_path / "reports", tmp_path / "reports" / "sub"
     parent.mkdir()
     mounted: list[Path] = []

@@ -158,9 +158,9 @@ def test_mlp_eager_is_launch_bound_and_the_graph_prediction_is_near_mlp_graph(re
     d, r = a.diagnosis, a.recommendation
     assert d.verdict == "launch-bound"
     assert d.figures["kernels_per_step_p50"] == 36
-    assert d.figures["period_p50_ns"] == pytest.approx(788_000, rel=0.03)  # DOMAIN.md: 788 us
+    assert d.figures["period_p50_ns"] == pytest.approx(788_000, rel=0.03)  # tests/data/traces/README.md: 788 us
     assert r.convert
-    # Measured: 788 us per eager step vs 103 us per replay under nsys (DOMAIN.md) = 7.65x.
+    # Measured: 788 us per eager step vs 103 us per replay under nsys (tests/data/traces/README.md) = 7.65x.
     measured = 788_000 / 103_000
     assert r.predicted_speedup == pytest.approx(measured, rel=0.25)
     assert r.break_even_iterations is not None and 1 <= r.break_even_iterations <= 5
@@ -174,7 +174,7 @@ def test_demo_a_is_launch_bound_with_inferred_steps(real_trace) -> None:  # type
     assert a.found_steps.source == "inferred"
     assert d.verdict == "launch-bound" and r.convert
     assert any("inferred" in s for s in r.assumptions)
-    # Measured under nsys: 517 us per 75-kernel step vs 95 us per graph (DOMAIN.md) = 5.44x.
+    # Measured under nsys: 517 us per 75-kernel step vs 95 us per graph (tests/data/traces/README.md) = 5.44x.
     assert r.predicted_speedup == pytest.approx(517 / 95, rel=0.25)
 
 

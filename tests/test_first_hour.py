@@ -1,4 +1,4 @@
-"""A new user's first hour (issue 19): the verdict first, from the steady steps; a CLI for
+"""A new user's first hour: the verdict first, from the steady steps; a CLI for
 scripts and CI (``--json``, ``-q``, ``--fail-on``, ``--min-gain``, ``-o -``); the index only
 in the reports folder launchprof owns; Dask only when it pays; the Python API."""
 
@@ -205,7 +205,7 @@ def test_dask_only_when_it_pays(tmp_path: Path) -> None:
     small = _sized(tmp_path, 2, 2)
     (tmp_path / "many").mkdir()
     many = _sized(tmp_path / "many", 16, big / 16)
-    assert not use_dask(small, None, cpus=2)  # issue 19: 8.2 s on Dask vs 2.7 s serial on 2 cores
+    assert not use_dask(small, None, cpus=2)  # measured: 8.2 s on Dask vs 2.7 s serial on 2 cores
     assert not use_dask(small, None, cpus=16)  # small traces: the start-up costs more than it saves
     assert not use_dask(many, None, cpus=2)  # no free cores
     assert use_dask(many, None, cpus=16)

@@ -1,4 +1,4 @@
-"""The pages of issue 19 in a real headless Chromium at 800 and 1300 px: nothing overflows
+"""The pages of a first hour in a real headless Chromium at 800 and 1300 px: nothing overflows
 the window, no number wraps in the middle, the per-step chart keeps every marker inside its
 plot, the duration histogram has no long empty tail and one label format.
 

@@ -1,7 +1,7 @@
 """Finding nsys and its QdstrmImporter, and the importer's failure messages.
 
 Install layouts are rebuilt as folder trees under tmp_path (the paths are NVIDIA's and
-Debian's, ../shared/device/README.md); the importer runs are real: Debian's importer, and
+Debian's, as installed on the GPU machine and on Debian); the importer runs are real: Debian's importer, and
 a copy of it moved away from its libraries so the dynamic loader really fails.
 """
 

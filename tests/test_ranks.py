@@ -99,7 +99,7 @@ def test_launch_bound_rank_from_steady_host_wait(tmp_path: Path) -> None:
     view = cross_rank(find_ranks(launchprof.analyze(_three_ranks(tmp_path))))
     # rank 1 (pid 200): the GPU waits for the next step's launch after each steady step:
     # 7000 + 7000 + 3000 + 7000 ns over the four periods of 10000 ns that span those gaps
-    # (its step 2 ends at 28000, step 3 starts at 31000; issue 17: the gap before step 0,
+    # (its step 2 ends at 28000, step 3 starts at 31000; the gap before step 0,
     # none, was counted and the one after step 3 was not: 17000).
     assert view.rows.loc[1, "steady_host_wait_ratio"] == 24_000 / 40_000
     assert bool(view.rows.loc[1, "launch_bound"])

@@ -2,7 +2,7 @@
 
 Two kinds of expected values, neither taken from launchprof:
 
-- the figures issue 2 states, computed independently by its author, asserted rounded
+- figures computed independently by hand from the traces (tests/data/traces/README.md), asserted rounded
   as given (e.g. demo_A_4096 utilization 0.131);
 - exact figures computed here from the SQLite file with plain ``sqlite3`` and Python:
   activities and their submitting API call are joined in SQL on (pid, correlationId),

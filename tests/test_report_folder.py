@@ -1,4 +1,4 @@
-"""A report folder is written whole or not at all (issue 17, case 1).
+"""A report folder is written whole or not at all.
 
 Two ``analyze`` runs of different traces (12 and 15 steps) into one folder at the same
 time, with and without ``--force``, and ``--force`` runs interrupted at random points:

@@ -1,4 +1,4 @@
-"""summary.json: the contract keys of issue 2, the invariants, and the pydantic model
+"""summary.json: the contract keys (docs/reference.md), the invariants, and the pydantic model
 refusing documents that break them."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from launchprof.report.schema import SUMMARY_SCHEMA, Figures, Summary
 from launchprof.report.summary import build_summary
 from launchprof.report.write import write_report
 
-# Keys scripts and CI gates rely on (issue 2, "summary.json").
+# Keys scripts and CI gates rely on (docs/reference.md, "summary.json").
 CONTRACT_TOP = ["schema", "trace.path", "trace.nsys_version", "devices", "launches"]
 CONTRACT_DEVICE = [
     "device_id",

@@ -59,7 +59,7 @@ def test_lookup_end_table_matches_a_dict_lookup(corrs: list[int], wanted: list[i
         reference = dict(zip(keys.tolist(), ends.tolist(), strict=True))
         expected = [reference[q] if q in reference else NO_CALL for q in queries.tolist()]
         got = lookup_end(api_end, queries)
-        assert got.dtype == np.int64  # exact at any clock value (issue 17)
+        assert got.dtype == np.int64  # exact at any clock value
         np.testing.assert_array_equal(got, np.array(expected, dtype=np.int64))
 
 

@@ -150,7 +150,7 @@ def test_mlp_eager_has_300_nvtx_steps_of_36_kernels(real_trace) -> None:  # type
     first = np.array([r[1] for r in rows], dtype=np.int64)
     periods = np.diff(first)[s.warmup :]
     assert stats["period_p50_ns"] == pytest.approx(float(np.median(periods)), rel=1e-9)
-    assert 0.75e6 < stats["period_p50_ns"] < 0.83e6  # DOMAIN.md: 788 us
+    assert 0.75e6 < stats["period_p50_ns"] < 0.83e6  # tests/data/traces/README.md: 788 us
 
 
 def test_mlp_graph_steps_are_one_replay_of_about_103_us(real_trace) -> None:  # type: ignore[no-untyped-def]

@@ -46,7 +46,7 @@ def _ranges(rng: np.random.Generator, n: int) -> pd.DataFrame:
 
 def _outermost_pandas(ranges: pd.DataFrame) -> pd.DataFrame:
     """Ranges not contained in an earlier one of their thread (overlapping start/end ranges
-    are kept: issue 17); the longer first of ranges sharing a start."""
+    are kept); the longer first of ranges sharing a start."""
     r = ranges.sort_values(["tid", "start", "end"], ascending=[True, True, False], kind="stable")
     prev_end = r.groupby("tid")["end"].cummax().groupby(r["tid"]).shift(1)
     return r.loc[~(prev_end >= r["end"])].sort_values("start", kind="stable")

@@ -1,4 +1,4 @@
-"""Valid but unusual inputs and surroundings (issue 17, cases 5 and 8): file names that are
+"""Valid but unusual inputs and surroundings: file names that are
 not UTF-8, a closed stdout, trace names with several dots, a WAL-mode trace on a
 read-only mount, a full ``$TMPDIR``. Each through the installed command."""
 

@@ -1,4 +1,4 @@
-"""Valid traces the analysis answered wrongly (issue 17, cases 2-4, 6, 7 and 8): each built
+"""Valid traces the analysis answered wrongly: each built
 here with figures counted by hand."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from launchprof.nsys import importer as imp
 from launchprof.nsys.locate import NsysInfo, find_importer, nsys_info, nsys_own_importer
 from launchprof.nsys.profile import PROFILE_FLAGS, profile_options, record_quietly
 
-# Seen on Debian's nsys 2022.4 (../shared/device/README.md, checked again for launchprof):
+# Seen on Debian's nsys 2022.4 (checked on a Debian machine):
 # ranges from PyPI nvtx 0.2.10 and 0.2.11 are recorded, from 0.2.12 .. 0.2.17 they are not
 # (only the domain-creation events reach NVTX_EVENTS).
 NVTX_LAST_GOOD_FOR_NSYS_2022 = (0, 2, 11)

@@ -23,8 +23,8 @@ from launchprof.errors import NsysError
 from launchprof.nsys.locate import find_importer
 
 _MISSING_LIB = re.compile(r"error while loading shared libraries: ([^:\s]+): cannot open shared object file")
-# Libraries seen missing on real machines (../shared/device/README.md: libdw.so.1 for the
-# importer bundled with Nsight Compute 2025.3) -> the Debian/Ubuntu package that has them.
+# Libraries seen missing on real machines (libdw.so.1 for the importer bundled
+# with Nsight Compute 2025.3, on an Ubuntu 24.04 GPU machine) -> the Debian/Ubuntu package that has them.
 LIBRARY_PACKAGES = {
     "libdw.so.1": "libdw1",
     "libelf.so.1": "libelf1",
