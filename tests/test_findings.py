@@ -137,7 +137,7 @@ def test_profiler_overhead(tmp_path: Path) -> None:
     b = TraceBuilder()
     launch_loop(b, steps=11, kernels=8, call_ns=5_000, kernel_ns=1_000)
     f = _built(b, tmp_path)["profiler-overhead"]
-    # 8 calls of 5 us each, of which the default 2.76 us is nsys's (tests/data/traces/README.md): 8 x 2.76 us = 22.08 us.
+    # 8 calls of 5 us each, of which the default 2.76 us is nsys (tests/data/traces/README.md): 8 x 2.76 = 22.08 us.
     assert f.figures["overhead_ns"] == pytest.approx(8 * 2_760)
     assert f.figures["unprofiled_step_ns"] == pytest.approx(41_700 - 8 * 2_760)
     assert f.severity == "info"
