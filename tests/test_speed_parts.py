@@ -86,6 +86,45 @@ def test_vrect_as_plotly_adds_it(tmp_path: Path) -> None:
     assert mine["shapes"] == theirs["shapes"] and mine["annotations"] == theirs["annotations"]
 
 
+def test_heatmap_as_plotly_writes_it() -> None:
+    from launchprof.report import figures
+
+    z = np.array([[1.0, np.nan, 0.5], [2.0, 1.0, 0.0]])
+    steps = np.array([3, 4, 5], dtype=np.int64)
+    ref = go.Figure(go.Heatmap(z=z, x=steps, y=["0: a", "1: b"], colorscale="RdBu_r", colorbar=dict(title="c")))
+    ref.update_layout(title="t", xaxis_title="step", yaxis_autorange="reversed", template="plotly_white")
+    fig = plainfig.Figure(
+        [
+            plainfig.heatmap(
+                z=z,
+                x=steps,
+                y=["0: a", "1: b"],
+                colorscale=figures.RDBU_R_COLORSCALE,
+                colorbar=dict(title=dict(text="c")),
+            )
+        ]
+    )
+    fig.update_layout(
+        title=dict(text="t"),
+        xaxis=dict(title=dict(text="step")),
+        yaxis=dict(autorange="reversed"),
+        template="plotly_white",
+    )
+    assert _plain(fig) == _plotly(ref)
+
+
+def test_two_rows_as_make_subplots_lays_them_out() -> None:
+    from plotly.subplots import make_subplots
+
+    from launchprof.report import figures
+
+    titles = ["BEFORE: step 3", "AFTER: step 4"]
+    ref = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
+    ref.update_layout(template="plotly_white")
+    mine = plainfig.Figure(layout=figures.two_rows_layout(titles)).update_layout(template="plotly_white")
+    assert _plain(mine) == _plotly(ref)
+
+
 def _frames(trace: launchprof.trace.Trace) -> dict[str, pd.DataFrame]:
     return {"kernels": trace.kernels, "memops": trace.memops, "api": trace.api, "graph_execs": trace.graph_execs}
 
