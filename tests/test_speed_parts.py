@@ -1,6 +1,5 @@
 """The parts that make ``analyze`` fast, checked against what they replace: plain-dict
-figures against plotly's own figure JSON, read-ahead against a plain load, the forked
-step files against the in-process ones."""
+figures against plotly's own figure JSON, read-ahead against a plain load."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from tracebuilder import TraceBuilder
 import launchprof
 from launchprof.report import plainfig
 from launchprof.report.html import embed
-from launchprof.report.stepfiles import start_step_files, step_file_texts
 from launchprof.trace import load_trace
 from launchprof.trace.columns import forget_prefetch, prefetch
 
@@ -160,23 +158,3 @@ def test_read_ahead_of_a_file_changed_since_is_not_used(tmp_path: Path) -> None:
         forget_prefetch(path)
     # 10 kernels at 300, 1300, ... 9300 ns: 5 start before 5000 ns.
     assert len(trace.kernels) == 5
-
-
-def test_step_files_from_the_child_are_the_in_process_ones(tmp_path: Path) -> None:
-    b = TraceBuilder()
-    for i in range(30):
-        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700, name=f"k{i % 3}")
-    a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
-    expected = step_file_texts(a)
-    assert expected  # steps were found (the kernel sequence repeats)
-    out = tmp_path / "out"
-    out.mkdir()
-    job = start_step_files(a, out)
-    job.figures()
-    assert not any((out / name).exists() for name in expected)  # staged, not yet in place
-    job.finish(True)
-    assert {p.name: p.read_text() for p in out.iterdir()} == expected
-    dropped = tmp_path / "dropped"
-    dropped.mkdir()
-    start_step_files(a, dropped).finish(False)
-    assert list(dropped.iterdir()) == []
