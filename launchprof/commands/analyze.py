@@ -20,7 +20,7 @@ from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.malloc import MallocTuning
 from launchprof.report.index import write_index
-from launchprof.report.stepfiles import step_file_texts
+from launchprof.report.stepfiles import stage_step_files
 from launchprof.report.write import commit_report, open_report_folder, render_files
 from launchprof.timings import mark
 
@@ -132,8 +132,7 @@ def _analyse_and_write(
         status.update("writing report")
         with open_report_folder(output, force) as writer:  # the staging folder goes, whatever happens
             summary, page = render_files(analysis, trace_path=str(trace), baseline=baseline, workload=workload)
-            for name, text in step_file_texts(analysis).items():
-                writer.stage(name, text)
+            stage_step_files(analysis, writer.staging)
             mark("step_files_done")
             commit_report(writer, summary, page)
         mark("report_done")

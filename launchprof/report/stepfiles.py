@@ -79,6 +79,23 @@ def step_file_texts(analysis: Analysis) -> dict[str, str]:
     return texts
 
 
+def stage_step_files(analysis: Analysis, staging: Path) -> None:
+    """Write the step files of ``analysis`` (:func:`step_file_texts`) into ``staging``, a
+    report's staging folder (:attr:`launchprof.report.folder.FolderWriter.staging`), to be
+    committed with the report.
+
+    Raises:
+        OutputError: a file cannot be written: ``cannot write STAGING/NAME: REASON``, the
+            reason as the system gives it (the words ``analyze`` has always used here).
+    """
+    for name, text in step_file_texts(analysis).items():
+        try:
+            with open(staging / name, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            raise OutputError(f"cannot write {staging / name}: {exc.strerror or exc}") from None
+
+
 def write_step_files(analysis: Analysis, folder: Path) -> None:
     """Write the step files of ``analysis`` (its ``extra["steps"]``) into ``folder``;
     nothing when no steps were found. Step files of an earlier report there that this one
