@@ -6,9 +6,9 @@ times the same code warmed up, so that small changes show above the noise of a s
 machine. As in ``analyze``: before each load the big tables are read ahead in background
 threads (given 0.6 s, the time the imports take), so "load" is what is left of it; the
 timeline analysis runs on a fresh copy of the trace each time (nothing cached); the
-report is written as the ``analyze`` command's parent process writes it - summary.json
-and report.html, with the device figures made beforehand (the forked child makes them)
-and no step files (the child writes those).
+report is summary.json and report.html, with the device figures made beforehand and no
+step files (written for the forked step-file child, which made those; ``analyze`` makes
+them itself since that child was removed: see benchmarks/README.md).
 
 Usage::
 

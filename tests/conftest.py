@@ -28,6 +28,43 @@ HEADLESS_FLAGS = (
 
 NSYS_FLAKE = "nsys wrote no trace"
 
+# Table-driven tests whose cases each cost a run of the installed command or an analysis of
+# a real trace (a few tenths of a second to a second apiece): the fast subset
+# (scripts/test-fast.sh) runs the first case of each; the others are marked slow.
+FIRST_CASE_ONLY = frozenset(
+    {
+        "test_bad_inputs.py::test_bad_file_gives_one_line_error",
+        "test_cli.py::test_bad_input_gives_one_error_line_installed",
+        "test_compare_cli.py::test_fail_on_chooses_the_failing_verdicts",
+        "test_compare_small.py::test_prediction_in_a_report_folder_is_checked",
+        "test_compare_small.py::test_small_gain_is_judged_against_the_minimum_effect",
+        "test_diagnose.py::test_conversion_code_follows_the_framework_seen_in_the_trace",
+        "test_diagnose.py::test_graph_runs_are_not_told_to_convert",
+        "test_diagnose_speed_parts.py::test_step_context_frames_match_the_pandas_ones",
+        "test_diagnose_speed_parts.py::test_kernels_per_step_match_a_groupby_of_the_names",
+        "test_entry.py::test_a_usage_error_is_one_line",
+        "test_first_hour.py::test_fail_on_and_min_gain_exit_codes",
+        "test_frameworks.py::test_kernel_count_matches_sqlite",
+        "test_frameworks.py::test_steps_are_the_workloads_steps",
+        "test_frameworks.py::test_a_library_range_is_never_the_step",
+        "test_frameworks.py::test_expected_speedup_of_a_same_kernel_pair_is_within_30_percent",
+        "test_frameworks.py::test_other_pairs_are_held_by_the_range_or_explained_by_the_comparison",
+        "test_frameworks.py::test_a_replaying_decode_loop_is_host_bound_with_its_copies_and_syncs",
+        "test_frameworks.py::test_compare_verdict_and_work_change_match_the_construction",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    seen: set[str] = set()
+    for item in items:
+        key = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+        if key in FIRST_CASE_ONLY:
+            if key in seen:
+                item.add_marker(pytest.mark.slow)
+            seen.add(key)
+
 
 def run_nsys_retrying(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     """Run a command that starts nsys; run it once more if nsys wrote no trace at all.

@@ -199,6 +199,7 @@ def test_non_utf8_strings_are_replaced_not_fatal(tmp_path: Path) -> None:
     assert json.loads((out / "summary.json").read_text())["devices"][0]["kernels"] == 3
 
 
+@pytest.mark.slow
 def test_empty_kernel_table(tmp_path: Path) -> None:
     trace = sql(base(tmp_path / "t.sqlite"), f"DELETE FROM {KERNELS}")
     out = tmp_path / "out"
@@ -211,6 +212,7 @@ def test_empty_kernel_table(tmp_path: Path) -> None:
     assert summary["launches"]["kernel_launch_calls"] == 3  # the calls are still counted
 
 
+@pytest.mark.slow
 def test_sqlite_without_cuda_tables_keeps_nvtx(tmp_path: Path) -> None:
     trace = sql(
         base(tmp_path / "t.sqlite"),
@@ -325,12 +327,14 @@ def _nsys_rep(tmp: Path) -> Path:
     return rep
 
 
+@pytest.mark.slow
 def test_nsys_rep_with_launchprof_nsys_pointing_nowhere(tmp_path: Path) -> None:
     env = {**os.environ, "LAUNCHPROF_NSYS": str(tmp_path / "no" / "nsys")}
     p = run_cli("analyze", str(_nsys_rep(tmp_path)), "-o", str(tmp_path / "out"), env=env)
     assert_one_line_error(p.returncode, p.stderr, "nsys not found at")
 
 
+@pytest.mark.slow
 def test_nsys_rep_without_nsys_on_path(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LAUNCHPROF_NSYS"}
     env["PATH"] = str(tmp_path / "empty-bin")
@@ -351,6 +355,7 @@ def test_nsys_rep_that_nsys_cannot_read(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- output folders
 
 
+@pytest.mark.slow
 def test_read_only_output_folder(tmp_path: Path) -> None:
     if os.geteuid() == 0:
         # root ignores permission bits; a folder on a read-only path still fails: use /proc.
@@ -378,6 +383,7 @@ def tmpfs(tmp_path: Path):
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 def test_read_only_existing_output_folder(tmp_path: Path, tmpfs: Path) -> None:
     trace = base(tmp_path / "t.sqlite")
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
@@ -385,6 +391,7 @@ def test_read_only_existing_output_folder(tmp_path: Path, tmpfs: Path) -> None:
     assert_one_line_error(p.returncode, p.stderr, "not writable")
 
 
+@pytest.mark.slow
 def test_full_disk_never_replaces_a_good_report(tmp_path: Path, tmpfs: Path) -> None:
     """A real full file system (tmpfs): the new report cannot be written, the old one stays."""
     good = base(tmp_path / "good.sqlite")
@@ -429,6 +436,7 @@ def _limit_file_size(limit: int) -> Callable[[], None]:
     return apply
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("limit", [0, 3000], ids=["fails-on-first-file", "fails-on-page"])
 def test_disk_full_never_replaces_a_good_report(tmp_path: Path, limit: int) -> None:
     """A file-size limit (RLIMIT_FSIZE, as a full disk: write() fails with EFBIG) hits
@@ -483,6 +491,7 @@ def test_hostile_strings_are_escaped_in_html_and_json(tmp_path: Path) -> None:
     assert summary["devices"][0]["name"] == HOSTILE[0]  # JSON keeps the text, as data
 
 
+@pytest.mark.slow
 def test_report_leaks_no_environment_or_absolute_paths(tmp_path: Path) -> None:
     """report.html and summary.json hold the trace path as given (relative here) and no
     environment value, home folder or absolute path of the machine."""

@@ -269,6 +269,7 @@ def test_a_failed_workload_is_recorded_in_the_summary_and_page(tmp_path: Path) -
     assert "workload" not in json.loads((tmp_path / "ok" / "summary.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_failed_baseline_runs_file_is_moved_out_of_compares_way(tmp_path: Path) -> None:
     # The workload marks 6 steps, and fails on its second run without nsys (a counter file
     # says which run it is: the nsys run is 1); compare reads every baseline-*.steps.

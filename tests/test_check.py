@@ -36,6 +36,7 @@ def test_a_missing_side_is_a_usage_error(words: list[str]) -> None:
         split_commands(words)
 
 
+@pytest.mark.slow
 def test_usage_errors_are_one_line(tmp_path: Path) -> None:
     done = subprocess.run([LAUNCHPROF, "check", LOOP, LOOP], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -68,6 +69,7 @@ def test_check_of_cpu_only_workloads_profiles_both_and_says_no_gpu_work(tmp_path
     assert len(errors) == 1 and "GPU work" in errors[0]
 
 
+@pytest.mark.slow
 def test_a_missing_after_script_is_refused_before_anything_runs(tmp_path: Path) -> None:
     done = subprocess.run(
         [LAUNCHPROF, "check", "-o", "out", LOOP, "--", "nosuch.py"], cwd=tmp_path, capture_output=True, text=True,

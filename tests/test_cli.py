@@ -211,6 +211,7 @@ def test_empty_kernel_table_names_the_process_without_gpu(tmp_path: Path) -> Non
 # ------------------------------------------------------------------------ installed
 
 
+@pytest.mark.slow
 def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     """The README's first command, with the compressed trace as given."""
     trace = tmp_path / "mlp_eager.sqlite.xz"

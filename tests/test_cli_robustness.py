@@ -24,6 +24,7 @@ def run(*args: str, cwd: Path, stdout: object = subprocess.PIPE) -> subprocess.C
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", ["inf", "nan", "-1", "1e30", "1000000000.0001"])
 def test_bubble_threshold_out_of_range_is_one_line(real_trace, tmp_path: Path, value: str) -> None:  # type: ignore[no-untyped-def]
     done = run("analyze", str(real_trace("mlp_eager")), "-o", "r", f"--bubble-threshold={value}", cwd=tmp_path)
@@ -34,6 +35,7 @@ def test_bubble_threshold_out_of_range_is_one_line(real_trace, tmp_path: Path, v
     assert not (tmp_path / "r").exists()  # refused before anything was written
 
 
+@pytest.mark.slow
 def test_damaged_report_folder_in_compare_is_one_line(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert run("analyze", str(real_trace("mlp_eager")), "-o", "good", cwd=tmp_path).returncode == 0
     for name, damage in (("steps_text", "steps"), ("numbers_text", "launches")):
@@ -50,6 +52,7 @@ def test_damaged_report_folder_in_compare_is_one_line(real_trace, tmp_path: Path
         assert lines[0].startswith(f"launchprof: error: BEFORE {name}: its summary.json or step files are damaged")
 
 
+@pytest.mark.slow
 def test_closed_and_full_stdout(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     trace = str(real_trace("mlp_eager"))
     closed = subprocess.run(
@@ -78,6 +81,7 @@ def test_stranded_recording_is_the_one_left_since_the_start(tmp_path: Path) -> N
     assert stranded_qdstrm(start, str(tmp_path)) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["analyze", "compare"])
 def test_empty_step_name_is_one_line(real_trace, tmp_path: Path, command: str) -> None:  # type: ignore[no-untyped-def]
     traces = [str(real_trace("mlp_eager"))] + ([str(real_trace("mlp_graph"))] if command == "compare" else [])
@@ -88,6 +92,7 @@ def test_empty_step_name_is_one_line(real_trace, tmp_path: Path, command: str) -
     ]
 
 
+@pytest.mark.slow
 def test_force_over_a_report_with_steps_leaves_no_stale_step_files(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A CPU-only trace analysed with --force over a GPU report: the old step files go (a new
     user's `compare` then read the old trace's steps beside the new summary: 'verified 7.67x')."""
@@ -100,6 +105,7 @@ def test_force_over_a_report_with_steps_leaves_no_stale_step_files(real_trace, t
     assert done.returncode == 2 and "no steps found" in done.stderr
 
 
+@pytest.mark.slow
 def test_compare_of_a_cpu_only_trace_says_it_needs_gpu_work(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The CPU-only trace has 'step' NVTX ranges: the old hint ('mark steps with NVTX ranges
     and give --step') sent a new user the wrong way."""
@@ -115,6 +121,7 @@ def test_compare_of_a_cpu_only_trace_says_it_needs_gpu_work(real_trace, tmp_path
         ), line
 
 
+@pytest.mark.slow
 def test_a_file_name_too_long_is_one_line(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A path longer than the file system takes was a traceback (breaker)."""
     done = run("analyze", str(real_trace("mlp_graph")), "-o", "L" * 300, cwd=tmp_path)
@@ -122,6 +129,7 @@ def test_a_file_name_too_long_is_one_line(real_trace, tmp_path: Path) -> None:  
     assert done.stderr.strip().splitlines() == [f"launchprof: error: file name too long: {'L' * 300}"]
 
 
+@pytest.mark.slow
 def test_a_long_trace_name_gets_a_shorter_default_folder(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     trace = tmp_path / f"{'t' * 240}.sqlite"  # a legal name (244 bytes): its folder would be too
     shutil.copy(real_trace("mlp_graph"), trace)
@@ -130,6 +138,7 @@ def test_a_long_trace_name_gets_a_shorter_default_folder(real_trace, tmp_path: P
     assert (tmp_path / "reports" / ("t" * 100) / "report.html").exists()
 
 
+@pytest.mark.slow
 def test_a_read_only_parent_folder_does_not_fail_the_report(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A writable output folder under a read-only one (a cluster's /scratch/$USER): the
     report was written, then the index beside it failed the command (breaker)."""
@@ -156,6 +165,7 @@ def test_a_read_only_parent_folder_does_not_fail_the_report(real_trace, tmp_path
             subprocess.run(["umount", str(point)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_staged_step_files_of_an_interrupted_run_are_removed(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """An interrupted analyze left '.steps.csv.XXXX' files that --force kept (breaker)."""
     assert run("analyze", str(real_trace("mlp_eager")), "-o", "r", cwd=tmp_path).returncode == 0
@@ -166,6 +176,7 @@ def test_staged_step_files_of_an_interrupted_run_are_removed(real_trace, tmp_pat
     assert (tmp_path / "r" / "steps.csv").is_file()
 
 
+@pytest.mark.slow
 def test_a_fifo_is_refused_not_read(tmp_path: Path) -> None:
     """Reading a named pipe blocked for ever (breaker)."""
     fifo = tmp_path / "trace.sqlite"

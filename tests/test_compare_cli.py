@@ -88,6 +88,7 @@ def test_bad_input_is_one_error_line(pair: tuple[Path, Path], args: list[str], m
     assert "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_installed_command(pair: tuple[Path, Path], tmp_path: Path) -> None:
     exe = shutil.which("launchprof") or str(Path(__file__).resolve().parents[1] / ".venv" / "bin" / "launchprof")
     done = subprocess.run(

@@ -91,6 +91,7 @@ def mlp(real_trace: RealTrace) -> tuple[Comparison, float]:
     return compare(e, g), expected
 
 
+@pytest.mark.slow
 def test_demo_without_nvtx_is_verified_at_5_4x(demo: tuple[Comparison, float, int]) -> None:
     c, expected, n_steps = demo
     assert n_steps == 2000  # the construction: 2000 steps of 75 kernels
@@ -104,6 +105,7 @@ def test_demo_without_nvtx_is_verified_at_5_4x(demo: tuple[Comparison, float, in
     assert any("re-cut into steps of 75 kernels" in n for n in c.notes)
 
 
+@pytest.mark.slow
 def test_demo_prediction_is_made_again_for_one_75_node_graph(demo: tuple[Comparison, float, int]) -> None:
     c, _, _ = demo
     # BEFORE's inferred 3-kernel steps get the amortized prediction; once re-cut into AFTER's

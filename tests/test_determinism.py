@@ -27,6 +27,7 @@ def _two_process_trace(path: Path) -> Path:
     return b.write(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["built", "mlp_eager"])
 def test_same_trace_gives_identical_files(tmp_path: Path, real_trace, source: str) -> None:
     trace = _two_process_trace(tmp_path / "t.sqlite") if source == "built" else real_trace(source)

@@ -168,6 +168,7 @@ def test_mlp_eager_is_launch_bound_and_the_graph_prediction_is_near_mlp_graph(re
     assert a.found_steps.warmup >= 1
 
 
+@pytest.mark.slow
 def test_demo_a_is_launch_bound_with_inferred_steps(real_trace) -> None:  # type: ignore[no-untyped-def]
     a = launchprof.analyze(real_trace("demo_A_4096"))
     d, r = a.diagnosis, a.recommendation

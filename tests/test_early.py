@@ -75,6 +75,7 @@ def profile(tmp: Path, nsys: Path, export_s: float, arrow_s: float) -> tuple[Pat
     return out, json.loads(marks.read_text().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_analyses_the_sqlite_file(tmp_path: Path) -> None:
     """Ctrl-C while nsys exports: the early analysis is dropped, what nsys wrote is analysed, exit 130."""
     import signal
@@ -141,6 +142,7 @@ def same_report(out: Path, tmp: Path, exit_code: int = 0) -> None:
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
 
 
+@pytest.mark.slow
 def test_the_report_is_made_while_nsys_exports(tmp_path: Path) -> None:
     sqlite, arrowdir = unpack("mlp10", tmp_path)
     nsys = stand_in(tmp_path, sqlite, arrowdir)
@@ -150,6 +152,7 @@ def test_the_report_is_made_while_nsys_exports(tmp_path: Path) -> None:
     same_report(out, tmp_path)
 
 
+@pytest.mark.slow
 def test_an_export_slower_than_nsys_is_stopped_and_the_sqlite_analysed(tmp_path: Path) -> None:
     sqlite, arrowdir = unpack("graph30", tmp_path)
     nsys = stand_in(tmp_path, sqlite, arrowdir)

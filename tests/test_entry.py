@@ -111,6 +111,7 @@ WORDS = st.sampled_from(
 )  # fmt: skip
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(WORDS, max_size=7))
 def test_whatever_it_reads_typer_reads_the_same(words: list[str]) -> None:

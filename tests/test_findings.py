@@ -232,6 +232,7 @@ def test_real_legacy_stream(real_trace) -> None:  # type: ignore[no-untyped-def]
     assert "legacy-stream" not in _findings(real_trace("small_kernels_launch", GPU))  # created stream 13
 
 
+@pytest.mark.slow
 def test_real_profiler_overhead_on_the_demo(real_trace) -> None:  # type: ignore[no-untyped-def]
     f = _findings(real_trace("demo_A_4096"))["profiler-overhead"]
     # tests/data/traces/README.md: 517 us per 75-launch step under nsys, 310 us without: 25 repeats of 3 launches.

@@ -72,6 +72,7 @@ def test_headline_is_computed_from_the_steady_steps(eager) -> None:
     assert head["break_even_iterations"] == 2
 
 
+@pytest.mark.slow
 def test_a_graph_run_gets_what_is_left_instead_of_a_conversion(tmp_path: Path) -> None:
     done = _run("analyze", str(GRAPH), "-o", str(tmp_path / "g"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -90,6 +91,7 @@ def test_a_graph_run_gets_what_is_left_instead_of_a_conversion(tmp_path: Path) -
     assert "break-even N*" not in page and "Conversion code" not in page and 'id="prediction"' not in page
 
 
+@pytest.mark.slow
 def test_a_cpu_only_trace_shows_its_nvtx_steps(tmp_path: Path) -> None:
     done = _run("analyze", str(CPU), "-o", str(tmp_path / "c"), cwd=tmp_path)
     assert done.returncode == 2  # analyze of a trace without CUDA activity: bad input (README)
@@ -130,12 +132,14 @@ def test_fail_on_and_min_gain_exit_codes(tmp_path: Path, trace: Path, args: list
         assert not (tmp_path / "r").exists()  # refused before any work
 
 
+@pytest.mark.slow
 def test_quiet_prints_nothing(tmp_path: Path) -> None:
     done = _run("analyze", str(GRAPH), "-q", "-o", str(tmp_path / "q"), cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
     assert (tmp_path / "q" / "report.html").exists()
 
 
+@pytest.mark.slow
 def test_output_dash_is_refused(tmp_path: Path) -> None:
     for args in (["analyze", str(GRAPH), "-o", "-"], ["compare", str(EAGER), str(GRAPH), "--output", "-"]):
         done = _run(*args, cwd=tmp_path)
@@ -145,6 +149,7 @@ def test_output_dash_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "-").exists()
 
 
+@pytest.mark.slow
 def test_compare_json(tmp_path: Path) -> None:
     done = _run("compare", str(EAGER), str(GRAPH), "--json", "-o", str(tmp_path / "cmp"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -153,6 +158,7 @@ def test_compare_json(tmp_path: Path) -> None:
     assert done.stderr.startswith("verdict: verified")
 
 
+@pytest.mark.slow
 def test_index_only_in_the_reports_folder_launchprof_owns(tmp_path: Path) -> None:
     """-o somewhere/else writes no index into somewhere/; the default reports/ gets one."""
     repo = tmp_path / "repo"
@@ -169,6 +175,7 @@ def test_index_only_in_the_reports_folder_launchprof_owns(tmp_path: Path) -> Non
     assert 'href="second/report.html"' in (repo / "reports" / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_index_puts_the_verdict_before_the_whole_trace(tmp_path: Path) -> None:
     assert _run("analyze", str(GRAPH), "-q", cwd=tmp_path).returncode == 0
     page = (tmp_path / "reports" / "index.html").read_text()
@@ -215,6 +222,7 @@ def test_dask_only_when_it_pays(tmp_path: Path) -> None:
     assert use_dask(xz, None, cpus=16)
 
 
+@pytest.mark.slow
 def test_two_small_traces_run_without_dask(tmp_path: Path) -> None:
     done = _run("analyze", str(EAGER), str(GRAPH), "-o", str(tmp_path / "m"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -253,6 +261,7 @@ def test_python_api_on_a_cpu_only_trace() -> None:
     assert "12 NVTX 'step' steps" in repr(a)
 
 
+@pytest.mark.slow
 def test_the_notebook_example_runs(tmp_path: Path) -> None:
     """docs/python-api.md's code, run as written (from the repository root)."""
     doc = (Path(__file__).parent.parent / "docs" / "python-api.md").read_text()
@@ -273,6 +282,7 @@ def test_the_notebook_example_runs(tmp_path: Path) -> None:
     assert "launch-bound" in done.stdout and "verified" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["analyze", "compare"])
 def test_open_hands_the_page_to_the_browser(tmp_path: Path, command: str) -> None:
     """``--open`` goes through Python's webbrowser, which honours $BROWSER: a script that

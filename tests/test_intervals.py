@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -140,6 +141,7 @@ def activity(draw) -> tuple[pd.DataFrame, pd.DataFrame, int]:
     return act, api, draw(st.integers(0, 3_000))
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(activity())
 def test_timeline_figures_invariants(data) -> None:
@@ -159,6 +161,7 @@ def test_timeline_figures_invariants(data) -> None:
     assert f.span_ns == act["end"].max() - act["start"].min()
 
 
+@pytest.mark.slow
 @no_deadline
 @given(activity(), st.integers(1, 50))
 def test_utilization_series_is_a_ratio_and_adds_up_to_busy(data, bins) -> None:

@@ -165,6 +165,7 @@ def test_glob_without_match_is_a_user_error(tmp_path: Path) -> None:
     assert result.exit_code != 0 and "no trace matches" in result.output
 
 
+@pytest.mark.slow
 def test_existing_combined_report_needs_force(rank_traces, tmp_path: Path) -> None:
     _, parts = rank_traces
     out = tmp_path / "c"

@@ -20,19 +20,36 @@ import pytest
 CASES = golden.cases()
 
 
+def _quick(case: golden.Case) -> bool:
+    """In the fast subset: the mlp pair of tests/data/traces (analyze each, compare them)."""
+    return case.fast and all("/mlp_" in i for i in case.inputs)
+
+
 @pytest.fixture(scope="module")
 def produced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
-    """All cases at once, run in parallel (about a minute on two cores)."""
-    return golden.produce(CASES, Path(tmp_path_factory.mktemp("golden")))
+    """The quick cases, run in parallel."""
+    return golden.produce([c for c in CASES if _quick(c)], Path(tmp_path_factory.mktemp("golden")))
+
+
+@pytest.fixture(scope="module")
+def produced_corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """The other cases (the demo traces and the wider corpus), all at once, run in
+    parallel (a few minutes on two cores)."""
+    return golden.produce([c for c in CASES if not _quick(c)], Path(tmp_path_factory.mktemp("golden-corpus")))
 
 
 def test_golden_file_lists_every_case() -> None:
     assert sorted(golden.load()) == sorted(c.name for c in CASES)
 
 
-@pytest.mark.parametrize("name", [c.name for c in CASES])
-def test_outputs_identical(produced: dict[str, dict[str, str]], name: str) -> None:
+def _case_param(case: golden.Case) -> object:
+    return pytest.param(case.name, id=case.name, marks=() if _quick(case) else pytest.mark.slow)
+
+
+@pytest.mark.parametrize("name", [_case_param(c) for c in CASES])
+def test_outputs_identical(request: pytest.FixtureRequest, name: str) -> None:
+    quick = next(_quick(c) for c in CASES if c.name == name)
+    got = request.getfixturevalue("produced" if quick else "produced_corpus")[name]
     expected = golden.load()[name]
-    got = produced[name]
     changed = sorted(f for f in set(expected) | set(got) if expected.get(f) != got.get(f))
     assert not changed, f"{name}: {changed} differ from tests/data/golden_outputs.json"

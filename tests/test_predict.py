@@ -181,6 +181,7 @@ def test_calibration_file_is_used_when_launchprof_calibrate_finds_one(
     assert constants()[1]["source"] == "defaults"  # the analysis reads no file of its own
 
 
+@pytest.mark.slow
 def test_defaults_are_what_derive_defaults_computes() -> None:
     import runpy
 

@@ -24,6 +24,8 @@ import launchprof
 from launchprof.report.write import write_report
 
 ALL_TRACES = ["mlp_eager", "mlp_graph", "demo_A_4096", "demo_B_4096"]
+# The demo traces (150k and 2k-step graph) take seconds each: not in the fast subset.
+ALL_TRACE_PARAMS = [n if n.startswith("mlp_") else pytest.param(n, marks=pytest.mark.slow) for n in ALL_TRACES]
 ACTIVITY_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
 PID = "((({col}) >> 24) & 16777215)"  # nsys serialized GlobalId -> process id
 
@@ -155,6 +157,7 @@ def _close(actual: float | None, expected: float | None) -> bool:
 # ---------------------------------------------------------------- the issue's figures
 
 
+@pytest.mark.slow
 def test_demo_a_is_launch_bound_as_issue_states(real_trace) -> None:
     a = launchprof.analyze(real_trace("demo_A_4096"))
     f = a.devices[0].figures
@@ -180,7 +183,7 @@ def test_mlp_graph_has_300_graph_launches(real_trace) -> None:
 # ---------------------------------------------------------------- exact, all figures
 
 
-@pytest.mark.parametrize("name", ALL_TRACES)
+@pytest.mark.parametrize("name", ALL_TRACE_PARAMS)
 def test_device_figures_equal_independent_sql(name: str, activity, summary) -> None:
     rows = activity(name)
     assert {r[2] for r in rows} == {0}  # one GPU in these traces
@@ -199,7 +202,7 @@ def test_device_figures_equal_independent_sql(name: str, activity, summary) -> N
     assert d["cpu_bound_ratio"] == exp.host_wait_ns / exp.span_ns
 
 
-@pytest.mark.parametrize("name", ALL_TRACES)
+@pytest.mark.parametrize("name", ALL_TRACE_PARAMS)
 def test_stream_and_process_figures_equal_independent_sql(name: str, activity, summary) -> None:
     rows = activity(name)
     d = summary(name)["devices"][0]
@@ -216,7 +219,7 @@ def test_stream_and_process_figures_equal_independent_sql(name: str, activity, s
         assert (p["kernels"], p["busy_ns"], p["host_wait_ns"]) == (exp.kernels, exp.busy_ns, exp.host_wait_ns)
 
 
-@pytest.mark.parametrize("name", ALL_TRACES)
+@pytest.mark.parametrize("name", ALL_TRACE_PARAMS)
 def test_launch_figures_equal_independent_sql(name: str, real_trace, summary) -> None:
     with sqlite3.connect(real_trace(name)) as con:
         launch = _call_durations(con, r"cudaLaunchKernel")

@@ -115,6 +115,7 @@ def _leftovers(parent: Path) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if ".staging-" in p.name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("force", [False, True], ids=["no-force", "force"])
 def test_two_concurrent_runs_never_mix_a_folder(traces, refs, tmp_path: Path, force: bool) -> None:  # type: ignore[no-untyped-def]
     flags = ["--force"] if force else []
@@ -151,6 +152,7 @@ def _ref_folder(tmp_path: Path, refs: dict[str, dict[str, bytes]], name: str) ->
     return folder
 
 
+@pytest.mark.slow
 def test_interrupted_force_runs_leave_the_old_report_whole(traces, refs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     rng = random.Random(17)
     old = _ref_folder(tmp_path, refs, "a")
@@ -176,6 +178,7 @@ def test_interrupted_force_runs_leave_the_old_report_whole(traces, refs, tmp_pat
     assert seen["a"] >= 5, seen  # most interruptions land before the swap (the analysis is most of the run)
 
 
+@pytest.mark.slow
 def test_a_mixed_folder_is_refused_by_compare(traces, refs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The old code: 'verified' a speedup from another trace's steps beside this summary."""
     folder = _ref_folder(tmp_path, refs, "a")
@@ -192,6 +195,7 @@ def test_a_mixed_folder_is_refused_by_compare(traces, refs, tmp_path: Path) -> N
     assert len(lines) == 1 and "its steps.csv is not of the run that wrote summary.json" in lines[0], lines
 
 
+@pytest.mark.slow
 def test_installed_command_second_concurrent_run_fails_cleanly(traces, refs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """The same race through the installed command (fresh interpreters), once."""
     procs = [
@@ -209,6 +213,7 @@ def test_installed_command_second_concurrent_run_fails_cleanly(traces, refs, tmp
     assert _whole(tmp_path / "out", refs) in ("a", "b")
 
 
+@pytest.mark.slow
 def test_a_staging_folder_is_not_listed_in_the_index(traces, refs, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A run's staging folder beside the report holds a summary.json while it runs; an
     index written meanwhile (by another run into the same parent) must not list it."""

@@ -1,6 +1,5 @@
 """The parts that make ``analyze`` fast, checked against what they replace: plain-dict
-figures against plotly's own figure JSON, read-ahead against a plain load, the forked
-step files against the in-process ones."""
+figures against plotly's own figure JSON, read-ahead against a plain load."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from tracebuilder import TraceBuilder
 import launchprof
 from launchprof.report import plainfig
 from launchprof.report.html import embed
-from launchprof.report.stepfiles import start_step_files, step_file_texts
 from launchprof.trace import load_trace
 from launchprof.trace.columns import forget_prefetch, prefetch
 
@@ -86,6 +84,45 @@ def test_vrect_as_plotly_adds_it(tmp_path: Path) -> None:
     assert mine["shapes"] == theirs["shapes"] and mine["annotations"] == theirs["annotations"]
 
 
+def test_heatmap_as_plotly_writes_it() -> None:
+    from launchprof.report import figures
+
+    z = np.array([[1.0, np.nan, 0.5], [2.0, 1.0, 0.0]])
+    steps = np.array([3, 4, 5], dtype=np.int64)
+    ref = go.Figure(go.Heatmap(z=z, x=steps, y=["0: a", "1: b"], colorscale="RdBu_r", colorbar=dict(title="c")))
+    ref.update_layout(title="t", xaxis_title="step", yaxis_autorange="reversed", template="plotly_white")
+    fig = plainfig.Figure(
+        [
+            plainfig.heatmap(
+                z=z,
+                x=steps,
+                y=["0: a", "1: b"],
+                colorscale=figures.RDBU_R_COLORSCALE,
+                colorbar=dict(title=dict(text="c")),
+            )
+        ]
+    )
+    fig.update_layout(
+        title=dict(text="t"),
+        xaxis=dict(title=dict(text="step")),
+        yaxis=dict(autorange="reversed"),
+        template="plotly_white",
+    )
+    assert _plain(fig) == _plotly(ref)
+
+
+def test_two_rows_as_make_subplots_lays_them_out() -> None:
+    from plotly.subplots import make_subplots
+
+    from launchprof.report import figures
+
+    titles = ["BEFORE: step 3", "AFTER: step 4"]
+    ref = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
+    ref.update_layout(template="plotly_white")
+    mine = plainfig.Figure(layout=figures.two_rows_layout(titles)).update_layout(template="plotly_white")
+    assert _plain(mine) == _plotly(ref)
+
+
 def _frames(trace: launchprof.trace.Trace) -> dict[str, pd.DataFrame]:
     return {"kernels": trace.kernels, "memops": trace.memops, "api": trace.api, "graph_execs": trace.graph_execs}
 
@@ -121,23 +158,3 @@ def test_read_ahead_of_a_file_changed_since_is_not_used(tmp_path: Path) -> None:
         forget_prefetch(path)
     # 10 kernels at 300, 1300, ... 9300 ns: 5 start before 5000 ns.
     assert len(trace.kernels) == 5
-
-
-def test_step_files_from_the_child_are_the_in_process_ones(tmp_path: Path) -> None:
-    b = TraceBuilder()
-    for i in range(30):
-        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700, name=f"k{i % 3}")
-    a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
-    expected = step_file_texts(a)
-    assert expected  # steps were found (the kernel sequence repeats)
-    out = tmp_path / "out"
-    out.mkdir()
-    job = start_step_files(a, out)
-    job.figures()
-    assert not any((out / name).exists() for name in expected)  # staged, not yet in place
-    job.finish(True)
-    assert {p.name: p.read_text() for p in out.iterdir()} == expected
-    dropped = tmp_path / "dropped"
-    dropped.mkdir()
-    start_step_files(a, dropped).finish(False)
-    assert list(dropped.iterdir()) == []

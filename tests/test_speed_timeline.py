@@ -81,6 +81,7 @@ def _reference_activity(trace) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     st.lists(st.tuples(st.integers(0, 400), st.integers(0, 30)), max_size=3),
     st.booleans(),
 )
+@pytest.mark.slow
 def test_gpu_activity_is_the_sorted_concatenation(tmp_path_factory, kernels, memops, graphs, sort_kernels) -> None:  # type: ignore[no-untyped-def]
     # Memory operations before, among and after the kernels, equal starts across kinds,
     # kernels in or out of order.
@@ -159,6 +160,7 @@ def test_call_names_coded_by_table_as_by_unique() -> None:
     st.lists(st.tuples(st.integers(0, 2), st.integers(1, 12), st.integers(0, 50)), max_size=12),
     st.booleans(),
 )
+@pytest.mark.slow
 def test_shorter_ratio_matches_an_inner_merge(calls, kernels, same) -> None:  # type: ignore[no-untyped-def]
     if same:  # one kernel per call, in call order: the position shortcut
         calls = sorted({(p, c): (p, c, s, d) for p, c, s, d in calls}.values())
@@ -284,6 +286,7 @@ def _fields(f) -> tuple:  # type: ignore[no-untyped-def]
     st.lists(st.tuples(st.integers(0, 60), st.integers(1, 30), st.integers(0, 40), st.booleans()), max_size=14),
     st.integers(0, 3),
 )
+@pytest.mark.slow
 def test_stream_and_process_figures_as_computed_alone(tmp_path_factory, rows, first_on_other) -> None:  # type: ignore[no-untyped-def]
     # Streams and processes whose rows are a run of the device's (the first rows on
     # another stream, say) or interleaved with other streams' rows, touching or not.

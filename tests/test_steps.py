@@ -159,6 +159,7 @@ def test_mlp_graph_steps_are_one_replay_of_about_103_us(real_trace) -> None:  # 
     assert stats["period_p50_ns"] == pytest.approx(103_000, rel=0.02)
 
 
+@pytest.mark.slow
 def test_demo_a_steps_are_inferred(real_trace) -> None:  # type: ignore[no-untyped-def]
     path = real_trace("demo_A_4096")
     s = launchprof.analyze(path).found_steps
@@ -170,6 +171,7 @@ def test_demo_a_steps_are_inferred(real_trace) -> None:  # type: ignore[no-untyp
     assert s.table["kernels"].sum() == kernels == 150_000
 
 
+@pytest.mark.slow
 def test_demo_b_has_2000_graph_launch_steps_of_75_kernels(real_trace) -> None:  # type: ignore[no-untyped-def]
     path = real_trace("demo_B_4096")
     s = launchprof.analyze(path).found_steps

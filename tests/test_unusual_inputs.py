@@ -57,6 +57,7 @@ def tmpfs(tmp_path: Path):  # type: ignore[no-untyped-def]
 # ---------------------------------------------------------------- case 5: names that are not UTF-8
 
 
+@pytest.mark.slow
 def test_a_trace_and_folder_name_with_byte_0xff(tmp_path: Path) -> None:
     """Old: a traceback (UnicodeEncodeError in the SQLite URI), and once such a folder was
     in reports/, every later analyze crashed rewriting index.html."""
@@ -90,6 +91,7 @@ def closed_pipe() -> int:
     return w
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "code"),
     [
@@ -122,6 +124,7 @@ def test_a_closed_stdout_ends_with_the_status_it_would_have_had(
 # ---------------------------------------------------------------- case 8: default folders
 
 
+@pytest.mark.slow
 def test_run_v1_and_run_v2_get_folders_of_their_own(tmp_path: Path) -> None:
     """Old: both went to reports/run; the second was refused (exit 2)."""
     loop_trace(tmp_path / "run.v1.sqlite", steps=12)
@@ -139,6 +142,7 @@ def test_run_v1_and_run_v2_get_folders_of_their_own(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- case 8: WAL on a read-only mount
 
 
+@pytest.mark.slow
 def test_a_wal_mode_trace_on_a_read_only_mount(tmp_path: Path, tmpfs: Path) -> None:
     """Old: "is a damaged SQLite file (unable to open database file)": SQLite wanted to
     create the -shm file beside it."""
@@ -156,6 +160,7 @@ def test_a_wal_mode_trace_on_a_read_only_mount(tmp_path: Path, tmpfs: Path) -> N
 # ---------------------------------------------------------------- case 8: a full $TMPDIR
 
 
+@pytest.mark.slow
 def test_a_full_tmpdir_is_said_as_such(tmp_path: Path, tmpfs: Path) -> None:
     """Old: "cannot write the output: No space left on device", exit 1 (as if stdout were
     full). A .sqlite.xz is decompressed into $TMPDIR; here it has ~300 KiB left for a 3 MB trace."""

@@ -193,6 +193,7 @@ def test_ctrl_c_after_the_workload_exited_is_not_forwarded_and_the_trace_is_kept
         assert (out / name).is_file(), (name, stdout, stderr)
 
 
+@pytest.mark.slow
 def test_after_a_held_signal_the_next_one_reaches_nsys_and_no_more(tmp_path: Path) -> None:
     """run_nsys with hold() true: the first of three SIGINTs is held (on_hold), the second
     forwarded (nsys may still have to stop a workload's daemon), the third only announced.

@@ -100,7 +100,6 @@ def analyze(
     nsys: str | None = None,
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
-    steps_found: Callable[[AnalysisResult], None] | None = None,
     memory: MallocTuning | None = None,
 ) -> TraceAnalysis:
     """Load and analyse an nsys trace.
@@ -114,10 +113,6 @@ def analyze(
         step: NVTX range text that marks one step (default: launchprof's own marker,
             else the repeating range covering most GPU work, else graph launches, else
             the repeating kernel sequence; see :mod:`launchprof.analysis.steps`).
-        steps_found: optional callback given the analysis once its steps are found,
-            before the diagnosis (an :class:`~launchprof.analysis.result.AnalysisResult`
-            without ``diagnosis`` and ``recommendation``; the command line starts writing
-            the step files then).
         memory: malloc settings for loading, then for the analysis (the command line's
             :class:`~launchprof.malloc.MallocTuning`); default: the process's are left alone.
 
@@ -149,7 +144,7 @@ def analyze(
     else:
         trace = _load(sqlite, progress, memory)
     trace = dataclasses.replace(trace, path=Path(path))
-    return analyze_loaded(trace, bubble_threshold_ns, progress, step, steps_found)
+    return analyze_loaded(trace, bubble_threshold_ns, progress, step)
 
 
 def _load(sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None) -> Trace:
@@ -239,7 +234,6 @@ def analyze_loaded(
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
-    steps_found: Callable[[AnalysisResult], None] | None = None,
 ) -> TraceAnalysis:
     """:func:`analyze` of a trace already loaded (:func:`~launchprof.trace.load_trace`,
     :func:`~launchprof.trace.arrowdir.load_arrowdir`); same arguments, result and errors
@@ -257,8 +251,6 @@ def analyze_loaded(
     note = no_gpu_work_note(steps)
     if note is not None:
         analysis.notes.append(note)
-    if steps_found is not None:
-        steps_found(AnalysisResult.of(analysis, steps, step_name=step, ranks=ranks))
     calibration, source = user_calibration()
     diagnosis, recommendation = diagnose(analysis, steps, calibration=calibration, calibration_source=source)
     return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)

@@ -1,14 +1,12 @@
 """``launchprof analyze TRACE``: analyse one trace and write its report folder.
 
-The analysis is :func:`launchprof.api.analyze`; the report is written whole or not at all
-(:mod:`launchprof.report.write`); the step files are made by a forked child meanwhile
-(:func:`launchprof.report.stepfiles.start_step_files`). The terminal lines are
+The analysis is :func:`launchprof.api.analyze`; the report and its step files are
+written whole or not at all (:mod:`launchprof.report.write`). The terminal lines are
 :mod:`launchprof.commands.text`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,14 +15,12 @@ from typing import Any
 from rich.console import Console
 
 from launchprof.analysis import Analysis
-from launchprof.analysis.result import AnalysisResult
 from launchprof.api import analyze
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.malloc import MallocTuning
-from launchprof.report.folder import FolderWriter
 from launchprof.report.index import write_index
-from launchprof.report.stepfiles import StepFilesJob, start_step_files, step_file_texts
+from launchprof.report.stepfiles import stage_step_files
 from launchprof.report.write import commit_report, open_report_folder, render_files
 from launchprof.timings import mark
 
@@ -123,52 +119,22 @@ def _analyse_and_write(
     memory: MallocTuning | None = None,
 ) -> tuple[Analysis, Any]:
     """Analyse ``trace`` and write its report (run_analyze); the analysis and summary."""
-    jobs: list[StepFilesJob] = []
-    writers: list[FolderWriter] = []
-
-    def steps_found(found: AnalysisResult) -> None:
-        # The step files do not depend on the diagnosis: a child process writes them into
-        # the staging folder meanwhile (report.stepfiles.start_step_files).
-        writers.append(open_report_folder(output, force))
-        jobs.append(start_step_files(found, writers[0].staging))
-
-    with console.status("loading trace") as status, contextlib.ExitStack() as stack:
-        try:
-            analysis = analyze(
-                trace,
-                bubble_threshold_ns,
-                nsys=nsys,
-                progress=lambda msg: status.update(f"{msg}..."),
-                step=step,
-                steps_found=steps_found,
-                memory=memory,
-            )
-            for writer in writers:
-                stack.enter_context(writer)  # the staging folder goes, whatever happens
-            mark("analysis_done")
-            status.update("writing report")
-            summary, page = render_files(
-                analysis,
-                trace_path=str(trace),
-                baseline=baseline,
-                device_figures=jobs[0].figures() if jobs else None,
-                workload=workload,
-            )
-            if not writers:
-                writers.append(stack.enter_context(open_report_folder(output, force)))
-                for name, text in step_file_texts(analysis).items():
-                    writers[0].stage(name, text)
-            for job in jobs:  # the step files, staged by the child
-                job.finish(True)
+    with console.status("loading trace") as status:
+        analysis = analyze(
+            trace,
+            bubble_threshold_ns,
+            nsys=nsys,
+            progress=lambda msg: status.update(f"{msg}..."),
+            step=step,
+            memory=memory,
+        )
+        mark("analysis_done")
+        status.update("writing report")
+        with open_report_folder(output, force) as writer:  # the staging folder goes, whatever happens
+            summary, page = render_files(analysis, trace_path=str(trace), baseline=baseline, workload=workload)
+            stage_step_files(analysis, writer.staging)
             mark("step_files_done")
-            commit_report(writers[0], summary, page)
-        except BaseException:
-            for job in jobs:  # reap the child; the first error is the one to report
-                with contextlib.suppress(Exception):
-                    job.finish(False)
-            for writer in writers:
-                writer.close()
-            raise
+            commit_report(writer, summary, page)
         mark("report_done")
         update_index(output)
         mark("index_done")

@@ -14,19 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from launchprof.analysis.ranks import RankRecord
+from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
 from launchprof.report.html import atomic_write, embed, render, write_plotlyjs
 
 if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
     from launchprof.analysis.ranks import CrossRank
 
 COMBINED_SCHEMA = "launchprof.combined/1"
-HEATMAP_MAX_STEPS = 1000
 
 
 @dataclass(frozen=True)
@@ -79,43 +76,6 @@ def build_combined(combined: Combined) -> CombinedSummary:
         failed=sum(1 for r in combined.reports if r.error is not None),
         ranks=combined.view.to_dict() if combined.view is not None else None,
     )
-
-
-def work_heatmap(view: CrossRank) -> tuple[go.Figure, bool]:
-    """Heatmap of each rank's work per aligned step relative to the step's median across
-    ranks (1 = median); the first :data:`HEATMAP_MAX_STEPS` aligned steps. Returns the
-    figure and whether steps were left out."""
-    import plotly.graph_objects as go  # here: `analyze` of one trace imports this module for its types
-
-    steps = view.per_step["step"].to_numpy()[:HEATMAP_MAX_STEPS]
-    median = view.per_step["median_work_ns"].to_numpy()[:HEATMAP_MAX_STEPS]
-    z = np.full((len(view.ranks), len(steps)), np.nan)
-    for i, r in enumerate(view.ranks):
-        t = r.per_step
-        if len(t) == 0:
-            continue
-        work = t.set_index("step")["work_ns"].reindex(steps).to_numpy(dtype=float)
-        z[i] = np.divide(work, median, out=np.full(len(steps), np.nan), where=median > 0)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=steps,
-            y=[f"{i}: {r.label}" for i, r in enumerate(view.ranks)],
-            colorscale="RdBu_r",
-            zmid=1.0,
-            colorbar=dict(title="work / median"),
-            hovertemplate="step %{x}<br>%{y}<br>%{z:.2f}x median<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title="Work per step relative to the median across ranks",
-        xaxis_title="step",
-        yaxis_autorange="reversed",
-        height=max(240, 40 + 22 * len(view.ranks)),
-        margin=dict(l=200, r=20, t=40, b=40),
-        template="plotly_white",
-    )
-    return fig, len(view.per_step) > HEATMAP_MAX_STEPS
 
 
 def write_combined(combined: Combined, folder: Path) -> CombinedSummary:

@@ -10,8 +10,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from launchprof.analysis.side import SideData
 from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures, evidence_json
@@ -24,22 +22,10 @@ from launchprof.report.compare_schema import (
     WorkChangeDoc,
     WorkChangeExample,
 )
+from launchprof.report.figures import side_bars, step_timelines
 from launchprof.report.html import embed, fmt_us, printable, render
 
 COMPARE_FILES = ("compare.json", "compare.html")
-KIND_COLORS = {
-    "kernel": "#1f77b4",
-    "memcpy": "#2ca02c",
-    "memset": "#17becf",
-    "graph": "#9467bd",
-    "launch call": "#ff7f0e",
-    "graph launch": "#d62728",
-    "graph instantiate": "#e377c2",
-    "graph update": "#bcbd22",
-    "capture begin/end": "#7f7f7f",
-    "sync call": "#8c564b",
-    "other CUDA API": "#b0b0b0",
-}
 
 
 def _side_doc(side: SideData, f: SideFigures) -> SideDoc:
@@ -168,92 +154,12 @@ def headline(doc: CompareDoc) -> str:
     return check.detail if check else ""
 
 
-def _bars(doc: CompareDoc) -> go.Figure:
-    labels = ["step period", "GPU busy", "bubbles", "host-wait idle", "CPU time in CUDA API", "CPU step span"]
-    keys = ["period_p50_ns", "busy_p50_ns", "bubble_p50_ns", "host_wait_p50_ns", "api_p50_ns", "cpu_p50_ns"]
-    fig = go.Figure()
-    for name, side, color in (("BEFORE", doc.before, "#9e9e9e"), ("AFTER", doc.after, "#2b7bba")):
-        values = [getattr(side, k) for k in keys]
-        us = [None if v is None else v / 1e3 for v in values]
-        fig.add_trace(
-            go.Bar(
-                x=labels,
-                y=us,
-                name=name,
-                marker_color=color,
-                text=["-" if v is None else f"{v:,.1f}" for v in us],
-                textposition="outside",
-                hovertemplate="%{x}: %{y:,.2f} µs<extra>" + name + "</extra>",
-            )
-        )
-    fig.update_layout(
-        barmode="group",
-        yaxis_title="median per steady step (µs)",
-        height=380,
-        margin=dict(l=60, r=20, t=40, b=40),
-        template="plotly_white",
-        title="Per steady step, median",
-    )
-    return fig
-
-
-def _timelines(c: Comparison) -> go.Figure | None:
-    sides = [("BEFORE", c.before), ("AFTER", c.after)]
-    if all(s.sample is None for _, s in sides):
-        return None
-    titles = []
-    for label, s in sides:
-        if s.sample is None:
-            titles.append(f"{label}: no step timeline available")
-            continue
-        shift = int(s.sample["shift_ns"].max()) if len(s.sample) else 0
-        extra = f"; GPU rows drawn {shift / 1e3:,.1f} µs earlier (work queued ahead)" if shift else ""
-        titles.append(f"{label}: step {s.sample_step}{extra}")
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
-    seen: set[str] = set()
-    end = 0.0
-    for row, (_, s) in enumerate(sides, start=1):
-        if s.sample is None or s.sample.empty:
-            continue
-        end = max(end, float(s.sample["end_ns"].max()))
-        lanes = sorted(s.sample["lane"].unique(), key=lambda lane: (not str(lane).startswith("GPU"), str(lane)))
-        # Bottom to top: GPU lanes below, CPU threads above (as nsys draws them).
-        fig.update_yaxes(categoryorder="array", categoryarray=lanes, row=row, col=1)
-        for kind, rows in s.sample.groupby("kind", sort=True):
-            fig.add_trace(
-                go.Bar(
-                    orientation="h",
-                    base=rows["start_ns"] / 1e3,
-                    x=(rows["end_ns"] - rows["start_ns"]) / 1e3,
-                    y=rows["lane"],
-                    name=str(kind),
-                    legendgroup=str(kind),
-                    showlegend=kind not in seen,
-                    marker_color=KIND_COLORS.get(str(kind), "#444444"),
-                    text=rows["name"],
-                    textposition="none",
-                    hovertemplate="%{text}<br>start %{base:,.2f} µs<br>%{x:,.2f} µs<extra>%{y}</extra>",
-                ),
-                row=row,
-                col=1,
-            )
-            seen.add(str(kind))
-    fig.update_layout(
-        barmode="overlay",
-        height=460,
-        margin=dict(l=140, r=20, t=50, b=50),
-        template="plotly_white",
-        legend=dict(orientation="h", y=-0.15),
-    )
-    fig.update_xaxes(range=[0, end / 1e3 * 1.02])
-    fig.update_xaxes(title_text="time from the step's first event (µs), same scale for both", row=2, col=1)
-    return fig
-
-
 def render_compare(c: Comparison, doc: CompareDoc) -> str:
-    """The compare page: verdict first, bars, the two step timelines, checks, kernels."""
-    figures = [embed(_bars(doc), "Median per steady step: BEFORE (grey) and AFTER (blue).")]
-    tl = _timelines(c)
+    """The compare page: verdict first, bars, the two step timelines, checks, kernels
+    (figures: :func:`~launchprof.report.figures.side_bars`,
+    :func:`~launchprof.report.figures.step_timelines`)."""
+    figures = [embed(side_bars(doc), "Median per steady step: BEFORE (grey) and AFTER (blue).")]
+    tl = step_timelines(c)
     if tl is not None:
         figures.append(
             embed(

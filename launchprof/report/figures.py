@@ -1,12 +1,15 @@
-"""Plotly figures of an Analysis, built as plain data (:mod:`launchprof.report.plainfig`:
-the same JSON as plotly's figure objects, without building them). Draws only: every
-number shown was computed in :mod:`launchprof.analysis`. Trace strings go into figure
-JSON, which :mod:`launchprof.report.html` embeds escaped; strings plotly itself renders
-as pseudo-HTML (hover text) are HTML-escaped here as well."""
+"""The plotly figures of every page, built as plain data (:mod:`launchprof.report.plainfig`:
+the same JSON as plotly's figure objects, without building them): report.html's of an
+Analysis, compare.html's of a Comparison, combined.html's of the ranks of many traces.
+Draws only: every number shown was computed in :mod:`launchprof.analysis`. Trace
+strings go into figure JSON, which :mod:`launchprof.report.html` embeds escaped; on the
+report page, strings plotly itself renders as pseudo-HTML (hover text) are HTML-escaped
+here as well."""
 
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -14,14 +17,20 @@ import pandas as pd
 from launchprof.analysis import Analysis, DeviceAnalysis, utilization_series
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
 from launchprof.report.html import EmbeddedFigure, embed, fmt_ms
-from launchprof.report.plainfig import Figure, bar, scatter
+from launchprof.report.plainfig import Figure, bar, heatmap, scatter
 from launchprof.trace.model import text
+
+if TYPE_CHECKING:  # types only: report.html's figures need none of these modules
+    from launchprof.analysis.ranks import CrossRank
+    from launchprof.analysis.side import SideData
+    from launchprof.analysis.verify import Comparison
+    from launchprof.report.compare_schema import CompareDoc
 
 TIMELINE_WINDOW_NS = 2_000_000
 MAX_TIMELINE_BARS = 4_000
 UTILIZATION_BINS = 200
 
-# One colour per kind of bar, the same on every page (colour-blind safe "tab10" picks).
+# One colour per kind of bar on the report page (colour-blind safe "tab10" picks).
 COLORS = {
     "kernel": "#1f77b4",
     "memcpy": "#2ca02c",
@@ -93,10 +102,34 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
     Returns the figure and whether bars were dropped to stay under MAX_TIMELINE_BARS.
     """
     lo, hi = window
-    trace = analysis.trace
+    act, api, gaps, downsampled = _window_rows(analysis, device, window)
+    several_pids = device.activity["pid"].nunique() > 1
+    fig = Figure()
+    cpu_lanes = _api_bars(fig, api, lo, several_pids)
+    gap_lane = _gap_bars(fig, gaps, device, window)
+    stream_lanes = _activity_bars(fig, analysis, act, device, lo, several_pids)
+    order = sorted(set(cpu_lanes)) + [gap_lane] + sorted(set(stream_lanes), key=_stream_key)
+    fig.update_layout(
+        barmode="overlay",
+        bargap=0.25,
+        hovermode="closest",
+        xaxis=dict(title=dict(text="time since the window start (µs)"), range=[0, (hi - lo) / 1e3], showgrid=True),
+        yaxis=dict(categoryorder="array", categoryarray=order, autorange="reversed"),
+    )
+    title = f"Timeline of a {duration_label(hi - lo)} window: CPU API calls, GPU idle gaps, GPU streams"
+    return _layout(fig, title, 150 + 42 * len(order), legend=True), downsampled
+
+
+def _window_rows(
+    analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, bool]:
+    """The device's activity, the CUDA API calls of its processes and its idle gaps that
+    overlap ``window``, cut to MAX_TIMELINE_BARS in all (the earliest of each: half
+    activity, a quarter each API calls and gaps) when there are more; and whether they were."""
+    lo, hi = window
     act = device.activity
     act = act.loc[(act["end"] > lo) & (act["start"] < hi)]
-    api = trace.api
+    api = analysis.trace.api
     api = api.loc[(api["end"] > lo) & (api["start"] < hi) & api["pid"].isin(act["pid"].unique())]
     gaps = device.figures.gaps
     gaps = gaps.loc[(gaps["end"] > lo) & (gaps["start"] < hi)]
@@ -105,9 +138,12 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
         act = act.head(MAX_TIMELINE_BARS // 2)
         api = api.head(MAX_TIMELINE_BARS // 4)
         gaps = gaps.head(MAX_TIMELINE_BARS // 4)
-    several_pids = device.activity["pid"].nunique() > 1
-    fig = Figure()
+    return act, api, gaps, downsampled
 
+
+def _api_bars(fig: Figure, api: pd.DataFrame, t0: int, several_pids: bool) -> list[str]:
+    """Bars of the CUDA API calls ``api``, launch calls apart, one lane per CPU thread;
+    returns the lane of each call."""
     cpu_lanes = [
         f"CPU pid {p} tid {t & 0xFFFFFF}" if several_pids else f"CPU thread {t & 0xFFFFFF}"
         for p, t in zip(api["pid"], api["tid"], strict=False)
@@ -118,25 +154,29 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
         if mask.any():
             rows = api.loc[mask]
             names = [html.escape(c) for c in call[mask]]
-            _bars(
-                fig,
-                label,
-                [lane for lane, m in zip(cpu_lanes, mask, strict=False) if m],
-                rows["start"],
-                rows["end"],
-                lo,
-                names,
-            )
+            lanes = [lane for lane, m in zip(cpu_lanes, mask, strict=False) if m]
+            _bars(fig, label, lanes, rows["start"], rows["end"], t0, names)
+    return cpu_lanes
 
+
+def _gap_bars(fig: Figure, gaps: pd.DataFrame, device: DeviceAnalysis, window: tuple[int, int]) -> str:
+    """Bars of the idle ``gaps`` (host-wait or other), cut to ``window``, in one lane; returns the lane."""
+    lo, hi = window
     gap_lane = f"GPU {device.device_id} idle"
     for label, flag in (("host-wait gap", True), ("other gap", False)):
         rows = gaps.loc[gaps["host_wait"] == flag]
         if len(rows):
             hover = [f"idle {(e - s) / 1e3:,.2f} µs" for s, e in zip(rows["start"], rows["end"], strict=False)]
-            _bars(
-                fig, label, [gap_lane] * len(rows), rows["start"].clip(lower=lo), rows["end"].clip(upper=hi), lo, hover
-            )
+            lanes = [gap_lane] * len(rows)
+            _bars(fig, label, lanes, rows["start"].clip(lower=lo), rows["end"].clip(upper=hi), lo, hover)
+    return gap_lane
 
+
+def _activity_bars(
+    fig: Figure, analysis: Analysis, act: pd.DataFrame, device: DeviceAnalysis, t0: int, several_pids: bool
+) -> list[str]:
+    """Bars of the GPU activity ``act`` by kind, one lane per stream (kernels hovered by
+    name); returns the lane of each row."""
     kinds = text(act["kind"])
     lanes = [
         f"GPU {device.device_id} stream {s}" + (f" (pid {p})" if several_pids else "")
@@ -147,23 +187,10 @@ def timeline(analysis: Analysis, device: DeviceAnalysis, window: tuple[int, int]
         if not mask.any():
             continue
         rows = act.loc[mask]
-        hover = [kind] * len(rows)
-        if kind == "kernel":
-            hover = _kernel_names(analysis, rows)
-        _bars(
-            fig, kind, [lane for lane, m in zip(lanes, mask, strict=False) if m], rows["start"], rows["end"], lo, hover
-        )
-
-    order = sorted(set(cpu_lanes)) + [gap_lane] + sorted(set(lanes), key=_stream_key)
-    fig.update_layout(
-        barmode="overlay",
-        bargap=0.25,
-        hovermode="closest",
-        xaxis=dict(title=dict(text="time since the window start (µs)"), range=[0, (hi - lo) / 1e3], showgrid=True),
-        yaxis=dict(categoryorder="array", categoryarray=order, autorange="reversed"),
-    )
-    title = f"Timeline of a {duration_label(hi - lo)} window: CPU API calls, GPU idle gaps, GPU streams"
-    return _layout(fig, title, 150 + 42 * len(order), legend=True), downsampled
+        hover = _kernel_names(analysis, rows) if kind == "kernel" else [kind] * len(rows)
+        kind_lanes = [lane for lane, m in zip(lanes, mask, strict=False) if m]
+        _bars(fig, kind, kind_lanes, rows["start"], rows["end"], t0, hover)
+    return lanes
 
 
 def _stream_key(lane: str) -> tuple[int, str]:
@@ -239,42 +266,46 @@ def utilization_over_time(device: DeviceAnalysis, window: tuple[int, int] | None
         ]
     )
     if window is not None:
-        # What plotly's add_vrect(annotation_position="top left") writes: a rectangle over
-        # the whole y domain and its label at the top left corner.
-        x0, x1 = (window[0] - t0) / 1e6, (window[1] - t0) / 1e6
-        fig.update_layout(
-            shapes=[
-                dict(
-                    type="rect",
-                    x0=x0,
-                    x1=x1,
-                    xref="x",
-                    y0=0,
-                    y1=1,
-                    yref="y domain",
-                    fillcolor="#ff7f0e",
-                    opacity=0.25,
-                    line=dict(width=0),
-                )
-            ],
-            annotations=[
-                dict(
-                    text="timeline window",
-                    showarrow=False,
-                    x=x0,
-                    xanchor="left",
-                    xref="x",
-                    y=1,
-                    yanchor="top",
-                    yref="y domain",
-                )
-            ],
-        )
+        _window_band(fig, (window[0] - t0) / 1e6, (window[1] - t0) / 1e6)
     fig.update_layout(
         xaxis=dict(title=dict(text="time since the first GPU activity (ms)")),
         yaxis=dict(title=dict(text="GPU busy"), range=[0, 1.05], tickformat=".0%"),
     )
     return _layout(fig, f"GPU utilization over time, GPU {device.device_id} ({UTILIZATION_BINS} equal time bins)")
+
+
+def _window_band(fig: Figure, x0: float, x1: float) -> None:
+    """Shade [x0, x1] (x axis units) and label it "timeline window": what plotly's
+    ``add_vrect(annotation_position="top left")`` writes, a rectangle over the whole y
+    domain and its label at the top left corner."""
+    fig.update_layout(
+        shapes=[
+            dict(
+                type="rect",
+                x0=x0,
+                x1=x1,
+                xref="x",
+                y0=0,
+                y1=1,
+                yref="y domain",
+                fillcolor="#ff7f0e",
+                opacity=0.25,
+                line=dict(width=0),
+            )
+        ],
+        annotations=[
+            dict(
+                text="timeline window",
+                showarrow=False,
+                x=x0,
+                xanchor="left",
+                xref="x",
+                y=1,
+                yanchor="top",
+                yref="y domain",
+            )
+        ],
+    )
 
 
 def embedded_device_figures(analysis: Analysis) -> list[EmbeddedFigure]:
@@ -307,3 +338,212 @@ def embedded_device_figures(analysis: Analysis) -> list[EmbeddedFigure]:
             )
         )
     return embedded
+
+
+# compare.html: the two sides of a comparison.
+
+# The colours of compare's step timelines (their own palette since compare.html began:
+# kept, so that the page stays the same).
+STEP_KIND_COLORS = {
+    "kernel": "#1f77b4",
+    "memcpy": "#2ca02c",
+    "memset": "#17becf",
+    "graph": "#9467bd",
+    "launch call": "#ff7f0e",
+    "graph launch": "#d62728",
+    "graph instantiate": "#e377c2",
+    "graph update": "#bcbd22",
+    "capture begin/end": "#7f7f7f",
+    "sync call": "#8c564b",
+    "other CUDA API": "#b0b0b0",
+}
+_SIDE_BARS = (
+    ("step period", "period_p50_ns"),
+    ("GPU busy", "busy_p50_ns"),
+    ("bubbles", "bubble_p50_ns"),
+    ("host-wait idle", "host_wait_p50_ns"),
+    ("CPU time in CUDA API", "api_p50_ns"),
+    ("CPU step span", "cpu_p50_ns"),
+)
+
+
+def side_bars(doc: CompareDoc) -> Figure:
+    """Grouped bars of the steady-step medians of both sides of a comparison (the
+    ``*_p50_ns`` of compare.json's ``before`` and ``after``, drawn in µs; a missing one
+    as "-")."""
+    labels = [label for label, _ in _SIDE_BARS]
+    fig = Figure()
+    for name, side, color in (("BEFORE", doc.before, "#9e9e9e"), ("AFTER", doc.after, "#2b7bba")):
+        values = [getattr(side, key) for _, key in _SIDE_BARS]
+        us = [None if v is None else v / 1e3 for v in values]
+        fig.add_trace(
+            bar(
+                x=labels,
+                y=us,
+                name=name,
+                marker=dict(color=color),
+                text=["-" if v is None else f"{v:,.1f}" for v in us],
+                textposition="outside",
+                hovertemplate="%{x}: %{y:,.2f} µs<extra>" + name + "</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis=dict(title=dict(text="median per steady step (µs)")),
+        height=380,
+        margin=dict(l=60, r=20, t=40, b=40),
+        template="plotly_white",
+        title=dict(text="Per steady step, median"),
+    )
+    return fig
+
+
+def step_timelines(c: Comparison) -> Figure | None:
+    """One steady step of each side (its ``sample``: the rows of step_timeline.csv, ns
+    from the step's first event), BEFORE above AFTER on one time scale: a lane per GPU
+    stream and CPU thread, a bar per row coloured by kind. None when neither side has a
+    sample."""
+    sides = [("BEFORE", c.before), ("AFTER", c.after)]
+    if all(s.sample is None for _, s in sides):
+        return None
+    fig = Figure(layout=two_rows_layout([_step_title(label, s) for label, s in sides]))
+    seen: set[str] = set()
+    end = 0.0
+    for row, (_, s) in enumerate(sides, start=1):
+        if s.sample is None or s.sample.empty:
+            continue
+        end = max(end, float(s.sample["end_ns"].max()))
+        _step_bars(fig, s.sample, row, seen)
+    fig.update_layout(
+        barmode="overlay",
+        height=460,
+        margin=dict(l=140, r=20, t=50, b=50),
+        template="plotly_white",
+        legend=dict(orientation="h", y=-0.15),
+    )
+    x_range = [0, end / 1e3 * 1.02]
+    fig.update_layout(
+        xaxis=dict(range=x_range),
+        xaxis2=dict(range=x_range, title=dict(text="time from the step's first event (µs), same scale for both")),
+    )
+    return fig
+
+
+def _step_title(label: str, side: SideData) -> str:
+    if side.sample is None:
+        return f"{label}: no step timeline available"
+    shift = int(side.sample["shift_ns"].max()) if len(side.sample) else 0
+    extra = f"; GPU rows drawn {shift / 1e3:,.1f} µs earlier (work queued ahead)" if shift else ""
+    return f"{label}: step {side.sample_step}{extra}"
+
+
+def two_rows_layout(titles: list[str]) -> dict[str, Any]:
+    """The layout of plotly's ``make_subplots(rows=2, cols=1, shared_xaxes=True,
+    subplot_titles=titles, vertical_spacing=0.12)``: two rows of 0.44 of the height each,
+    the x axes matched, a title above each row."""
+    return dict(
+        xaxis=dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False),
+        xaxis2=dict(anchor="y2", domain=[0.0, 1.0]),
+        yaxis=dict(anchor="x", domain=[0.56, 1.0]),
+        yaxis2=dict(anchor="x2", domain=[0.0, 0.44]),
+        annotations=[
+            dict(
+                font=dict(size=16),
+                showarrow=False,
+                text=title,
+                x=0.5,
+                xanchor="center",
+                xref="paper",
+                y=y,
+                yanchor="bottom",
+                yref="paper",
+            )
+            for title, y in zip(titles, (1.0, 0.44), strict=True)
+        ],
+    )
+
+
+def _step_bars(fig: Figure, sample: pd.DataFrame, row: int, seen: set[str]) -> None:
+    """The bars of one side's step ``sample`` in subplot ``row`` (1 or 2), one trace per
+    kind; a kind's legend entry only once (``seen``: the kinds already drawn)."""
+    suffix = "" if row == 1 else str(row)
+    lanes = sorted(sample["lane"].unique(), key=lambda lane: (not str(lane).startswith("GPU"), str(lane)))
+    # Bottom to top: GPU lanes below, CPU threads above (as nsys draws them).
+    fig.update_layout(**{f"yaxis{suffix}": dict(categoryorder="array", categoryarray=lanes)})
+    for kind, rows in sample.groupby("kind", sort=True):
+        fig.add_trace(
+            bar(
+                orientation="h",
+                base=rows["start_ns"] / 1e3,
+                x=(rows["end_ns"] - rows["start_ns"]) / 1e3,
+                y=rows["lane"],
+                name=str(kind),
+                legendgroup=str(kind),
+                showlegend=kind not in seen,
+                marker=dict(color=STEP_KIND_COLORS.get(str(kind), "#444444")),
+                text=rows["name"],
+                textposition="none",
+                hovertemplate="%{text}<br>start %{base:,.2f} µs<br>%{x:,.2f} µs<extra>%{y}</extra>",
+                xaxis=f"x{suffix}",
+                yaxis=f"y{suffix}",
+            )
+        )
+        seen.add(str(kind))
+
+
+# combined.html: the ranks of many traces.
+
+HEATMAP_MAX_STEPS = 1000
+# plotly's "RdBu_r" colour scale, as plotly writes a named scale into a figure.
+RDBU_R_COLORSCALE = [
+    [0.0, "rgb(5,48,97)"],
+    [0.1, "rgb(33,102,172)"],
+    [0.2, "rgb(67,147,195)"],
+    [0.3, "rgb(146,197,222)"],
+    [0.4, "rgb(209,229,240)"],
+    [0.5, "rgb(247,247,247)"],
+    [0.6, "rgb(253,219,199)"],
+    [0.7, "rgb(244,165,130)"],
+    [0.8, "rgb(214,96,77)"],
+    [0.9, "rgb(178,24,43)"],
+    [1.0, "rgb(103,0,31)"],
+]
+
+
+def work_heatmap(view: CrossRank) -> tuple[Figure, bool]:
+    """Heatmap of each rank's work per aligned step (``work_ns`` of the rank's
+    ``per_step``) relative to the step's median across ranks (``median_work_ns`` of
+    ``view.per_step``; 1 = median, blank where a rank has no such step or the median is
+    0); the first :data:`HEATMAP_MAX_STEPS` aligned steps. Returns the figure and whether
+    steps were left out."""
+    steps = view.per_step["step"].to_numpy()[:HEATMAP_MAX_STEPS]
+    median = view.per_step["median_work_ns"].to_numpy()[:HEATMAP_MAX_STEPS]
+    z = np.full((len(view.ranks), len(steps)), np.nan)
+    for i, r in enumerate(view.ranks):
+        t = r.per_step
+        if len(t) == 0:
+            continue
+        work = t.set_index("step")["work_ns"].reindex(steps).to_numpy(dtype=float)
+        z[i] = np.divide(work, median, out=np.full(len(steps), np.nan), where=median > 0)
+    fig = Figure(
+        [
+            heatmap(
+                z=z,
+                x=steps,
+                y=[f"{i}: {r.label}" for i, r in enumerate(view.ranks)],
+                colorscale=RDBU_R_COLORSCALE,
+                zmid=1.0,
+                colorbar=dict(title=dict(text="work / median")),
+                hovertemplate="step %{x}<br>%{y}<br>%{z:.2f}x median<extra></extra>",
+            )
+        ]
+    )
+    fig.update_layout(
+        title=dict(text="Work per step relative to the median across ranks"),
+        xaxis=dict(title=dict(text="step")),
+        yaxis=dict(autorange="reversed"),
+        height=max(240, 40 + 22 * len(view.ranks)),
+        margin=dict(l=200, r=20, t=40, b=40),
+        template="plotly_white",
+    )
+    return fig, len(view.per_step) > HEATMAP_MAX_STEPS

@@ -85,6 +85,12 @@ def scatter(**props: Any) -> Trace:
     return Trace(type="scatter", **props)
 
 
+def heatmap(**props: Any) -> Trace:
+    """A ``heatmap`` trace (``z`` a 2-D array; a named ``colorscale`` is not expanded:
+    pass the list of ``[position, colour]`` pairs)."""
+    return Trace(type="heatmap", **props)
+
+
 def _typed_array(values: np.ndarray) -> Any:
     """plotly's ``to_typed_array_spec``: numeric arrays as base64 typed arrays."""
     if values.size == 0:
