@@ -231,3 +231,34 @@ def test_a_staging_folder_is_not_listed_in_the_index(traces, refs, tmp_path: Pat
     assert done.returncode == 0, done.stderr
     index = (reports / "index.html").read_text()
     assert 'href="b/report.html"' in index and "staging" not in index
+
+
+def test_a_signal_that_another_thread_receives_waits_for_the_held_block() -> None:
+    """The kernel gives a process's signal to any thread that does not block it; Python
+    then runs the handler in the main thread at its next bytecode. Held signals
+    (report.folder.signals_held) must still wait until the block is done."""
+    import threading
+
+    from launchprof.report.folder import signals_held
+
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, _frame: seen.append("handler"))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)  # a thread that does not block SIGTERM
+    other.start()
+    try:
+        with signals_held():
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # this thread blocks it
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)  # so the other thread receives it
+                deadline = time.perf_counter() + 0.2
+                while time.perf_counter() < deadline:  # bytecodes: where Python runs pending handlers
+                    pass
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+            seen.append("block done")
+        assert seen == ["block done", "handler"]
+    finally:
+        stop.set()
+        other.join()
+        signal.signal(signal.SIGTERM, previous)

@@ -33,13 +33,55 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from launchprof.errors import OutputError
 
-_HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP wait until the block is done; then the first one that
+    came is handled as it would have been (its handler called, or its default action).
+
+    In the main thread the Python handlers are swapped for one that only notes the signal:
+    blocking the signals (``pthread_sigmask``) would hold them back from this thread only,
+    and the kernel gives a process's signal to any thread that does not block it (a
+    progress spinner's, a reader's), after which Python runs the handler in the main thread
+    at its next bytecode, in the middle of the block. Elsewhere (Python handlers can only
+    be set from the main thread, and only run there) the signals are blocked in this thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        return
+    came: list[int] = []
+    previous: dict[int, Any] = {}
+    try:
+        for sig in _HELD_SIGNALS:
+            previous[sig] = signal.signal(sig, lambda signum, _frame: came.append(signum))
+        yield
+    finally:
+        for held, handler in previous.items():
+            signal.signal(held, signal.SIG_DFL if handler is None else handler)
+        if came:
+            _deliver(came[0], previous.get(came[0]))
+
+
+def _deliver(signum: int, handler: Any) -> None:
+    """Handle ``signum`` as ``handler`` (what :func:`signal.signal` returned) would have."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler in (signal.SIG_DFL, None):
+        signal.raise_signal(signum)  # the default action (SIGINT's default handler raises KeyboardInterrupt)
 
 
 def _unlink(path: Path) -> None:
@@ -99,15 +141,12 @@ class FolderWriter:
             self._beside, prefix = folder, ".launchprof."
         # Ctrl-C or SIGTERM between making the staging folder and holding its lock must not
         # leave it behind: the signals wait until the writer can clean up after them.
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
         try:
-            self._stage(folder, prefix)
-        finally:
-            try:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # a held signal's handler runs here
-            except BaseException:
-                self.close()
-                raise
+            with signals_held():  # a held signal's handler runs as the block ends
+                self._stage(folder, prefix)
+        except BaseException:
+            self.close()
+            raise
 
     def _stage(self, folder: Path, prefix: str) -> None:
         """Make the staging folder and hold its lock (``__init__``, signals held)."""
@@ -213,8 +252,7 @@ class FolderWriter:
         with self._locked():
             self._check_existing()
             self._make_folder()
-            old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
-            try:
+            with signals_held():
                 for name in self.owned:
                     for leftover in self.folder.glob(f".{name}.*"):  # staged in place by an older launchprof
                         _unlink(leftover)
@@ -229,15 +267,12 @@ class FolderWriter:
                     except OSError as exc:
                         raise _oserror("write", self.folder / name, exc) from None
                 self._committed = True
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         self.close()
 
     def close(self) -> None:
         """Remove the staging folder (what was not committed is dropped); never raises
         itself (Ctrl-C or SIGTERM wait until the folder is gone, then their handlers run)."""
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
-        try:
+        with signals_held():
             staging = getattr(self, "staging", None)
             if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -245,8 +280,6 @@ class FolderWriter:
                 with contextlib.suppress(OSError):
                     os.close(self._own_fd)
                 self._own_fd = -1
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
     def __enter__(self) -> FolderWriter:
         return self
