@@ -262,3 +262,23 @@ def test_a_signal_that_another_thread_receives_waits_for_the_held_block() -> Non
         stop.set()
         other.join()
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_every_held_signal_is_handled_after_the_block_and_ignored_ones_stay_ignored() -> None:
+    from launchprof.report.folder import signals_held
+
+    seen: list[str] = []
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    signal.signal(signal.SIGINT, lambda signum, _frame: seen.append("INT"))
+    signal.signal(signal.SIGTERM, lambda signum, _frame: seen.append("TERM"))
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    try:
+        with signals_held():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN  # left alone
+            for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGTERM):
+                signal.raise_signal(sig)
+            seen.append("block done")
+        assert seen == ["block done", "TERM", "INT"]  # each once, in the order they came
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

@@ -276,6 +276,7 @@ def apply_to_recommendation(
     ``min_speedup``) and the reason says so. Nothing changes when the section has no usable
     period (the host ran ahead of the GPU) or the recommendation no expectation."""
     from launchprof.analysis.expect import Expectation, with_measured_eager
+    from launchprof.analysis.predict import break_even
 
     exp = (recommendation or {}).get("expected")
     period = section.get("period_p50_ns")
@@ -287,10 +288,14 @@ def apply_to_recommendation(
     recommendation["expected"] = dataclasses.asdict(new)
     recommendation["expected_speedup"] = new.speedup
     recommendation["expected_speedup_range"] = [new.speedup_low, new.speedup_high]
+    instantiate = recommendation.get("instantiate_ns")
+    if instantiate is not None:  # paid back on the same footing as the headline
+        recommendation["break_even_iterations"] = break_even(float(instantiate), new.graph_step_ns, new.eager_step_ns)
     if verdict == "launch-bound":
         recommendation["convert"] = bool(new.speedup >= min_speedup)
         recommendation["reason"] = (
-            f"With the step measured without nsys ({period / 1e3:,.1f} us, {section.get('runs')} runs): a graph is "
+            f"With the step measured without nsys ({period / 1e3:,.1f} us, {section.get('runs')} "
+            f"run{'s' if section.get('runs') != 1 else ''}): a graph is "
             f"expected to give {new.speedup:.2f}x ({new.speedup_low:.2f}-{new.speedup_high:.2f}x; under nsys "
             f"{recommendation.get('predicted_speedup') or 0:.2f}x)"
             + (", worth converting." if recommendation["convert"] else f", below the {min_speedup:g}x minimum.")

@@ -44,7 +44,7 @@ from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import Expectation, expect
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
-from launchprof.analysis.predict import Prediction, constants, predict_graph_step, unprofiled_values
+from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
 
@@ -404,6 +404,11 @@ def diagnose(
         if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
         else None
     )
+    if pred is not None and exp is not None:
+        # Paid back on the same footing as the headline: the steps without the profiler.
+        pred = dataclasses.replace(
+            pred, break_even_iterations=break_even(pred.instantiate_ns, exp.graph_step_ns, exp.eager_step_ns)
+        )
     found_list = (
         [
             F.sync_in_step(ctx) if not replaying else None,

@@ -107,14 +107,14 @@ def with_measured_eager(exp: Expectation, eager_step_ns: float, run_steps_ns: Se
     ``eager_source`` ``"baseline"``, the speedup against the same graph step, and its
     range from the graph step's uncertainty, :data:`NOISE` and how far the eager step
     may move between runs: the runs' own lowest and highest step (``run_steps_ns``, one
-    per run) from :data:`MIN_RUNS_FOR_SPREAD` runs on, else the measured step divided and
-    multiplied by :data:`RUN_SPREAD`."""
+    per run) from :data:`MIN_RUNS_FOR_SPREAD` runs on, else those widened to at least the
+    measured step divided and multiplied by :data:`RUN_SPREAD` (always holding the step)."""
     g, g_high = exp.graph_step_ns, exp.graph_step_high_ns
     runs = [float(x) for x in run_steps_ns if x and x > 0]
-    if len(runs) >= MIN_RUNS_FOR_SPREAD:
-        e_low, e_high = min(runs), max(runs)
-    else:
-        e_low, e_high = eager_step_ns / RUN_SPREAD, eager_step_ns * RUN_SPREAD
+    e_low, e_high = (min(runs), max(runs)) if runs else (eager_step_ns, eager_step_ns)
+    if len(runs) < MIN_RUNS_FOR_SPREAD:
+        e_low, e_high = min(e_low, eager_step_ns / RUN_SPREAD), max(e_high, eager_step_ns * RUN_SPREAD)
+    e_low, e_high = min(e_low, eager_step_ns), max(e_high, eager_step_ns)  # the range holds the step
     return dataclasses.replace(
         exp,
         eager_step_ns=eager_step_ns,
@@ -173,7 +173,6 @@ def expect(
     values: Mapping[str, float],
     host_gap_ns: int,
     framework: str = "cuda",
-    eager_step_ns: float | None = None,
 ) -> Expectation | None:
     """The :class:`Expectation` of the steady steps (module docstring); None without
     calls or periods.
@@ -192,7 +191,6 @@ def expect(
         framework: ``"pytorch"`` (the step inflated ``profiler_torch_inflation`` times)
             or anything else (launch calls ``profiler_launch_overhead_ns``, other calls
             ``profiler_call_overhead_ns``).
-        eager_step_ns: the step measured without the profiler, when known.
     """
     period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
     nodes = (fig.get("kernels_per_step_p50") or 0) + (fig.get("memops_per_step_p50") or 0)
@@ -241,9 +239,7 @@ def expect(
         # the same dispatch gaps (a GPU-saturated step gains nothing, not less than nothing).
         return max(float(period) - share, gpu)
 
-    measured = eager_step_ns is not None and eager_step_ns > 0
-    e = float(eager_step_ns) if measured else eager(profiler)  # type: ignore[arg-type]
-    e_low, e_high = (e, e) if measured else (eager(shares[0]), eager(shares[1]))
+    e, e_low, e_high = eager(profiler), eager(shares[0]), eager(shares[1])
     # The host time without the profiler, split as the profiled CPU step is.
     host_u = min(max(cpu_step - profiler, 0.0), e)
     kept = kept_share * host_u
@@ -262,7 +258,7 @@ def expect(
         traced_calls=calls,
         launch_calls=launches,
         eager_step_ns=e,
-        eager_source="baseline" if measured else "estimate",
+        eager_source="estimate",  # a measured step comes in through with_measured_eager
         kept_host_ns=kept,
         removed_host_ns=removed,
         synchronizing=synchronizing,

@@ -59,19 +59,23 @@ def baseline_argv(argv: Sequence[str]) -> list[str]:
 
 
 def nothing_to_time(work: Workload, sqlite: Path) -> str | None:
-    """Why runs without nsys of this trace's workload could not time a step, or None when
-    they can: the trace has :func:`launchprof.step` ranges, or profiler regions
-    (``cudaProfilerStart``) of a Python workload, which then runs through
+    """Why runs without nsys of this trace's workload could not time a step (a sentence),
+    or None when they can or the trace cannot be read to tell: the trace has
+    :func:`launchprof.step` ranges, or profiler regions (``cudaProfilerStart``) of a
+    workload started as ``python SCRIPT`` or ``-m MODULE``, which then runs through
     :mod:`launchprof.profiler_region` (:func:`launchprof.trace.steptimes.timed_sources`)."""
     from launchprof.trace.steptimes import timed_sources
 
     sources = timed_sources(sqlite)
-    python = baseline_argv(work.argv) != list(work.argv)
-    if "markers" in sources or ("profiler-region" in sources and python):
+    wrapped = baseline_argv(work.argv) != list(work.argv)  # runs through profiler_region.py
+    if sources is None or "markers" in sources or ("profiler-region" in sources and wrapped):
         return None
     if "profiler-region" in sources:
-        return "the trace has no launchprof.step() range, and its profiler region is timed only for a Python workload"
-    return "the trace has no launchprof.step() range" + (" and no profiler region" if python else "")
+        return (
+            "the trace has no launchprof.step() range, and a profiler region is timed only for a workload "
+            "started as `python SCRIPT` or `-m MODULE`"
+        )
+    return "the trace has no launchprof.step() range" + (" and no profiler region" if wrapped else "") + " to time"
 
 
 def run_baselines(
@@ -112,7 +116,9 @@ def run_baselines(
             console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
             continue
         timed = f", profiler regions {(region[:, 1] - region[:, 0]).sum() / 1e9:.3f} s" if len(region) else ""
-        console.print(f"launchprof: baseline run {i}: {len(times)} steps{timed} in {wall:.2f} s", markup=False)
+        console.print(
+            f"launchprof: baseline run {i}: {len(times)} steps{timed}; the run took {wall:.2f} s", markup=False
+        )
         got.append(times)
         regions.append(region)
     if not any(len(t) for t in got) and any(len(r) for r in regions):

@@ -31,6 +31,7 @@ def verdict_line(summary: Any) -> str | None:
     elif rec and rec.expected_speedup and rec.expected_step_ns:
         lo, hi = rec.expected_speedup_range or (None, None)
         measured = (rec.expected or {}).get("eager_source") == "baseline"
+        eager = (rec.expected or {}).get("eager_step_ns")
         line += (
             f"; CUDA Graph expected {rec.expected_speedup:.2f}x without nsys"
             + (
@@ -39,6 +40,7 @@ def verdict_line(summary: Any) -> str | None:
                 else ""
             )
             + f", {rec.expected_step_ns / 1e3:,.1f} us a step"
+            + (f" vs {eager / 1e3:,.1f} us eager" if eager else "")
         )
         if rec.predicted_speedup:
             line += f" (under nsys {rec.predicted_speedup:.2f}x)"
@@ -150,13 +152,13 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
         )
     line = (
         f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
-        f"({section['overhead_ratio']:.2f}x, {_runs(section['runs'])}, steps {section['steps']})"
+        f"(under nsys / without: {section['overhead_ratio']:.2f}x; {_runs(section['runs'])}, steps {section['steps']})"
     )
     if region:
         line = (
             f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
             f"median of {_runs(section['periods'])}, / the {section['region_steps']} steps found in it) vs "
-            f"{prof / 1e3:,.1f} us under nsys ({section['overhead_ratio']:.2f}x)"
+            f"{prof / 1e3:,.1f} us under nsys (under nsys / without: {section['overhead_ratio']:.2f}x)"
         )
     # The speedup with this measured step is the verdict line's expected one
     # (recommendation.expected); the section's ``corrected`` figure, which lets a graph

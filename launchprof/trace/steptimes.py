@@ -13,9 +13,7 @@ import numpy as np
 from launchprof.defaults import STEP_DOMAIN
 from launchprof.errors import LaunchprofError
 from launchprof.profiler_region import REGION_NAME
-from launchprof.trace.columns import ro_uri
-
-NVTX_DOMAIN_CREATE = 75  # NVTX_EVENTS.eventType of a domain's creation (its name in ``text``)
+from launchprof.trace.columns import NVTX_DOMAIN_CREATE, ro_uri
 
 
 class StepTimesError(LaunchprofError):
@@ -69,15 +67,15 @@ def run_files(folder: Path, runs: int) -> list[Path]:
     return [folder / f"baseline-{i}.steps" for i in range(1, runs + 1)]
 
 
-def timed_sources(sqlite: Path) -> frozenset[str]:
+def timed_sources(sqlite: Path) -> frozenset[str] | None:
     """What a run of this trace's workload without nsys can time, read from the trace:
     ``"markers"`` when it created the NVTX domain of :func:`launchprof.step`
-    (:data:`~launchprof.marker.STEP_DOMAIN`; the markers write step times), and
+    (:data:`~launchprof.defaults.STEP_DOMAIN`; the markers write step times), and
     ``"profiler-region"`` when it called ``cudaProfilerStart`` or ``cuProfilerStart``
     (:mod:`launchprof.profiler_region` times those regions of a Python workload). Two small
     queries (the domain-creation rows of ``NVTX_EVENTS`` and the ``StringIds`` table: nsys
-    interns a call's name only when the call was traced); empty when neither is there or
-    the file cannot be read as a trace."""
+    interns a call's name only when the call was traced); empty when neither is there,
+    None when the file cannot be read as a trace."""
     found = set()
     try:
         con = sqlite3.connect(ro_uri(sqlite), uri=True)
@@ -102,5 +100,5 @@ def timed_sources(sqlite: Path) -> frozenset[str]:
         finally:
             con.close()
     except sqlite3.Error:
-        return frozenset()
+        return None
     return frozenset(found)
