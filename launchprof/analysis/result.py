@@ -33,7 +33,7 @@ class AnalysisResult(Analysis):
         ranks: the cross-rank view (:class:`~launchprof.analysis.ranks.CrossRank`) with
             several ranks or NCCL kernels, else None.
         diagnosis: the :class:`~launchprof.analysis.diagnose.Diagnosis` of the steady
-            steps; None before the diagnosis (the step files start before it).
+            steps; None when made without one (:meth:`of` called before diagnosing).
         recommendation: the :class:`~launchprof.analysis.diagnose.Recommendation`; None
             before the diagnosis.
     """

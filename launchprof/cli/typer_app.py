@@ -252,7 +252,7 @@ def _analyze_one(
     from launchprof.commands.common import open_page, print_document
 
     gc.freeze()  # as in _analyze_many
-    # SIGTERM unwinds like Ctrl-C (the child's staged step files are removed), exit 143
+    # SIGTERM unwinds like Ctrl-C (the staging folder of the report is removed), exit 143
     signal.signal(signal.SIGTERM, _terminated)
     folder = output or default_output(_trace_stem(trace))
     try:
