@@ -331,6 +331,17 @@ def _predict(
     return main, single, unprof
 
 
+def _kept_note(pred: Prediction, exp: Expectation | None) -> list[str]:
+    """The assumption behind a synchronizing step's profiled prediction, when it applies."""
+    if exp is None or exp.profiled_graph_step_ns is None or pred.graph_step_ns != exp.profiled_graph_step_ns:
+        return []
+    return [
+        "The step synchronizes: a capture cannot hold the sync, so the graph holds at most the step's largest "
+        "sync-free run of launches; the rest of its host time stays (as traced) and the GPU and CPU sides add up: "
+        f"graph step {_us(pred.graph_step_ns)} under nsys (expected.profiled_graph_step_ns)."
+    ]
+
+
 def _assumptions(
     ctx: StepContext, pred: Prediction | None, single: Prediction | None, calib: dict[str, Any]
 ) -> list[str]:
@@ -404,6 +415,11 @@ def diagnose(
         if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
         else None
     )
+    if pred is not None and exp is not None and (exp.profiled_graph_step_ns or 0) > pred.graph_step_ns:
+        # A step that synchronizes keeps the host work outside its largest sync-free run
+        # (expect.py); the profiled prediction keeps it too (what compare will measure).
+        g = float(exp.profiled_graph_step_ns or 0)
+        pred = dataclasses.replace(pred, graph_step_ns=g, speedup=pred.per_launch_step_ns / g)
     if pred is not None and exp is not None:
         # Paid back on the same footing as the headline: the steps without the profiler.
         pred = dataclasses.replace(
@@ -473,7 +489,7 @@ def _recommend(
         nodes_per_step=pred.nodes if pred else None,
         model=model,
         blockers=blockers,
-        assumptions=_assumptions(ctx, pred, single, calib) if pred else [],
+        assumptions=(_assumptions(ctx, pred, single, calib) + _kept_note(pred, exp)) if pred else [],
         calibration=calib,
         expected=exp,
     )

@@ -84,6 +84,10 @@ class Expectation:
         graph_step_ns: the predicted graph step without the profiler;
             ``graph_step_high_ns``: its upper bound (the range's low end).
         speedup, speedup_low, speedup_high: ``eager_step_ns / graph_step_ns`` and its range.
+        profiled_graph_step_ns: for a synchronizing step, the graph step as a profiled run
+            would show it: the GPU side and one graph launch under nsys plus the host time
+            the graph keeps as traced (the same share of the profiled CPU step); None for
+            other steps (the profiled prediction stands).
     """
 
     profiled_step_ns: float
@@ -100,6 +104,7 @@ class Expectation:
     speedup: float
     speedup_low: float
     speedup_high: float
+    profiled_graph_step_ns: float | None = None
 
 
 def with_measured_eager(exp: Expectation, eager_step_ns: float, run_steps_ns: Sequence[float] = ()) -> Expectation:
@@ -252,6 +257,10 @@ def expect(
     # What stays outside the graph is uncertain only where the capture cannot take the
     # whole step (a synchronizing step: the graph is one sync-free run).
     g, g_high = graph_step(0.0), graph_step(UNCAPTURED_SHARE * removed if synchronizing else 0.0)
+    profiled_g = None
+    if synchronizing:  # the sides add up under nsys too, with the host time kept as traced
+        traced = predict_graph_step(float(period), float(busy), nodes, values, amortized=amortized)
+        profiled_g = traced.gpu_side_ns + traced.cpu_side_ns + kept_share * cpu_step
     return Expectation(
         profiled_step_ns=float(period),
         profiler_ns=profiler,
@@ -267,4 +276,5 @@ def expect(
         speedup=e / g if g > 0 else float("inf"),
         speedup_low=(e_low / g_high if g_high > 0 else float("inf")) * (1 - NOISE),
         speedup_high=(e_high / g if g > 0 else float("inf")) * (1 + NOISE),
+        profiled_graph_step_ns=profiled_g,
     )
