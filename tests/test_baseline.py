@@ -354,3 +354,14 @@ def test_baseline_runs_are_skipped_when_the_workload_marks_no_step(tmp_path: Pat
     )
     assert done.stderr.count("ran") == 1  # the nsys run only
     assert not list((tmp_path / "out").glob("baseline-*"))
+
+
+@pytest.mark.nsys
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+def test_a_workload_that_failed_before_any_step_is_not_told_to_mark_its_steps(tmp_path: Path) -> None:
+    script = tmp_path / "bad_args.py"
+    script.write_text("import sys\nsys.exit(3)  # as argparse does with a misplaced option\n")
+    done = run_nsys_retrying([LAUNCHPROF, "profile", "-o", "out", str(script)], cwd=tmp_path, timeout=300)
+    assert done.returncode == 3, done.stderr
+    assert "CPU only, and no NVTX step range; the workload exited with code 3" in done.stdout
+    assert "mark your loop's body" not in done.stdout

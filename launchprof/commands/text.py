@@ -79,6 +79,9 @@ def steady_line(summary: Any) -> str | None:
             line += f", period p50 {period / 1e3:,.1f} us, duration p50 {nvtx.duration_p50_ns / 1e3:,.1f} us"
         return line
     if not summary.devices:
+        code = getattr(getattr(summary, "workload", None), "exit_code", None)
+        if code:  # it may have failed before its first step: marking steps is not the advice
+            return f"CPU only, and no NVTX step range; the workload exited with code {code}"
         return "CPU only, and no NVTX step range: mark your loop's body with `with launchprof.step():` to see its steps"
     if head is None or head.scope != "steady steps" or head.gpu_busy_ratio is None:
         return None
