@@ -172,6 +172,27 @@ def host_split(ctx: StepContext, host_gap_ns: int) -> pd.DataFrame:
     return per
 
 
+def profiler_share(
+    framework: str, period: float, calls: float, launches: float, values: Mapping[str, float]
+) -> tuple[float, tuple[float, float]]:
+    """The profiler's estimated share of a step (ns) and its range (largest, smallest):
+    for PyTorch, whose host time nsys inflates as a whole (several traced calls per launch,
+    the dispatch between them slowed too), ``period x (1 - 1 / inflation)`` with the
+    ``profiler_torch_inflation`` constants (a calibration's factors below 1 taken as 1:
+    nsys does not speed a program up); for other programs, ``launches`` launch calls and
+    the other traced ``calls`` at their per-call costs, +/- :data:`PROFILER_SPREAD`."""
+    if framework == "pytorch":
+        low, inflation, high = sorted(
+            max(float(values[k]), 1.0)
+            for k in ("profiler_torch_inflation_low", "profiler_torch_inflation", "profiler_torch_inflation_high")
+        )
+        return period * (1 - 1 / inflation), (period * (1 - 1 / high), period * (1 - 1 / low))
+    profiler = (
+        launches * values["profiler_launch_overhead_ns"] + (calls - launches) * values["profiler_call_overhead_ns"]
+    )
+    return profiler, (profiler * (1 + PROFILER_SPREAD), profiler * (1 - PROFILER_SPREAD))
+
+
 def expect(
     ctx: StepContext,
     fig: Mapping[str, float | None],
@@ -212,21 +233,7 @@ def expect(
         return None
     calls = float(split["calls"].median())
     launches = float(split["launch_calls"].median())
-    if framework == "pytorch":
-        # PyTorch's host time as a whole is inflated (several traced calls per launch, the
-        # dispatch between them slowed too): the step divided by the measured factor.
-        # A calibration's factors below 1 (nsys does not speed a program up) are taken as 1.
-        low, inflation, high = sorted(
-            max(float(values[k]), 1.0)
-            for k in ("profiler_torch_inflation_low", "profiler_torch_inflation", "profiler_torch_inflation_high")
-        )
-        profiler = float(period) * (1 - 1 / inflation)
-        shares = (float(period) * (1 - 1 / high), float(period) * (1 - 1 / low))
-    else:
-        profiler = (
-            launches * values["profiler_launch_overhead_ns"] + (calls - launches) * values["profiler_call_overhead_ns"]
-        )
-        shares = (profiler * (1 + PROFILER_SPREAD), profiler * (1 - PROFILER_SPREAD))
+    profiler, shares = profiler_share(framework, float(period), calls, launches, values)
     cpu = split["cpu_ns"].dropna()
     cpu_step = float(cpu.median()) if len(cpu) else float(period)
     run = split["run_ns"].dropna()
