@@ -136,7 +136,8 @@ def region_section(runs: RegionRuns, region_steps: int, trace_region_count: int)
     count, ``trace_regions`` the trace's; the figures are None when no steps were found in
     the trace's regions."""
     totals = [int((r[:, 1] - r[:, 0]).sum()) for r in runs.runs]
-    per_step = np.array([t / region_steps for t in totals if t > 0], dtype=float) if region_steps else np.empty(0)
+    per_run = [t / region_steps if (t > 0 and region_steps) else None for t in totals]
+    per_step = np.array([x for x in per_run if x is not None], dtype=float)
     return {
         "source": "profiler-region",
         "runs": len(runs.runs),
@@ -146,7 +147,7 @@ def region_section(runs: RegionRuns, region_steps: int, trace_region_count: int)
         "period_p50_ns": float(np.median(per_step)) if per_step.size else None,
         "period_mean_ns": float(per_step.mean()) if per_step.size else None,
         "duration_p50_ns": None,
-        "run_period_p50_ns": [t / region_steps if (t > 0 and region_steps) else None for t in totals],
+        "run_period_p50_ns": per_run,
         "region_ns": totals,
         "regions": [int(len(r)) for r in runs.runs],
         "region_steps": region_steps,

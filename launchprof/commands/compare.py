@@ -44,17 +44,17 @@ def run_compare(
         status.update("writing comparison")
         doc = write_compare(result, output, force=force, before_path=str(before), after_path=str(after))
         update_index(output)
+
+    def per_step(x: float, ci: tuple[float, float] | None, where: str) -> str:
+        return f": {x:.2f}x per step {where}" + (f" (95% CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci is not None else "")
+
     speed = ""
     if doc.speedup_unprofiled is not None:  # the faster check decided on it
-        speed = f": {doc.speedup_unprofiled:.2f}x per step without nsys"
-        if doc.speedup_unprofiled_ci is not None:
-            speed += f" (95% CI {doc.speedup_unprofiled_ci[0]:.2f}-{doc.speedup_unprofiled_ci[1]:.2f}x)"
+        speed = per_step(doc.speedup_unprofiled, doc.speedup_unprofiled_ci, "without nsys")
         if doc.speedup is not None:
             speed += f", {doc.speedup:.2f}x under nsys"
     elif doc.speedup is not None:
-        speed = f": {doc.speedup:.2f}x per step under nsys"
-        if doc.speedup_ci is not None:
-            speed += f" (95% CI {doc.speedup_ci[0]:.2f}-{doc.speedup_ci[1]:.2f}x)"
+        speed = per_step(doc.speedup, doc.speedup_ci, "under nsys")
     console.print(f"verdict: {doc.verdict}{speed}", markup=False)
     for c in doc.checks:
         mark = "n/a " if c.passed is None else ("pass" if c.passed else "FAIL")
