@@ -17,30 +17,13 @@ import pandas as pd
 import pytest
 from conftest import run_nsys_retrying
 
-from launchprof.analysis.baseline import baseline_section, corrected_prediction, nvtx_period_p50, summarize_runs
+from launchprof.analysis.baseline import baseline_section, measured_step, nvtx_period_p50, summarize_runs
 from launchprof.commands.text import describe_baseline as describe
 from launchprof.trace.steptimes import StepTimesError, read_step_times
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
 LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
-
-
-def test_correction_keeps_gpu_side_when_it_dominates() -> None:
-    # 500 us profiled step, 40 % profiler overhead removed (x 0.6): 300 us; graph step
-    # max(60 us GPU, 30 us x 0.6 = 18 us CPU) = 60 us; 300 / 60 = 5.
-    got = corrected_prediction(500_000, 60_000, 30_000, 0.6)
-    assert got["per_launch_step_ns"] == pytest.approx(300_000)
-    assert got["graph_step_ns"] == pytest.approx(60_000)
-    assert got["speedup"] == pytest.approx(5.0)
-
-
-def test_correction_scales_cpu_side_when_it_dominates() -> None:
-    # 400 us x 0.5 = 200 us; max(20 us, 100 us x 0.5 = 50 us) = 50 us; 200 / 50 = 4.
-    got = corrected_prediction(400_000, 20_000, 100_000, 0.5)
-    assert (got["per_launch_step_ns"], got["graph_step_ns"], got["speedup"]) == pytest.approx((200_000, 50_000, 4.0))
-    with pytest.raises(ValueError):
-        corrected_prediction(1, 1, 1, 0.0)
 
 
 def test_summarize_runs_by_hand() -> None:
@@ -58,33 +41,14 @@ def test_summarize_runs_by_hand() -> None:
     assert empty["period_p50_ns"] is None and empty["steps"] == [1]
 
 
-def test_baseline_section_ratio_and_corrected_speedup() -> None:
+def test_baseline_section_ratio_by_hand() -> None:
     runs = [np.array([[0, 1], [100_000, 1], [200_000, 1], [300_000, 1]], dtype=np.int64)]  # 100 us periods
-    steps = {"period_p50_ns": 250_000.0}
-    model = {"gpu_side_ns": 40_000.0, "cpu_side_ns": 10_000.0}
-    rec = {"measured_step_ns": 250_000.0, "predicted_speedup": 5.0, "model": model}
-    got = baseline_section(runs, steps, rec)
+    got = baseline_section(runs, {"period_p50_ns": 250_000.0})
     assert got["overhead_ratio"] == pytest.approx(2.5)
     assert got["correction"] == pytest.approx(0.4)
-    # 250 us x 0.4 = 100 us; max(40 us, 4 us) = 40 us -> 2.5x
-    assert got["corrected"]["speedup"] == pytest.approx(2.5)
-    assert got["corrected"]["profiled_speedup"] == 5.0
-    assert baseline_section(runs, None, None)["overhead_ratio"] is None
-
-
-def test_baseline_section_uses_the_unprofiled_graph_step_when_the_model_has_it() -> None:
-    runs = [np.array([[0, 1], [100_000, 1], [200_000, 1], [300_000, 1]], dtype=np.int64)]  # 100 us periods
-    model = {
-        "gpu_side_ns": 40_000.0,
-        "cpu_side_ns": 90_000.0,  # the graph launch under nsys
-        "unprofiled_gpu_side_ns": 30_000.0,
-        "unprofiled_cpu_side_ns": 4_000.0,
-    }
-    rec = {"measured_step_ns": 250_000.0, "predicted_speedup": 250_000 / 90_000, "model": model}
-    got = baseline_section(runs, {"period_p50_ns": 250_000.0}, rec)
-    # per-launch 250 us x 0.4 = 100 us; graph max(30 us, 4 us) unscaled = 30 us -> 3.33x
-    assert got["corrected"]["graph_step_ns"] == 30_000
-    assert got["corrected"]["speedup"] == pytest.approx(100_000 / 30_000)
+    assert "corrected" not in got  # no second prediction: the measured step goes to recommendation.expected
+    assert measured_step(got) == (100_000.0, [100_000.0], "step-markers")
+    assert baseline_section(runs, None)["overhead_ratio"] is None
 
 
 def test_nvtx_period_per_thread_by_hand() -> None:
@@ -226,13 +190,12 @@ def test_a_host_that_ran_ahead_of_the_gpu_gets_no_correction() -> None:
     # a graph a step: the host queues a step every 6 us, the GPU needs 37.6 us of work a step
     runs = [np.array([[i * 6_000, 1] for i in range(10)], dtype=np.int64)]
     steps = {"period_p50_ns": 53_600.0, "busy_p50_ns": 37_600.0}
-    model = {"unprofiled_gpu_side_ns": 41_000.0, "unprofiled_cpu_side_ns": 5_000.0}
-    got = baseline_section(runs, steps, {"measured_step_ns": 53_600.0, "predicted_speedup": 1.1, "model": model})
+    got = baseline_section(runs, steps)
     assert got["host_ahead_of_gpu"] is True and got["gpu_busy_p50_ns"] == 37_600
-    assert got["overhead_ratio"] is None and got["correction"] is None and got["corrected"] is None
+    assert got["overhead_ratio"] is None and got["correction"] is None and measured_step(got) is None
     assert "ran ahead of the GPU" in describe(got)
     # the same host pace against 5 us of GPU work a step: the host sets the pace, corrected
-    slow = baseline_section(runs, {"period_p50_ns": 9_000.0, "busy_p50_ns": 5_000.0}, None)
+    slow = baseline_section(runs, {"period_p50_ns": 9_000.0, "busy_p50_ns": 5_000.0})
     assert slow["host_ahead_of_gpu"] is False and slow["overhead_ratio"] == pytest.approx(1.5)
 
 

@@ -15,10 +15,12 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import launchprof
 from launchprof.analysis.expect import NOISE, RUN_SPREAD
+from launchprof.api.traces import with_baseline
 
 CORPUS = Path(__file__).resolve().parent / "data" / "frameworks"
 MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
@@ -124,18 +126,22 @@ def test_with_the_eager_step_measured_the_expected_speedup_is_within_30_percent(
     the measured eager step (here the workload's own clock without nsys, from the recording)
     replaces the estimate; what is left to predict is the graph step, against the graph
     workload's own clock."""
-    from launchprof.analysis.baseline import apply_to_recommendation
-
     t = MANIFEST["traces"][pair["before"]]
     runs = [u * 1e3 for u in t.get("bare_runs_us") or [t["bare_step_us"]]]
-    section = {"period_p50_ns": t["bare_step_us"] * 1e3, "runs": len(runs), "host_ahead_of_gpu": False}
-    rec = _analysis(pair["before"]).recommendation.to_dict()
-    apply_to_recommendation(rec, {**section, "run_period_p50_ns": runs}, "launch-bound", 1.25)
+    rec = with_baseline(_analysis(pair["before"]), _runs(runs)).recommendation
     truth = _truth(pair)
-    assert rec["expected"]["eager_source"] == "baseline"
-    assert rec["expected_speedup"] == pytest.approx(truth, rel=0.30)
-    lo, hi = rec["expected_speedup_range"]
-    assert lo <= truth <= hi
+    assert rec.expected is not None and rec.expected.eager_source == "measured"
+    assert rec.expected.eager_step_ns == pytest.approx(float(np.median(runs)))
+    assert rec.expected_speedup == pytest.approx(truth, rel=0.30)
+    assert rec.expected.speedup_low <= truth <= rec.expected.speedup_high
+
+
+def _runs(steps_ns: list[float], steps: int = 6) -> list[np.ndarray]:
+    """One step-times array per run (as ``profile``'s runs without nsys give), each run's
+    steps ``steps_ns[i]`` apart: its period p50 after the warm-up period is ``steps_ns[i]``."""
+    return [
+        np.array([[round(k * p), round(k * p) + 1] for k in range(steps)], dtype=np.int64) for p in steps_ns
+    ]
 
 
 # Pairs whose truth the eager trace cannot show, each with what the comparison says instead:
@@ -168,6 +174,8 @@ def test_a_gain_under_the_minimum_without_nsys_is_not_converted() -> None:
     assert rec.expected_speedup is not None and rec.expected_speedup < 1.25
     assert rec.convert is False
     assert f"under nsys {rec.predicted_speedup:.2f}x" in rec.reason
+    # ... and the verdict says what holds the GPU back without the profiler: its own work.
+    assert _analysis("resnet50_b64_eager").diagnosis.verdict == "gpu-bound"
 
 
 @pytest.mark.parametrize("name", [n for n in TRACES if "static-graphs" in n or "static-compile" in n])
@@ -204,28 +212,23 @@ def test_compare_verdict_and_work_change_match_the_construction(pair: dict[str, 
 
 
 def test_measured_step_without_nsys_replaces_the_estimate() -> None:
-    from launchprof.analysis.baseline import apply_to_recommendation
-
-    rec = _analysis("resnet50_b1_eager").recommendation.to_dict()
     truth = MANIFEST["traces"]["resnet50_b1_eager"]["bare_step_us"] * 1e3
-    one = dict(rec)
-    apply_to_recommendation(one, {"period_p50_ns": truth, "runs": 1, "host_ahead_of_gpu": False}, "launch-bound", 1.25)
-    assert one["expected"]["eager_source"] == "baseline" and one["expected"]["eager_step_ns"] == truth
-    assert one["expected_speedup"] == pytest.approx(truth / one["expected_step_ns"])
-    assert one["convert"] is True and "measured without nsys" in one["reason"]
+    one = with_baseline(_analysis("resnet50_b1_eager"), _runs([truth])).recommendation
+    e = one.expected
+    assert e is not None and e.eager_source == "measured" and e.eager_step_ns == pytest.approx(truth)
+    assert e.eager_runs == 1 and e.eager_timed_by == "step-markers"
+    assert one.expected_speedup == pytest.approx(truth / e.graph_step_ns)
+    assert one.convert is True and "without the profiler" in one.reason
     # One run: the eager step may move RUN_SPREAD either way between runs.
-    lo, hi = one["expected_speedup_range"]
-    assert hi == pytest.approx(one["expected_speedup"] * RUN_SPREAD * (1 + NOISE))
-    assert lo <= one["expected_speedup"] / RUN_SPREAD * (1 - NOISE) + 1e-9
+    assert e.speedup_high == pytest.approx(e.speedup * RUN_SPREAD * (1 + NOISE))
+    assert e.speedup_low <= e.speedup / RUN_SPREAD * (1 - NOISE) + 1e-9
     # Three runs: their own lowest and highest step.
-    runs = [0.9 * truth, truth, 1.2 * truth]
-    three = dict(rec)
-    section = {"period_p50_ns": truth, "runs": 3, "run_period_p50_ns": runs, "host_ahead_of_gpu": False}
-    apply_to_recommendation(three, section, "launch-bound", 1.25)
-    lo, hi = three["expected_speedup_range"]
-    assert hi == pytest.approx(1.2 * truth / three["expected_step_ns"] * (1 + NOISE))
-    assert lo <= 0.9 * truth / three["expected_step_ns"] * (1 - NOISE) + 1e-9
-    assert three["expected_speedup"] == pytest.approx(one["expected_speedup"])
+    three = with_baseline(_analysis("resnet50_b1_eager"), _runs([0.9 * truth, truth, 1.2 * truth])).recommendation
+    t = three.expected
+    assert t is not None and t.eager_step_ns == pytest.approx(truth)
+    assert t.speedup_high == pytest.approx(1.2 * truth / t.graph_step_ns * (1 + NOISE))
+    assert t.speedup_low <= 0.9 * truth / t.graph_step_ns * (1 - NOISE) + 1e-9
+    assert three.expected_speedup == pytest.approx(one.expected_speedup)
 
 
 def _with_baseline(folder: Path, step_ns: int, runs: int = 2, steps: int = 12) -> None:

@@ -177,7 +177,7 @@ def test_region_section_one_figure_per_run_and_no_host_ahead() -> None:
         ]
     )
     steps = {"period_p50_ns": 1_600_000.0, "busy_p50_ns": 1_500_000.0}
-    section = baseline_section(runs, steps, None, None, (32, 1))
+    section = baseline_section(runs, steps, None, (32, 1))
     assert section["source"] == "profiler-region"
     assert section["region_ns"] == [31_000_000, 32_000_000, 33_000_000]
     assert section["period_p50_ns"] == pytest.approx(32_000_000 / 32)
@@ -185,7 +185,7 @@ def test_region_section_one_figure_per_run_and_no_host_ahead() -> None:
     assert section["overhead_ratio"] == pytest.approx(1.6)
     assert section["host_ahead_of_gpu"] is False  # 1.0 ms < 1.5 ms busy, but a region drains the GPU
     assert "profiler region" in describe(section) and "32 steps" in describe(section)
-    empty = baseline_section(runs, steps, None, None, (0, 0))
+    empty = baseline_section(runs, steps, None, (0, 0))
     assert empty["period_p50_ns"] is None and empty["overhead_ratio"] is None
     assert "no step time without nsys" in describe(empty)
 

@@ -17,22 +17,14 @@ Definitions (all ns, medians over the pooled steps of all runs):
 - ``host_ahead_of_gpu``: the unprofiled (host) period is shorter than the profiled steps'
   GPU busy time (``steps.busy_p50_ns``, kept as ``gpu_busy_p50_ns``). The host then queued
   work faster than the GPU ran it (a graph launch a step, GPU-bound work), so its step
-  times are not the step's pace: ratio, correction and corrected prediction are None.
+  times are not the step's pace: ratio and correction are None, and the prediction keeps
+  its estimate.
 
-Overhead-corrected prediction (assumption, stated in the report): nsys slows the host side
-only - CUDA API calls and the Python between them - and leaves GPU work alone. The
-per-launch step is scaled by ``correction`` (which gives the unprofiled period); the graph
-step is the one predicted for a run without the profiler (the recommendation's
-``model.unprofiled_gpu_side_ns`` and ``model.unprofiled_cpu_side_ns``,
-:func:`launchprof.analysis.predict.unprofiled_values`: GPU busy time, node dispatch gaps
-and the gap between graph launches measured without nsys; one unprofiled cudaGraphLaunch
-call plus the host time a graph keeps):
-
-    corrected graph step = max(unprofiled gpu_side, unprofiled cpu_side)
-    corrected speedup    = per-launch step x correction / corrected graph step
-
-Summaries written before those keys existed have only the profiled sides; for them the
-profiled GPU side is kept and the CPU side scaled: max(gpu_side, cpu_side x correction).
+The measured step goes to the prediction (:func:`measured_step`,
+:func:`launchprof.analysis.expect.with_measured_eager`, called by
+:func:`launchprof.analysis.diagnose.diagnose`): it replaces the estimate of the eager
+step, and the graph step, speedup and range follow by the one formula of
+:mod:`launchprof.analysis.expect`; this module computes no prediction of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +35,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from launchprof.analysis.core import Analysis
+from launchprof.analysis.steps import Steps
 
 
 def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any]:
@@ -155,43 +150,10 @@ def region_section(runs: RegionRuns, region_steps: int, trace_region_count: int)
     }
 
 
-def corrected_prediction(
-    per_launch_step_ns: float,
-    gpu_side_ns: float,
-    cpu_side_ns: float,
-    correction: float,
-    cpu_side_unprofiled: bool = False,
-) -> dict[str, float]:
-    """The overhead-corrected graph prediction (module docstring).
-
-    Args:
-        per_launch_step_ns: the profiled per-launch step period.
-        gpu_side_ns, cpu_side_ns: the graph step's two sides from the prediction
-            (:func:`launchprof.analysis.predict.predict_graph_step`).
-        correction: unprofiled period / profiled period.
-        cpu_side_unprofiled: ``cpu_side_ns`` is already the unprofiled CPU side (it is
-            then not scaled by ``correction``).
-
-    Raises:
-        ValueError: a correction that is not positive.
-    """
-    if not correction > 0:
-        raise ValueError("the correction must be > 0")
-    step = per_launch_step_ns * correction
-    graph = max(gpu_side_ns, cpu_side_ns if cpu_side_unprofiled else cpu_side_ns * correction)
-    return {
-        "per_launch_step_ns": step,
-        "graph_step_ns": graph,
-        "speedup": step / graph if graph > 0 else float("inf"),
-    }
-
-
 ASSUMPTION = (
-    "Overhead correction: nsys is assumed to slow only the host side (CUDA API calls and the code between them) "
-    "and to leave GPU work alone. The per-launch step is scaled by unprofiled / profiled period. The graph step is "
-    "the one predicted without the profiler: the larger of its GPU side (GPU busy time, node dispatch gaps and the "
-    "gap between graph launches as measured without nsys) and its CPU side (one unprofiled cudaGraphLaunch call "
-    "plus the host time a graph keeps)."
+    "nsys slows the host side (CUDA API calls and the code between them) and leaves GPU work alone: the step "
+    "measured without nsys replaces the estimate of the eager step, and the graph step, the expected speedup "
+    "and its range follow from it by the one prediction (recommendation.expected)."
 )
 
 
@@ -213,18 +175,22 @@ def nvtx_period_p50(nvtx: pd.DataFrame, text: str = "step", warmup: int = 1) -> 
 def baseline_section(
     runs: Sequence[np.ndarray] | RegionRuns,
     steps: Mapping[str, Any] | None,
-    recommendation: Mapping[str, Any] | None,
     nvtx_period_ns: float | None = None,
     regions: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """The ``baseline`` section of summary.json: :func:`summarize_runs` (or, for
     :class:`RegionRuns`, :func:`region_section` with ``regions`` = (steps found inside the
     trace's profiler regions, the trace's region count)) plus
-    ``profiled_period_p50_ns`` (the analysis' step period, else ``nvtx_period_ns`` - the
-    marker ranges' period in the trace, :func:`nvtx_period_p50`, for traces without GPU
-    steps) and its ``profiled_source``, ``overhead_ratio``, ``correction`` and, when the
-    summary has a graph prediction, ``corrected`` (:func:`corrected_prediction`) and
-    ``assumption``; ratios are None when either period is missing."""
+    ``profiled_period_p50_ns`` (the steps' ``period_p50_ns``, else ``nvtx_period_ns`` -
+    the marker ranges' period in the trace, :func:`nvtx_period_p50`, for traces without
+    GPU steps) and its ``profiled_source``, ``overhead_ratio``, ``correction`` and
+    ``assumption``; ratios are None when either period is missing or the host ran ahead
+    of the GPU (``host_ahead_of_gpu``, module docstring).
+
+    Args:
+        steps: the steady steps' figures (``period_p50_ns``, ``busy_p50_ns``:
+            :func:`launchprof.analysis.steps.step_stats`), or None.
+    """
     if isinstance(runs, RegionRuns):
         section = region_section(runs, *(regions or (0, 0)))
     else:
@@ -247,57 +213,31 @@ def baseline_section(
     ok = ok and not ahead
     section["overhead_ratio"] = float(profiled) / unprofiled if ok else None  # type: ignore[arg-type,operator]
     section["correction"] = unprofiled / float(profiled) if ok else None  # type: ignore[arg-type,operator]
-    section["corrected"] = None
-    model = (recommendation or {}).get("model") or {}
-    measured = (recommendation or {}).get("measured_step_ns")
-    unprof = "unprofiled_gpu_side_ns" in model and "unprofiled_cpu_side_ns" in model
-    sides = ("unprofiled_gpu_side_ns", "unprofiled_cpu_side_ns") if unprof else ("gpu_side_ns", "cpu_side_ns")
-    if ok and measured and all(k in model for k in sides):
-        corr = corrected_prediction(
-            float(measured),
-            float(model[sides[0]]),
-            float(model[sides[1]]),
-            section["correction"],
-            cpu_side_unprofiled=unprof,
-        )
-        corr["profiled_speedup"] = float((recommendation or {}).get("predicted_speedup") or 0.0)
-        section["corrected"] = corr
     section["assumption"] = ASSUMPTION
     return section
 
 
-def apply_to_recommendation(
-    recommendation: dict[str, Any] | None, section: Mapping[str, Any], verdict: str | None, min_speedup: float
-) -> None:
-    """Put the unprofiled step period of ``section`` (the ``baseline`` section) into the
-    recommendation's expected speedup, in place: ``expected`` gets ``eager_step_ns`` from
-    the runs without nsys and ``eager_source`` ``"baseline"``, ``expected_speedup`` and
-    ``expected_speedup_range`` follow (:func:`launchprof.analysis.expect.with_measured_eager`);
-    for a launch-bound verdict ``convert`` is decided again on it (at least
-    ``min_speedup``) and the reason says so. Nothing changes when the section has no usable
-    period (the host ran ahead of the GPU) or the recommendation no expectation."""
-    from launchprof.analysis.expect import Expectation, with_measured_eager
-    from launchprof.analysis.predict import break_even
-
-    exp = (recommendation or {}).get("expected")
+def measured_step(section: Mapping[str, Any]) -> tuple[float, list[float], str] | None:
+    """The eager step measured without nsys that a ``baseline`` section
+    (:func:`baseline_section`) gives the prediction: ``(step_ns, per-run steps, how they
+    were timed)``; None when it has no usable period (none, or the host ran ahead of the
+    GPU)."""
     period = section.get("period_p50_ns")
-    if not exp or not period or section.get("host_ahead_of_gpu") or recommendation is None:
-        return
-    known = {f.name for f in dataclasses.fields(Expectation)}
+    if not period or section.get("host_ahead_of_gpu"):
+        return None
     per_run = [float(x) for x in section.get("run_period_p50_ns") or [] if x]
-    new = with_measured_eager(Expectation(**{k: v for k, v in exp.items() if k in known}), float(period), per_run)
-    recommendation["expected"] = dataclasses.asdict(new)
-    recommendation["expected_speedup"] = new.speedup
-    recommendation["expected_speedup_range"] = [new.speedup_low, new.speedup_high]
-    instantiate = recommendation.get("instantiate_ns")
-    if instantiate is not None:  # paid back on the same footing as the headline
-        recommendation["break_even_iterations"] = break_even(float(instantiate), new.graph_step_ns, new.eager_step_ns)
-    if verdict == "launch-bound":
-        recommendation["convert"] = bool(new.speedup >= min_speedup)
-        recommendation["reason"] = (
-            f"With the step measured without nsys ({period / 1e3:,.1f} us, {section.get('runs')} "
-            f"run{'s' if section.get('runs') != 1 else ''}): a graph is "
-            f"expected to give {new.speedup:.2f}x ({new.speedup_low:.2f}-{new.speedup_high:.2f}x; under nsys "
-            f"{recommendation.get('predicted_speedup') or 0:.2f}x)"
-            + (", worth converting." if recommendation["convert"] else f", below the {min_speedup:g}x minimum.")
-        )
+    return float(period), per_run, str(section.get("source"))
+
+
+def baseline_of(analysis: Analysis, steps: Steps, runs: Sequence[np.ndarray] | RegionRuns) -> dict[str, Any]:
+    """:func:`baseline_section` of the runs without nsys of the program behind
+    ``analysis``, whose steps are ``steps``: the steady steps' figures, the marker ranges'
+    period (:func:`nvtx_period_p50`) and, for :class:`RegionRuns`, the steps inside the
+    trace's profiler regions (:func:`trace_regions`, :func:`region_step_count`)."""
+    from launchprof.analysis.steps import step_stats
+
+    regions = None
+    if isinstance(runs, RegionRuns):
+        found = trace_regions(analysis.trace.api)
+        regions = (region_step_count(found, steps.table), len(found))
+    return baseline_section(runs, step_stats(steps), nvtx_period_p50(analysis.trace.nvtx), regions)

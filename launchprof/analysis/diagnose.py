@@ -17,20 +17,20 @@ Verdict (over the steady-state steps, :attr:`Steps.steady`; sums over those step
   ``host-outside-graph`` finding (:mod:`launchprof.analysis.hostwork`) instead of
   ``sync-in-step`` (a sync outside the graph does not break its capture).
 
-Recommendation: ``convert`` is True for a launch-bound steady state that does not run
-as graphs already, with an expected speedup without the profiler
-(:mod:`launchprof.analysis.expect`) of at least :data:`MIN_SPEEDUP` (1.25x, the gain a
-20 % host-wait share would allow at best). The prediction
-(:mod:`launchprof.analysis.predict`) is computed for every verdict with per-launch
-kernels, so a gpu-bound workload shows how little a graph would give. Blockers are the
-findings of severity ``blocker``: fix them before (or while) converting.
+Recommendation: the prediction (:mod:`launchprof.analysis.predict`, for a profiled run)
+is computed for every verdict with per-launch kernels, so a gpu-bound workload shows how
+little a graph would give; the expectation without the profiler
+(:mod:`launchprof.analysis.expect`: the one prediction the outputs show, with the step
+measured without nsys when runs are given) decides. The decision and the verdict's
+agreement with it: :mod:`launchprof.analysis.decision`. Blockers are the findings of
+severity ``blocker``: fix them before (or while) converting.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,18 +39,19 @@ import pandas as pd
 
 from launchprof.analysis import findings as F
 from launchprof.analysis import stepshapes
+from launchprof.analysis.baseline import RegionRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
+from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
-from launchprof.analysis.expect import Expectation, expect
+from launchprof.analysis.expect import Expectation, expect, with_measured_eager
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
-from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step, unprofiled_values
+from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
-MIN_SPEEDUP = 1.25
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Diagnosis:
             ``other_idle_ns`` (period - busy - the waits, >= 0).
         durations: steady per-launch kernels and their launch calls: ``kernel_ns``,
             ``launch_call_ns`` (one row per kernel joined to its call).
+        baseline: the ``baseline`` section of the runs without nsys
+            (:func:`launchprof.analysis.baseline.baseline_section`), None without runs.
     """
 
     verdict: str
@@ -79,6 +82,7 @@ class Diagnosis:
     framework: str = "cuda"
     per_step: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     durations: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    baseline: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -314,21 +318,19 @@ def _per_step(ctx: StepContext) -> pd.DataFrame:
 
 def _predict(
     ctx: StepContext, fig: dict[str, Any], values: Mapping[str, float]
-) -> tuple[Prediction | None, Prediction | None, Prediction | None]:
-    """The prediction for the step as found, (inferred steps) for one repeat per graph, and
-    the graph step of a run without the profiler (:func:`unprofiled_values`; its
-    ``speedup`` is against the profiled step, so only its graph step is used)."""
+) -> tuple[Prediction | None, Prediction | None]:
+    """The prediction for a profiled run like this one: for the step as found and (inferred
+    steps) for one repeat per graph."""
     period = fig["period_p50_ns"]
     busy = fig["busy_p50_ns"]
     nodes = (fig["kernels_per_step_p50"] or 0) + (fig["memops_per_step_p50"] or 0)
     if not period or busy is None or nodes <= 0 or not math.isfinite(period):
-        return None, None, None
+        return None, None
     host_ns = (fig["host_work_wait_p50_ns"] or 0) + (fig["sync_wait_p50_ns"] or 0)
     inferred = ctx.steps.source == "inferred"
     main = predict_graph_step(period, busy, nodes, values, amortized=inferred, host_ns=host_ns)
     single = predict_graph_step(period, busy, nodes, values, amortized=False, host_ns=host_ns) if inferred else None
-    unprof = predict_graph_step(period, busy, nodes, unprofiled_values(values), amortized=inferred, host_ns=host_ns)
-    return main, single, unprof
+    return main, single
 
 
 def _kept_note(pred: Prediction, exp: Expectation | None) -> list[str]:
@@ -364,7 +366,7 @@ def _assumptions(
         f"profiler: {v['profiler_launch_overhead_ns'] / 1e3:g} us less per launch call, one cudaGraphLaunch of "
         f"{v['unprofiled_graph_launch_call_base_ns'] / 1e3:g} us + {v['unprofiled_graph_launch_call_per_node_ns']:g} "
         f"ns per node and {v['unprofiled_graph_launch_gap_ns'] / 1e3:g} us between graph launches "
-        "(model.unprofiled_*, the profiler-overhead finding).",
+        "(recommendation.expected: the one prediction without the profiler).",
         "Measured figures are the steady-state medians; warm-up steps are left out.",
     ]
     if pred is not None and pred.amortized and single is not None:
@@ -384,6 +386,7 @@ def diagnose(
     calibration: Mapping[str, Any] | None = None,
     host_gap_ns: int = HOST_GAP_NS,
     calibration_source: str = "argument",
+    baseline: Sequence[np.ndarray] | RegionRuns | None = None,
 ) -> tuple[Diagnosis, Recommendation]:
     """Diagnose the steady state of ``analysis`` and recommend (or not) a CUDA Graph.
 
@@ -393,8 +396,13 @@ def diagnose(
         calibration: prediction constants (see :func:`~launchprof.analysis.predict.constants`);
             default: the defaults. The analysis reads no file: the API passes the user's
             calibration file (:func:`launchprof.api.calibration.user_calibration`).
-        host_gap_ns: CPU time outside CUDA calls above which a gap counts as host work.
+        host_gap_ns: CPU time outside CUDA calls above which an idle gap's cause is host
+            work (the verdict's split; the capture region does not depend on it).
         calibration_source: what ``calibration`` is (``recommendation.calibration.source``).
+        baseline: the runs of the same program without nsys (per-run step-time arrays of
+            :mod:`launchprof.trace.steptimes`, or
+            :class:`~launchprof.analysis.baseline.RegionRuns`), or None: their step
+            replaces the estimate of the eager step (``Diagnosis.baseline``, the section).
 
     Returns:
         ``(Diagnosis, Recommendation)``.
@@ -406,25 +414,19 @@ def diagnose(
     fig = _figures(ctx) if len(ctx.steady) else _figures_empty()
     verdict, reasons = _verdict(ctx, fig) if len(ctx.steady) else ("no-gpu-work", ["no GPU activity in this trace"])
     framework = _framework(analysis, ctx) if ctx.device is not None else "cuda"
-    pred, single, unprof = (
-        _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None, None)
-    )
+    pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None)
     replaying = verdict == "host-bound" and (fig.get("graph_launches_per_step_p50") or 0) >= 1
     exp = (
-        expect(ctx, fig, values, host_gap_ns, framework)
+        expect(ctx, fig, values, framework)
         if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
         else None
     )
-    if pred is not None and exp is not None and (exp.profiled_graph_step_ns or 0) > pred.graph_step_ns:
-        # A step that synchronizes keeps the host work outside its largest sync-free run
-        # (expect.py); the profiled prediction keeps it too (what compare will measure).
-        g = float(exp.profiled_graph_step_ns or 0)
-        pred = dataclasses.replace(pred, graph_step_ns=g, speedup=pred.per_launch_step_ns / g)
-    if pred is not None and exp is not None:
-        # Paid back on the same footing as the headline: the steps without the profiler.
-        pred = dataclasses.replace(
-            pred, break_even_iterations=break_even(pred.instantiate_ns, exp.graph_step_ns, exp.eager_step_ns)
-        )
+    section = baseline_of(analysis, steps, baseline) if baseline is not None else None
+    measured = measured_step(section) if section is not None else None
+    if exp is not None and measured is not None:
+        exp = with_measured_eager(exp, measured[0], measured[1], measured[2])
+    pred = _profiled(pred, exp)
+    verdict, reasons = agree(verdict, reasons, exp)
     found_list = (
         [
             F.sync_in_step(ctx) if not replaying else None,
@@ -434,12 +436,7 @@ def diagnose(
             F.reinstantiation(ctx, analysis),
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
-            F.profiler_overhead(
-                ctx,
-                values,
-                unprof.graph_step_ns if unprof and verdict == "launch-bound" else None,
-                (exp.eager_step_ns, exp.graph_step_ns) if exp is not None and verdict == "launch-bound" else None,
-            ),
+            F.profiler_overhead(ctx, values, exp),
             host_outside_graph(ctx) if replaying else None,
         ]
         if ctx.device is not None and len(ctx.steady)
@@ -456,8 +453,26 @@ def diagnose(
         framework=framework,
         per_step=_per_step(ctx),
         durations=launch_durations(ctx, analysis),
+        baseline=section,
     )
-    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, unprof, calib, exp)
+    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, calib, exp)
+
+
+def _profiled(pred: Prediction | None, exp: Expectation | None) -> Prediction | None:
+    """The profiled prediction on the expectation's footing: a synchronizing step keeps the
+    host time outside its capture region under nsys too (its CPU side holds it, and the
+    sides add up: ``expected.profiled_graph_step_ns``), and break-even is paid back on
+    the headline's footing (the steps without the profiler)."""
+    if pred is None or exp is None:
+        return pred
+    g = exp.profiled_graph_step_ns
+    if g is not None and g > pred.graph_step_ns:
+        pred = dataclasses.replace(
+            pred, graph_step_ns=g, cpu_side_ns=g - pred.gpu_side_ns, speedup=pred.per_launch_step_ns / g
+        )
+    return dataclasses.replace(
+        pred, break_even_iterations=break_even(pred.instantiate_ns, exp.graph_step_ns, exp.eager_step_ns)
+    )
 
 
 def _figures_empty() -> dict[str, Any]:
@@ -471,13 +486,12 @@ def _recommend(
     findings: list[Finding],
     pred: Prediction | None,
     single: Prediction | None,
-    unprof_pred: Prediction | None,
     calib: dict[str, Any],
     exp: Expectation | None = None,
 ) -> Recommendation:
     blockers = [{"kind": f.kind, "evidence": f.evidence, "fix": f.fix} for f in findings if f.severity == "blocker"]
-    convert, reason = _convert(ctx, fig, verdict, findings, pred, exp, len(blockers))
-    model = _model(pred, single, unprof_pred, findings) if pred is not None else {}
+    convert, reason = decide(ctx, fig, verdict, findings, pred, exp, len(blockers))
+    model = _model(pred, single, exp) if pred is not None else {}
     return Recommendation(
         convert=convert,
         reason=reason,
@@ -495,91 +509,23 @@ def _recommend(
     )
 
 
-def _convert(
-    ctx: StepContext,
-    fig: dict[str, Any],
-    verdict: str,
-    findings: list[Finding],
-    pred: Prediction | None,
-    exp: Expectation | None,
-    n_blockers: int,
-) -> tuple[bool, str]:
-    """Whether to convert to a CUDA graph, and why: not without GPU work, graphs already
-    replayed (rebuilt every step or not), a repeating step or figures to predict from;
-    for a verdict other than launch-bound, not; else by the expected gain
-    (:func:`_launch_bound`)."""
-    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
-    rebuilt = any(f.kind == "reinstantiation" for f in findings)
-    if verdict == "no-gpu-work":
-        return False, "No GPU work: nothing to put in a graph."
-    if already and rebuilt:
-        return False, (
-            "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
-            "fix the reinstantiation blocker; a graph built once"
-            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.2f}x)." if pred else ".")
-        )
-    if already:
-        return False, "The steady state already runs as CUDA graphs (a graph launch a step)."
-    if ctx.pseudo:
-        return False, "No repeating step was found: a graph needs a repeated launch sequence to capture."
-    if pred is None:
-        return False, "No per-step figures to predict from."
-    if verdict != "launch-bound":
-        return False, {
-            "gpu-bound": f"GPU-bound: a graph would gain about {pred.speedup:.2f}x; the GPU's work sets the pace.",
-            "sync-bound": "Sync-bound: remove the synchronizing calls from the step first (they also break capture).",
-            "host-bound": "Host-bound: the CPU's own work between launches sets the pace; a graph would not remove it.",
-        }[verdict]
-    return _launch_bound(pred, exp, n_blockers)
-
-
-def _launch_bound(pred: Prediction, exp: Expectation | None, n_blockers: int) -> tuple[bool, str]:
-    """Convert a launch-bound step when the expected gain (without the profiler when
-    ``exp`` is given, else under nsys) reaches :data:`MIN_SPEEDUP`, and why."""
-    gain = exp.speedup if exp is not None else pred.speedup
-    if gain < MIN_SPEEDUP:
-        where = " without the profiler" if exp is not None else ""
-        return False, (
-            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x"
-            + (f"; under nsys {pred.speedup:.2f}x)." if exp is not None else ").")
-            if gain < 1
-            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys "
-            f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
-        )
-    head = (
-        f"a graph is expected to run a step in {_us(exp.graph_step_ns)} instead of {_us(exp.eager_step_ns)} "
-        f"without the profiler ({exp.speedup:.2f}x, range {exp.speedup_low:.2f}-{exp.speedup_high:.2f}x; "
-        f"under nsys {pred.speedup:.2f}x)"
-        if exp is not None
-        else f"a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
-        f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x)"
-    )
-    return True, (
-        f"Launch-bound: {head}, paying back its instantiation after "
-        f"{pred.break_even_iterations} iteration{'s' if pred.break_even_iterations != 1 else ''}"
-        + (f"; fix {n_blockers} blocker(s) first." if n_blockers else ".")
-    )
-
-
-def _model(
-    pred: Prediction, single: Prediction | None, unprof_pred: Prediction | None, findings: list[Finding]
-) -> dict[str, Any]:
-    """The recommendation's ``model``: the prediction's GPU/CPU sides (ns), the single-repeat
-    and unprofiled predictions when made, and the profiler-overhead finding's speedup."""
+def _model(pred: Prediction, single: Prediction | None, exp: Expectation | None) -> dict[str, Any]:
+    """The recommendation's ``model``: the profiled prediction's GPU/CPU sides (ns; they add
+    up to the graph step when ``sides_add``, else the larger is it), the single-repeat
+    prediction when made. The figures without the profiler are the expectation's
+    (``recommendation.expected``), not repeated here."""
     model: dict[str, Any] = {
         "gpu_work_ns": pred.gpu_work_ns,
         "gpu_side_ns": pred.gpu_side_ns,
         "cpu_side_ns": pred.cpu_side_ns,
+        "sides_add": bool(
+            exp is not None
+            and exp.profiled_graph_step_ns is not None
+            and pred.graph_step_ns == exp.profiled_graph_step_ns
+        ),
         "amortized": pred.amortized,
     }
     if single is not None:
         model["single_repeat_step_ns"] = single.graph_step_ns
         model["single_repeat_speedup"] = single.speedup
-    if unprof_pred is not None:
-        model["unprofiled_gpu_side_ns"] = unprof_pred.gpu_side_ns
-        model["unprofiled_cpu_side_ns"] = unprof_pred.cpu_side_ns
-        model["unprofiled_graph_step_ns"] = unprof_pred.graph_step_ns
-    unprof = next((f.figures.get("unprofiled_speedup") for f in findings if f.kind == "profiler-overhead"), None)
-    if unprof is not None:
-        model["unprofiled_speedup"] = unprof
     return model

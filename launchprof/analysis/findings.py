@@ -25,6 +25,7 @@ import pandas as pd
 
 from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
+from launchprof.analysis.expect import Expectation
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.timeline import corr_key
 
@@ -310,26 +311,19 @@ def _launch_calls(ctx: StepContext) -> tuple[float, float, float] | None:
     return launches, period, float(np.median(call_ns, overwrite_input=True))  # a new array: partitioned in place
 
 
-def profiler_overhead(
-    ctx: StepContext,
-    values: Mapping[str, float],
-    unprofiled_graph_step_ns: float | None,
-    expected: tuple[float, float] | None = None,
-) -> Finding | None:
+def profiler_overhead(ctx: StepContext, values: Mapping[str, float], expected: Expectation | None) -> Finding | None:
     """Launch calls inflated under the profiler: each launch call of a step is taken to
     last ``profiler_launch_overhead_ns`` longer than without nsys (a calibration's
     ``profiler.launch_overhead_ns``, measured by ``launchprof calibrate --profiler``, or
     the default: 2.76 us per launch, docs/metrics.md, "Launch overhead and the
-    profiler"). The unprofiled per-launch step = step period - launch calls per step x
-    that overhead; against ``unprofiled_graph_step_ns`` (the graph step predicted
-    without the profiler, :func:`launchprof.analysis.predict.unprofiled_values`) it
-    gives ``unprofiled_speedup``. Reported when the overhead is at least
-    :data:`PROFILER_SHARE_MIN` of the step period.
+    profiler"). Reported when that is at least :data:`PROFILER_SHARE_MIN` of the step
+    period.
 
-    ``expected``: ``(eager_step_ns, graph_step_ns)`` of the recommendation's expectation
-    (:mod:`launchprof.analysis.expect`, which counts every traced call and, for PyTorch,
-    the inflated dispatch between them); when given, the unprofiled step and speedup are
-    those, so the finding and the headline agree."""
+    ``expected``: the recommendation's expectation (:mod:`launchprof.analysis.expect`,
+    which counts every traced call and, for PyTorch, the inflated dispatch between them,
+    or takes the step measured without nsys); when given, the profiler's share, the step
+    without it and the graph step are its figures, so the finding and the headline show
+    one number each."""
     steady = ctx.steady
     launch_calls = _launch_calls(ctx)
     if launch_calls is None:
@@ -352,26 +346,25 @@ def profiler_overhead(
     }
     unprofiled = period - overhead
     if expected is not None:
-        unprofiled, unprofiled_graph_step_ns = expected
+        unprofiled = expected.eager_step_ns
         overhead = period - unprofiled
         figures.update({"overhead_ns": overhead, "share": overhead / period})
+        how = "measured without nsys" if expected.eager_source == "measured" else "estimated"
         evidence = (
             f"launch calls last p50 {_us(call_p50)} here; with every traced call and the dispatch between them "
-            f"slowed by the profiler, about {_us(overhead)} ({min(overhead / period, 1.0):.0%}) of the "
-            f"{_us(period)} step is the profiler's"
+            f"slowed by the profiler, about {_us(overhead)} ({min(max(overhead, 0) / period, 1.0):.0%}) of the "
+            f"{_us(period)} step is the profiler's (the step {how})"
         )
     if unprofiled <= 0:
         evidence += " (more than the step period: steps overlap here, so the correction cannot be applied)"
     else:
         figures["unprofiled_step_ns"] = unprofiled
-        evidence += f". Without the profiler the per-launch step would be about {_us(unprofiled)}"
-        if unprofiled_graph_step_ns and unprofiled_graph_step_ns > 0 and unprofiled > unprofiled_graph_step_ns:
-            figures["unprofiled_graph_step_ns"] = unprofiled_graph_step_ns
-            figures["unprofiled_speedup"] = unprofiled / unprofiled_graph_step_ns
-            evidence += (
-                f" and a graph about {_us(unprofiled_graph_step_ns)}: {unprofiled / unprofiled_graph_step_ns:.1f}x "
-                "instead"
-            )
+        evidence += f". Without the profiler the per-launch step is about {_us(unprofiled)}"
+        if expected is not None:
+            g = expected.graph_step_ns
+            figures["unprofiled_graph_step_ns"] = g
+            figures["unprofiled_speedup"] = expected.speedup
+            evidence += f" and a graph about {_us(g)}: {expected.speedup:.2f}x (recommendation.expected)"
     return Finding(
         "profiler-overhead",
         "info",

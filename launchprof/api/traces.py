@@ -7,24 +7,31 @@ import errno
 import lzma
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from launchprof.analysis import analyze_trace
+from launchprof.analysis.baseline import RegionRuns
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
+from launchprof.defaults import STEP_NAME
 from launchprof.errors import TraceError
 from launchprof.malloc import MallocTuning
 from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
+from launchprof.trace.steptimes import read_step_times, region_step_times
+
+# What :func:`analyze`'s ``baseline`` takes: a report folder, per-run step arrays, region runs.
+BaselineRuns = str | Path | Sequence[np.ndarray] | RegionRuns | None
 
 
 def _decompress_xz(path: Path, folder: Path) -> Path:
@@ -101,6 +108,7 @@ def analyze(
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
     memory: MallocTuning | None = None,
+    baseline: BaselineRuns = None,
 ) -> TraceAnalysis:
     """Load and analyse an nsys trace.
 
@@ -115,6 +123,12 @@ def analyze(
             the repeating kernel sequence; see :mod:`launchprof.analysis.steps`).
         memory: malloc settings for loading, then for the analysis (the command line's
             :class:`~launchprof.malloc.MallocTuning`); default: the process's are left alone.
+        baseline: the runs of the same program without nsys: a report folder of
+            ``launchprof profile`` (its ``baseline-*.steps`` files: :func:`baseline_runs`),
+            per-run ``(start_ns, end_ns)`` step arrays, or
+            :class:`~launchprof.analysis.baseline.RegionRuns`; their step replaces the
+            estimate of the eager step (``recommendation.expected``, summary.json's
+            ``baseline``), as ``profile`` does: the same runs give the same summary.
 
     Returns:
         :class:`TraceAnalysis` (an :class:`~launchprof.analysis.result.AnalysisResult`):
@@ -130,6 +144,7 @@ def analyze(
         TraceError: the file is missing or not an nsys SQLite export.
         NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
         StepError: ``step`` names an NVTX range that is not in the trace.
+        StepTimesError: a step-times file of ``baseline`` is malformed.
 
     With several ranks (device, process pairs with GPU work) or NCCL kernels,
     ``ranks`` holds the cross-rank view, a
@@ -144,7 +159,7 @@ def analyze(
     else:
         trace = _load(sqlite, progress, memory)
     trace = dataclasses.replace(trace, path=Path(path))
-    return analyze_loaded(trace, bubble_threshold_ns, progress, step)
+    return analyze_loaded(trace, bubble_threshold_ns, progress, step, baseline)
 
 
 def _load(sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None) -> Trace:
@@ -234,6 +249,7 @@ def analyze_loaded(
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     progress: Callable[[str], None] | None = None,
     step: str | None = None,
+    baseline: BaselineRuns = None,
 ) -> TraceAnalysis:
     """:func:`analyze` of a trace already loaded (:func:`~launchprof.trace.load_trace`,
     :func:`~launchprof.trace.arrowdir.load_arrowdir`); same arguments, result and errors
@@ -252,5 +268,45 @@ def analyze_loaded(
     if note is not None:
         analysis.notes.append(note)
     calibration, source = user_calibration()
-    diagnosis, recommendation = diagnose(analysis, steps, calibration=calibration, calibration_source=source)
+    runs = baseline_runs(baseline, step) if isinstance(baseline, (str, Path)) else baseline
+    diagnosis, recommendation = diagnose(
+        analysis, steps, calibration=calibration, calibration_source=source, baseline=runs
+    )
     return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)
+
+
+def with_baseline(result: AnalysisResult, baseline: BaselineRuns) -> TraceAnalysis:
+    """``result`` diagnosed again with the runs without nsys ``baseline`` (as
+    :func:`analyze`'s argument): the analysis made while nsys exported the trace, before
+    those runs were made, completed by them (``launchprof profile``). The figures, steps
+    and ranks are ``result``'s.
+
+    Raises:
+        StepTimesError: a step-times file of ``baseline`` is malformed.
+    """
+    runs = baseline_runs(baseline, result.step_name) if isinstance(baseline, (str, Path)) else baseline
+    calibration, source = user_calibration()
+    diagnosis, recommendation = diagnose(
+        result, result.found_steps, calibration=calibration, calibration_source=source, baseline=runs
+    )
+    return TraceAnalysis.of(result, result.found_steps, result.step_name, result.ranks, diagnosis, recommendation)
+
+
+def baseline_runs(folder: str | Path, step: str | None = None) -> list[np.ndarray] | RegionRuns | None:
+    """The runs without nsys a report folder of ``launchprof profile`` holds: the step
+    times of each ``baseline-I.steps`` file (:func:`launchprof.trace.steptimes.read_step_times`,
+    the steps named ``step``, default the marker's), or, when none holds a step but some
+    hold profiler regions, those (:class:`~launchprof.analysis.baseline.RegionRuns`); None
+    when the folder has no such file.
+
+    Raises:
+        StepTimesError: a file is malformed.
+    """
+    paths = sorted(Path(folder).glob("baseline-*.steps"), key=lambda p: (len(p.name), p.name))
+    if not paths:
+        return None
+    got = [read_step_times(p, step or STEP_NAME) for p in paths]
+    regions = [region_step_times(p) for p in paths]
+    if not any(len(t) for t in got) and any(len(r) for r in regions):
+        return RegionRuns(regions)
+    return got

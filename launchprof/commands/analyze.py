@@ -16,6 +16,7 @@ from rich.console import Console
 
 from launchprof.analysis import Analysis
 from launchprof.api import analyze
+from launchprof.api.traces import with_baseline
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.malloc import MallocTuning
@@ -74,7 +75,7 @@ def run_analyze(
             after the report, which holds what can be said, was written).
     """
     if early is not None:
-        analysis, summary = early.analysis, _write_early(early, trace, output, force, baseline, workload)
+        analysis, summary = _write_early(early, trace, output, force, baseline, workload)
     else:
         analysis, summary = _analyse_and_write(
             trace, output, force, bubble_threshold_ns, nsys, console, step, baseline, workload, memory
@@ -89,12 +90,15 @@ def run_analyze(
 
 def _write_early(
     early: Any, trace: Path, output: Path, force: bool, baseline: list[Any] | None, workload: dict[str, Any] | None
-) -> Any:
-    """Write the report and step files of an early analysis (run_analyze)."""
-    rendered = early.rendered
+) -> tuple[Analysis, Any]:
+    """Write the report and step files of an early analysis (run_analyze), completed by
+    the runs without nsys when there are some; the analysis and summary."""
+    rendered, analysis = early.rendered, early.analysis
+    if baseline is not None:
+        analysis, rendered = with_baseline(analysis, baseline), None
     with open_report_folder(output, force) as writer:
-        if rendered is None or baseline is not None or workload is not None:
-            rendered = render_files(early.analysis, str(trace), baseline, early.figures, workload)
+        if rendered is None or workload is not None:
+            rendered = render_files(analysis, str(trace), early.figures, workload)
         summary, page = rendered
         for name, text in early.step_texts.items():
             writer.stage(name, text)
@@ -103,7 +107,7 @@ def _write_early(
     mark("step_files_done")
     update_index(output)
     mark("index_done")
-    return summary
+    return analysis, summary
 
 
 def _analyse_and_write(
@@ -127,11 +131,12 @@ def _analyse_and_write(
             progress=lambda msg: status.update(f"{msg}..."),
             step=step,
             memory=memory,
+            baseline=baseline,
         )
         mark("analysis_done")
         status.update("writing report")
         with open_report_folder(output, force) as writer:  # the staging folder goes, whatever happens
-            summary, page = render_files(analysis, trace_path=str(trace), baseline=baseline, workload=workload)
+            summary, page = render_files(analysis, trace_path=str(trace), workload=workload)
             stage_step_files(analysis, writer.staging)
             mark("step_files_done")
             commit_report(writer, summary, page)

@@ -233,7 +233,7 @@ class EarlyAnalysis:
         t2 = time.perf_counter()
         texts = step_file_texts(analysis)
         figures = embedded_device_figures(analysis)
-        rendered = render_files(analysis, str(self.stem.with_suffix(".sqlite")), None, figures) if self.render else None
+        rendered = render_files(analysis, str(self.stem.with_suffix(".sqlite")), figures) if self.render else None
         seconds.update(load=t1 - t0, analysis=t2 - t1, report=time.perf_counter() - t2)
         return EarlyResult(analysis, texts, figures, rendered, seconds)
 

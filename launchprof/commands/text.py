@@ -30,7 +30,7 @@ def verdict_line(summary: Any) -> str | None:
         pass  # nothing left to convert: no prediction to print
     elif rec and rec.expected_speedup and rec.expected_step_ns:
         lo, hi = rec.expected_speedup_range or (None, None)
-        measured = (rec.expected or {}).get("eager_source") == "baseline"
+        measured = (rec.expected or {}).get("eager_source") == "measured"
         eager = (rec.expected or {}).get("eager_step_ns")
         line += (
             f"; CUDA Graph expected {rec.expected_speedup:.2f}x without nsys"
@@ -125,7 +125,7 @@ def print_summary(summary: Any, output: Path, console: Console) -> None:
 
 
 def describe_baseline(section: Mapping[str, Any]) -> str:
-    """One line for the terminal: unprofiled vs profiled step period and the corrected speedup."""
+    """One line for the terminal: the step period without nsys vs under nsys."""
     unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
     region = section.get("source") == "profiler-region"
     if unprof is None or prof is None:
@@ -164,8 +164,7 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
             f"{prof / 1e3:,.1f} us under nsys (under nsys / without: {section['overhead_ratio']:.2f}x)"
         )
     # The speedup with this measured step is the verdict line's expected one
-    # (recommendation.expected); the section's ``corrected`` figure, which lets a graph
-    # remove all host work, stays in summary.json and on the page as an upper bound only.
+    # (recommendation.expected): the one prediction, not repeated here.
     return line
 
 

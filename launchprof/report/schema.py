@@ -227,15 +227,6 @@ class Workload(_Model):
     exit_code: int
 
 
-class CorrectedPrediction(_Model):
-    """The overhead-corrected graph prediction (:func:`launchprof.analysis.baseline.corrected_prediction`)."""
-
-    per_launch_step_ns: float
-    graph_step_ns: float
-    speedup: float
-    profiled_speedup: float
-
-
 REGION_KEYS = ("region_ns", "regions", "region_steps", "trace_regions")
 
 
@@ -263,7 +254,6 @@ class Baseline(_Model):
     gpu_busy_p50_ns: float | None
     overhead_ratio: float | None
     correction: float | None
-    corrected: CorrectedPrediction | None
     assumption: str
 
     @model_serializer(mode="wrap")

@@ -13,6 +13,7 @@ from launchprof.analysis.steps import step_stats
 from launchprof.analysis.timeline import TimelineFigures
 from launchprof.report.html import printable
 from launchprof.report.schema import (
+    Baseline,
     Bubbles,
     DeviceSummary,
     DiagnosisSection,
@@ -78,6 +79,7 @@ def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Su
     ]
     steps = step_stats(analysis.found_steps)
     diagnosis = None if analysis.diagnosis is None else analysis.diagnosis.to_dict()
+    baseline = None if analysis.diagnosis is None else analysis.diagnosis.baseline
     recommendation = None if analysis.recommendation is None else analysis.recommendation.to_dict()
     ranks = None if analysis.ranks is None else analysis.ranks.to_dict()
     nvtx = None
@@ -105,6 +107,7 @@ def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Su
         recommendation=None if recommendation is None else RecommendationSection.model_validate(recommendation),
         ranks=None if ranks is None else RanksSection.model_validate(ranks),
         nvtx_steps=None if nvtx is None else NvtxStepsSection.model_validate(nvtx),
+        baseline=None if baseline is None else Baseline.model_validate(baseline),
     )
 
 

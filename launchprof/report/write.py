@@ -14,9 +14,9 @@ from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
-from launchprof.report.schema import Baseline, RecommendationSection, Summary, Workload
+from launchprof.report.schema import Summary, Workload
 from launchprof.report.stepfiles import STEP_FILES, step_file_texts
-from launchprof.report.summary import build_summary, summary_headline
+from launchprof.report.summary import build_summary
 
 REPORT_FILES = ("summary.json", "report.html")
 # Every file a report run writes: one not written this time is removed on commit.
@@ -99,7 +99,6 @@ def write_report(
     folder: Path,
     force: bool = False,
     trace_path: str | None = None,
-    baseline: Any = None,
     step_files: bool = True,
     device_figures: list[EmbeddedFigure] | None = None,
     workload: dict[str, Any] | None = None,
@@ -112,14 +111,14 @@ def write_report(
     already made (see :func:`render_report`). ``workload``: what ``profile`` knows of the
     run (``exit_code`` when it failed), or None. ``writer``: the folder's writer when the
     caller opened it (:func:`open_report_folder`; ``folder`` and ``force`` are then its own).
-    ``baseline``: the runs without nsys (``profile --baseline-runs``): a list of per-run
-    step-time arrays, or :class:`launchprof.analysis.baseline.RegionRuns`; None when there were none.
+    The runs without nsys (``profile --baseline-runs``) are the analysis' own
+    (``analysis.diagnosis.baseline``: :func:`launchprof.api.traces.with_baseline`).
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
             written.
     """
-    summary, page = render_files(analysis, trace_path, baseline, device_figures, workload)
+    summary, page = render_files(analysis, trace_path, device_figures, workload)
     with contextlib.ExitStack() as stack:
         if writer is None:
             writer = stack.enter_context(open_report_folder(folder, force))
@@ -133,7 +132,6 @@ def write_report(
 def render_files(
     analysis: AnalysisResult,
     trace_path: str | None = None,
-    baseline: Any = None,
     device_figures: list[EmbeddedFigure] | None = None,
     workload: dict[str, Any] | None = None,
 ) -> tuple[Summary, str]:
@@ -141,36 +139,7 @@ def render_files(
     summary = build_summary(analysis, trace_path)
     summary.workload = None if workload is None else Workload.model_validate(workload)
     extra_html = ""
-    if baseline is not None:
-        from launchprof.analysis.baseline import (
-            RegionRuns,
-            apply_to_recommendation,
-            baseline_section,
-            nvtx_period_p50,
-            region_step_count,
-            trace_regions,
-        )
-
-        nvtx_period = nvtx_period_p50(analysis.trace.nvtx)
-        regions = None
-        if isinstance(baseline, RegionRuns):
-            found = trace_regions(analysis.trace.api)
-            regions = (region_step_count(found, analysis.found_steps.table), len(found))
-        steps = None if summary.steps is None else summary.steps.model_dump()
-        diagnosis = summary.diagnosis
-        rec = None if summary.recommendation is None else summary.recommendation.model_dump()
-        section = baseline_section(baseline, steps, rec, nvtx_period, regions)
-        summary.baseline = Baseline.model_validate(section)
-        apply_to_recommendation(  # on the dict, validated again below
-            rec,
-            section,
-            diagnosis.verdict if diagnosis is not None else None,
-            float((diagnosis.thresholds if diagnosis is not None else {}).get("min_speedup") or 1.25),
-        )
-        # The recommendation may have changed: the headline follows it.
-        nvtx = None if summary.nvtx_steps is None else summary.nvtx_steps.model_dump()
-        summary.recommendation = None if rec is None else RecommendationSection.model_validate(rec)
-        summary.headline = summary_headline(steps, None if diagnosis is None else diagnosis.model_dump(), rec, nvtx)
+    if summary.baseline is not None:
         extra_html = render("baseline.html.j2", b=summary.baseline)
     reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     page = render_report(

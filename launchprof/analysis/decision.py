@@ -1,0 +1,132 @@
+"""The decision: whether to convert to a CUDA graph and why, and a verdict that agrees
+with it (:func:`launchprof.analysis.diagnose.diagnose` calls these last).
+
+``convert`` is True for a launch-bound steady state that does not run as graphs already,
+with an expected speedup without the profiler (:mod:`launchprof.analysis.expect`) of at
+least :data:`MIN_SPEEDUP` (1.25x, the gain a 20 % host-wait share would allow at best,
+:data:`launchprof.analysis.diagnose.HOST_WAIT_MIN`). A verdict of ``launch-bound`` means
+a graph is expected to pay; when it is not, :func:`agree` names what holds the GPU back
+instead (its own work, or the host work a graph keeps), so the terminal, the page, the
+index and summary.json never show "launch-bound" beside "no conversion".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from launchprof.analysis.expect import Expectation
+from launchprof.analysis.findings import Finding
+from launchprof.analysis.predict import Prediction
+from launchprof.analysis.stepdata import StepContext
+
+MIN_SPEEDUP = 1.25
+
+
+def _us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e3:,.1f} us"
+
+
+def agree(verdict: str, reasons: list[str], exp: Expectation | None) -> tuple[str, list[str]]:
+    """The verdict made to agree with the prediction: a step whose GPU waits for the CPU
+    (``launch-bound`` or ``host-bound`` by the idle gaps' causes) is ``launch-bound`` when
+    a graph is expected to gain at least :data:`MIN_SPEEDUP` without the profiler (the host
+    work it waits for lies inside the region a capture removes), else named by what holds
+    the GPU back then: ``gpu-bound`` when the graph step's GPU side is the larger,
+    ``host-bound`` when the host work a graph keeps is (README: Diagnosis)."""
+    if exp is None or verdict not in ("launch-bound", "host-bound"):
+        return verdict, reasons
+    eager = "measured" if exp.eager_source == "measured" else "estimated"
+    if exp.speedup >= MIN_SPEEDUP:
+        if verdict == "host-bound":
+            reasons = [
+                *reasons,
+                f"The host work the GPU waits for lies inside the region a capture holds (between the step's first "
+                f"and last launch: {1 - exp.kept_share:.0%} of its CPU step): a graph removes it, and is expected "
+                f"to give {exp.speedup:.2f}x without the profiler, so the step is launch-bound.",
+            ]
+        return "launch-bound", reasons
+    under = " (under nsys the GPU waits for the launch path)" if verdict == "launch-bound" else ""
+    if exp.gpu_side_ns >= exp.cpu_side_ns:
+        return "gpu-bound", [
+            *reasons,
+            f"Without the profiler{under}, the step is {_us(exp.eager_step_ns)} ({eager}; the profiler's share "
+            f"{_us(exp.profiler_ns)}), and the GPU's own work ({_us(exp.gpu_side_ns)} a step as a graph) sets the "
+            f"pace: a graph is expected to give {exp.speedup:.2f}x, below {MIN_SPEEDUP:g}x.",
+        ]
+    return "host-bound", [
+        *reasons,
+        f"Without the profiler{under}, the host work a graph keeps ({_us(exp.kept_host_ns)} a step outside the region "
+        f"a capture holds, {exp.kept_share:.0%} of the CPU step) sets the pace: a graph is expected to give "
+        f"{exp.speedup:.2f}x ({eager} eager step {_us(exp.eager_step_ns)}), below {MIN_SPEEDUP:g}x.",
+    ]
+
+
+def decide(
+    ctx: StepContext,
+    fig: dict[str, Any],
+    verdict: str,
+    findings: list[Finding],
+    pred: Prediction | None,
+    exp: Expectation | None,
+    n_blockers: int,
+) -> tuple[bool, str]:
+    """Whether to convert to a CUDA graph, and why: not without GPU work, graphs already
+    replayed (rebuilt every step or not), a repeating step or figures to predict from;
+    for a verdict other than launch-bound, not; else by the expected gain
+    (:func:`_launch_bound`)."""
+    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    rebuilt = any(f.kind == "reinstantiation" for f in findings)
+    if verdict == "no-gpu-work":
+        return False, "No GPU work: nothing to put in a graph."
+    if already and rebuilt:
+        return False, (
+            "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
+            "fix the reinstantiation blocker; a graph built once"
+            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.2f}x)." if pred else ".")
+        )
+    if already:
+        return False, "The steady state already runs as CUDA graphs (a graph launch a step)."
+    if ctx.pseudo:
+        return False, "No repeating step was found: a graph needs a repeated launch sequence to capture."
+    if pred is None:
+        return False, "No per-step figures to predict from."
+    if verdict != "launch-bound":
+        gain = (
+            f"a graph is expected to gain {exp.speedup:.2f}x without the profiler (under nsys {pred.speedup:.2f}x)"
+            if exp is not None
+            else f"a graph would gain about {pred.speedup:.2f}x"
+        )
+        return False, {
+            "gpu-bound": f"GPU-bound: {gain}; the GPU's work sets the pace.",
+            "sync-bound": "Sync-bound: remove the synchronizing calls from the step first (they also break capture).",
+            "host-bound": f"Host-bound: {gain}; the CPU's own work that a graph keeps sets the pace.",
+        }[verdict]
+    return _launch_bound(pred, exp, n_blockers)
+
+
+def _launch_bound(pred: Prediction, exp: Expectation | None, n_blockers: int) -> tuple[bool, str]:
+    """Convert a launch-bound step when the expected gain (without the profiler when
+    ``exp`` is given, else under nsys) reaches :data:`MIN_SPEEDUP`, and why."""
+    gain = exp.speedup if exp is not None else pred.speedup
+    if gain < MIN_SPEEDUP:
+        where = " without the profiler" if exp is not None else ""
+        return False, (
+            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x"
+            + (f"; under nsys {pred.speedup:.2f}x)." if exp is not None else ").")
+            if gain < 1
+            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys "
+            f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
+        )
+    head = (
+        f"a graph is expected to run a step in {_us(exp.graph_step_ns)} instead of {_us(exp.eager_step_ns)} "
+        f"without the profiler ({exp.speedup:.2f}x, range {exp.speedup_low:.2f}-{exp.speedup_high:.2f}x; "
+        f"under nsys {pred.speedup:.2f}x)"
+        if exp is not None
+        else f"a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
+        f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x)"
+    )
+    return True, (
+        f"Launch-bound: {head}, paying back its instantiation after "
+        f"{pred.break_even_iterations} iteration{'s' if pred.break_even_iterations != 1 else ''}"
+        + (f"; fix {n_blockers} blocker(s) first." if n_blockers else ".")
+    )
