@@ -1,0 +1,122 @@
+"""One answer a user can act on: over every trace of the corpus (the bundled traces, the
+GPU recordings, the real framework workloads), summary.json holds one graph step without
+the profiler per step shape, "launch-bound" never stands beside "no conversion", and the
+terminal's verdict line, the report card and the index row say what summary.json says.
+
+The figures compared come from the outputs themselves (summary.json, the terminal line,
+the card's HTML, the index row read back from the folder), not from the analysis' objects.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import launchprof
+from launchprof.commands.text import verdict_line
+from launchprof.report.index import collect
+
+DATA = Path(__file__).resolve().parent / "data"
+TRACES = sorted(
+    [
+        *(DATA / "traces").glob("*.sqlite.xz"),
+        *(DATA / "gpu").glob("*.sqlite.xz"),
+        *(DATA / "frameworks").glob("*.sqlite.xz"),
+    ]
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The documented defaults, whatever the machine's cache holds."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+def _cases() -> list[Any]:
+    return [pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in TRACES]  # about 0.2 s each
+
+
+def _graph_steps_without_nsys(doc: dict[str, Any]) -> set[float]:
+    """Every figure of summary.json that claims to be the graph step without the profiler."""
+    rec = doc.get("recommendation") or {}
+    found: set[float] = set()
+    exp = rec.get("expected") or {}
+    for value in (rec.get("expected_step_ns"), exp.get("graph_step_ns")):
+        if value is not None:
+            found.add(round(float(value), 3))
+    for f in (doc.get("diagnosis") or {}).get("findings") or []:
+        value = (f.get("figures") or {}).get("unprofiled_graph_step_ns")
+        if value is not None:
+            found.add(round(float(value), 3))
+    for key in ("unprofiled_graph_step_ns", "unprofiled_gpu_side_ns", "unprofiled_cpu_side_ns"):
+        assert key not in (rec.get("model") or {}), f"a second prediction without the profiler: model.{key}"
+    assert "corrected" not in (doc.get("baseline") or {}), (
+        "a second prediction without the profiler: baseline.corrected"
+    )
+    return found
+
+
+@pytest.mark.parametrize("trace", _cases())
+def test_one_graph_step_and_a_verdict_that_agrees_everywhere(trace: Path, tmp_path: Path) -> None:
+    a = launchprof.analyze(trace)
+    doc = json.loads(a.summary.to_json())
+    rec, diag, head = doc.get("recommendation") or {}, doc.get("diagnosis") or {}, doc.get("headline") or {}
+    verdict = diag.get("verdict")
+
+    # One graph step without the profiler, and its speedup is eager / graph step.
+    graph_steps = _graph_steps_without_nsys(doc)
+    assert len(graph_steps) <= 1, graph_steps
+    exp = rec.get("expected")
+    if exp:
+        assert exp["speedup"] == pytest.approx(exp["eager_step_ns"] / exp["graph_step_ns"])
+        assert rec["expected_speedup"] == exp["speedup"]
+        # The graph step is its GPU side and CPU side, added for a synchronizing step.
+        sides = (
+            exp["gpu_side_ns"] + exp["cpu_side_ns"]
+            if exp["synchronizing"]
+            else max(exp["gpu_side_ns"], exp["cpu_side_ns"])
+        )
+        assert exp["graph_step_ns"] == pytest.approx(sides)
+    model = rec.get("model") or {}
+    if rec.get("predicted_step_ns") is not None and "gpu_side_ns" in model:
+        # Under nsys too: the card's sides make its graph step.
+        g, c = model["gpu_side_ns"], model["cpu_side_ns"]
+        assert rec["predicted_step_ns"] == pytest.approx(g + c if model.get("sides_add") else max(g, c))
+
+    # The verdict agrees with the decision.
+    if verdict == "launch-bound":
+        assert rec.get("convert") is True, rec.get("reason")
+    if rec.get("convert"):
+        assert verdict == "launch-bound"
+    assert head.get("verdict") == verdict
+
+    # The terminal says the same.
+    line = verdict_line(a.summary)
+    assert line is not None and line.startswith(f"verdict: {verdict}")
+    if head.get("action") in ("convert", "fix-blockers-then-convert"):
+        assert "; convert" in line
+    elif rec:
+        assert "; convert" not in line
+    if exp and not head.get("graphs"):
+        assert f"CUDA Graph expected {exp['speedup']:.2f}x without nsys" in line
+
+    # The card says the same.
+    card = html.unescape(a._repr_html_())
+    assert verdict in card
+    if exp:
+        assert f"{exp['speedup']:.2f}×" in card
+
+    # The index row, read back from the folder's summary.json, says the same.
+    folder = tmp_path / "reports" / "r"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text(a.summary.to_json())
+    rows, _, _ = collect(tmp_path / "reports")
+    (row,) = rows
+    assert row.verdict == verdict and row.action == head.get("action")
+    if head.get("expected_speedup") is not None:
+        assert row.expected_speedup is not None and math.isclose(row.expected_speedup, head["expected_speedup"])
