@@ -7,8 +7,8 @@
 # without the profiler (its RESULT line is the truth without nsys) and then once under
 #   nsys profile --trace=cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=node
 # (RANGE "api": plus --capture-range=cudaProfilerApi --capture-range-end=stop, so the
-# trace holds only what the workload brackets with cudaProfilerStart/Stop), in the same
-# call, one after the other. Each trace is trimmed to the tables launchprof reads
+# trace holds only what the workload brackets with cudaProfilerStart/Stop; RANGE "bare":
+# no nsys run, only the truth without the profiler), in the same call, one after the other. Each trace is trimmed to the tables launchprof reads
 # (scripts/trim_trace.py) and compressed with xz -9e into OUTDIR/NAME.sqlite.xz; the
 # RESULT lines go to OUTDIR/results.jsonl as {"name", "run": "bare"|"nsys", "result"}.
 set -uo pipefail
@@ -23,6 +23,7 @@ while IFS='|' read -r name range cmd; do
   bare=$(eval "$cmd" 2>"/tmp/corpus/$name.bare.err" | grep '^RESULT ' | tail -1 | cut -c8-)
   [ -n "$bare" ] && echo "{\"name\": \"$name\", \"run\": \"bare\", \"result\": $bare}" >>"$out/results.jsonl" \
     || { echo "   bare run failed:"; tail -5 "/tmp/corpus/$name.bare.err"; }
+  if [ "$range" = bare ]; then echo "   bare: ${bare:0:160}"; continue; fi
   flags=(--trace=cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=node --export=sqlite --force-overwrite=true)
   [ "$range" = api ] && flags+=(--capture-range=cudaProfilerApi --capture-range-end=stop)
   prof=$(eval "nsys profile ${flags[*]} -o /tmp/corpus/$name $cmd" 2>"/tmp/corpus/$name.nsys.err" | grep '^RESULT ' | tail -1 | cut -c8-)

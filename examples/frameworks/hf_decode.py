@@ -2,7 +2,7 @@
 downloaded): eager with a dynamic KV cache, or a static cache with the forward replayed as
 CUDA graphs.
 
-Usage:  python examples/frameworks/hf_decode.py ARCH MODE [--batch B] [--tokens T] [--prompt P] [--reps R]
+Usage:  python examples/frameworks/hf_decode.py ARCH MODE [--batch B] [--tokens T] [--prompt P] [--reps R] [--calls N]
 
 ARCH: ``gpt2`` (GPT-2 small: 12 layers, width 768) or ``llama`` (a small Llama: 8 layers,
 width 1024, grouped-query attention 16/4 heads, vocabulary 32000), both bf16. MODE:
@@ -22,7 +22,8 @@ No NVTX ranges are added: one step is one token, found by launchprof from the tr
 Every token is generated (``min_new_tokens == max_new_tokens``; no early stop). The
 truth without the profiler, per token: (median time of ``generate(T)`` - median time of
 ``generate(1)``) / (T - 1), which leaves out the prompt's prefill. The trace holds one
-``generate(T)`` (``cudaProfilerStart/Stop``), after three untraced warm-up calls.
+``generate(T)`` (``cudaProfilerStart/Stop``), after three untraced warm-up calls; with
+``--calls N``, N consecutive ``generate(T)`` calls (the truth per token is the same).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--prompt", type=int, default=16)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=1, help="generate(T) calls in the traced region")
     a = parser.parse_args()
     model = build(a.arch)
     kwargs: dict[str, object] = {"do_sample": False, "pad_token_id": 0}
@@ -78,9 +80,7 @@ def main() -> None:
 
     def gen(n: int) -> torch.Tensor:
         with torch.inference_mode():
-            return model.generate(
-                input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, **kwargs
-            )
+            return model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, **kwargs)
 
     for _ in range(3):  # warm-up: cuBLAS handles, allocator, compilation and capture
         out = gen(a.tokens)
@@ -88,16 +88,18 @@ def main() -> None:
     t_full = median_ns(lambda: gen(a.tokens), a.reps)
     t_one = median_ns(lambda: gen(1), a.reps)
     with profiled_region():
-        gen(a.tokens)
+        for _ in range(a.calls):
+            gen(a.tokens)
     report(
         workload=f"hf_decode {a.arch} {a.mode}",
         batch=a.batch,
         tokens=a.tokens,
+        calls=a.calls,
         step="one decoded token",
         step_us=(t_full - t_one) / (a.tokens - 1) / 1e3,
         generate_us=t_full / 1e3,
         generate_one_us=t_one / 1e3,
-        traced_steps=a.tokens - 1,
+        traced_steps=a.calls * (a.tokens - 1),
     )
 
 
