@@ -73,6 +73,8 @@ def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         tb, ta = manifest["traces"][before], manifest["traces"][after]
         truth = tb["bare_step_us"] / ta["bare_step_us"]
         e = analyses[before].recommendation.expected
+        m = _measured(analyses[before], tb["bare_step_us"] * 1e3)
+        cu, cr = c.speedup_unprofiled, c.speedup_unprofiled_ci
         pairs.append(
             {
                 "pair": f"{before} -> {after}",
@@ -83,6 +85,13 @@ def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 "in_range": (e.speedup_low <= truth <= e.speedup_high) if e else None,
                 "predicted": analyses[before].recommendation.predicted_speedup,
                 "compare": c.speedup,
+                "measured": m.speedup if m else None,
+                "measured_error": (m.speedup / truth - 1) if m else None,
+                "measured_in_range": (m.speedup_low <= truth <= m.speedup_high) if m else None,
+                "compare_unprofiled": cu,
+                "compare_unprofiled_source": c.speedup_unprofiled_source,
+                "compare_unprofiled_error": (cu / truth - 1) if cu else None,
+                "compare_unprofiled_in_range": (cr[0] <= truth <= cr[1]) if cr else None,
                 "workload_nsys": tb["nsys_step_us"] / ta["nsys_step_us"],
                 "verdict": c.verdict,
                 "work_change": c.work_change.kind if c.work_change else None,
@@ -90,6 +99,18 @@ def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             }
         )
     return traces, pairs
+
+
+def _measured(analysis: Any, eager_step_ns: float) -> Any:
+    """The expectation of ``analysis`` with its eager step measured: one run without nsys
+    whose steps are ``eager_step_ns`` apart (what ``profile --baseline-runs 1`` gives when
+    the run's step equals the workload's own clock)."""
+    import numpy as np
+
+    from launchprof.api.traces import with_baseline
+
+    run = np.array([[round(k * eager_step_ns), round(k * eager_step_ns) + 1] for k in range(6)], dtype=np.int64)
+    return with_baseline(analysis, [run]).recommendation.expected
 
 
 def markdown(traces: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
@@ -109,18 +130,42 @@ def markdown(traces: list[dict[str, Any]], pairs: list[dict[str, Any]]) -> str:
         )
     out += [
         "",
-        "| pair | built as | speedup without nsys (truth) | expected | error | range holds it | predicted under nsys "
-        "| compare under nsys | workload's clock under nsys | verdict | work change (share) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| pair | built as | speedup without nsys (truth) | expected (estimate) | error | range holds it "
+        "| expected (eager measured) | error | range holds it | predicted under nsys "
+        "| compare without nsys | error | range holds it | compare under nsys | workload's clock under nsys "
+        "| verdict | work change (share) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+
+    def pct(x: float | None) -> str:
+        return _fmt(None if x is None else x * 100, "+.0f", " %")
+
+    def yes(x: bool | None) -> str:
+        return "-" if x is None else ("yes" if x else "no")
+
     for p in pairs:
         out.append(
-            f"| {p['pair']} | {p['built_as']} | {p['truth']:.2f}x | {_fmt(p['expected'])}x "
-            f"| {_fmt(None if p['error'] is None else p['error'] * 100, '+.0f', ' %')} "
-            f"| {'-' if p['in_range'] is None else ('yes' if p['in_range'] else 'no')} | {_fmt(p['predicted'])}x "
+            f"| {p['pair']} | {p['built_as']} | {p['truth']:.2f}x | {_fmt(p['expected'])}x | {pct(p['error'])} "
+            f"| {yes(p['in_range'])} | {_fmt(p['measured'])}x | {pct(p['measured_error'])} "
+            f"| {yes(p['measured_in_range'])} | {_fmt(p['predicted'])}x "
+            f"| {_fmt(p['compare_unprofiled'])}x ({p['compare_unprofiled_source'] or '-'}) "
+            f"| {pct(p['compare_unprofiled_error'])} | {yes(p['compare_unprofiled_in_range'])} "
             f"| {_fmt(p['compare'])}x | {p['workload_nsys']:.2f}x | {p['verdict']} "
             f"| {p['work_change']} ({_fmt(p['changed_share'], '.1%')}) |"
         )
+    same = [p for p in pairs if p["built_as"] == "same"]
+    for label, key in (
+        ("expected (estimate)", "error"),
+        ("expected (eager measured)", "measured_error"),
+        ("compare without nsys", "compare_unprofiled_error"),
+    ):
+        for name, group in (("same-kernel pairs", same), ("all pairs", pairs)):
+            errs = [abs(p[key]) for p in group if p[key] is not None]
+            if errs:
+                out.append(
+                    f"\n{label}, {name}: median error {sorted(errs)[len(errs) // 2] * 100:.0f} %, "
+                    f"worst {max(errs) * 100:.0f} % ({len(errs)} pairs)"
+                )
     return "\n".join(out) + "\n"
 
 

@@ -139,9 +139,7 @@ def test_with_the_eager_step_measured_the_expected_speedup_is_within_30_percent(
 def _runs(steps_ns: list[float], steps: int = 6) -> list[np.ndarray]:
     """One step-times array per run (as ``profile``'s runs without nsys give), each run's
     steps ``steps_ns[i]`` apart: its period p50 after the warm-up period is ``steps_ns[i]``."""
-    return [
-        np.array([[round(k * p), round(k * p) + 1] for k in range(steps)], dtype=np.int64) for p in steps_ns
-    ]
+    return [np.array([[round(k * p), round(k * p) + 1] for k in range(steps)], dtype=np.int64) for p in steps_ns]
 
 
 # Pairs whose truth the eager trace cannot show, each with what the comparison says instead:
@@ -306,3 +304,34 @@ def test_the_profiled_prediction_of_a_decode_loop_keeps_its_host_work(name: str)
     c = launchprof.compare(CORPUS / f"{name}_eager.sqlite.xz", CORPUS / f"{name}_static-graphs.sqlite.xz")
     assert c.speedup is not None
     assert 0.4 < c.speedup / rec.predicted_speedup < 2.5
+
+
+# compare of two traces headlines the speedup without nsys, estimated from each side's step
+# without the profiler (the one model: recommendation.step_without_profiler). Where the
+# estimate misses the truth by more than 30 %: the ViT pairs (nsys inflated their eager
+# Python 1.0x-1.3x, not the 2.0x the estimate takes, see KNOWN_MISSES above) and two
+# static-cache decode pairs whose replaying AFTER side nsys inflated less than its eager
+# side (1.34x-1.60x against 2.2x-2.4x). The GEMM loop ran slower without nsys than under it
+# (machine variance of a GPU-bound loop): no range built from the trace holds that. The
+# early-exit loop's steps take two paths: the medians compare the short one (MIXED_STEPS).
+COMPARE_MISSES = {
+    "vit_small_b1_graph",
+    "vit_small_b32_graph",
+    "llama_b1_static-graphs",
+    "gpt2_b8_static-graphs",
+    *MIXED_STEPS,
+}
+COMPARE_OUT_OF_RANGE = {"matmul_graph", "matmul_graph_3"}
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{p['before']}->{p['after']}")
+def test_compare_of_two_traces_headlines_the_speedup_without_nsys(pair: dict[str, str]) -> None:
+    c = launchprof.compare(CORPUS / f"{pair['before']}.sqlite.xz", CORPUS / f"{pair['after']}.sqlite.xz")
+    truth = _truth(pair)
+    assert c.speedup_unprofiled is not None and c.speedup_unprofiled_ci is not None
+    assert c.speedup_unprofiled_source == "estimate"
+    lo, hi = c.speedup_unprofiled_ci
+    assert lo <= c.speedup_unprofiled <= hi
+    assert (lo <= truth <= hi) is (pair["after"] not in COMPARE_OUT_OF_RANGE)
+    close = c.speedup_unprofiled == pytest.approx(truth, rel=0.30)
+    assert close is (pair["after"] not in COMPARE_MISSES)  # else an entry is stale

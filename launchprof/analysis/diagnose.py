@@ -43,7 +43,7 @@ from launchprof.analysis.baseline import RegionRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
-from launchprof.analysis.expect import Expectation, expect, with_measured_eager
+from launchprof.analysis.expect import Expectation, expect, measured_range, steps_without_profiler, with_measured_eager
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
@@ -117,6 +117,11 @@ class Recommendation:
         blockers: ``{"kind", "evidence", "fix"}`` for each blocking finding.
         assumptions: what the prediction assumes, in words.
         calibration: ``source``, ``from_calibration``, ``defaults_source``, ``values``.
+        step_without_profiler: the steady step as it runs without nsys, the figure
+            ``compare`` divides (a run that replays graphs has one too): ``step_ns``,
+            ``low_ns``, ``high_ns`` and ``source`` (``measured``: the runs without nsys;
+            ``estimate``: :func:`~launchprof.analysis.expect.step_without_profiler`); the
+            expectation's eager step when there is one. None without a step period.
     """
 
     convert: bool
@@ -132,6 +137,7 @@ class Recommendation:
     assumptions: list[str]
     calibration: dict[str, Any]
     expected: Expectation | None = None
+    step_without_profiler: dict[str, Any] | None = None
 
     @property
     def expected_speedup(self) -> float | None:
@@ -156,6 +162,7 @@ class Recommendation:
             "blockers": [dict(b) for b in self.blockers],
             "assumptions": list(self.assumptions),
             "calibration": dict(self.calibration),
+            "step_without_profiler": None if self.step_without_profiler is None else dict(self.step_without_profiler),
         }
 
 
@@ -427,6 +434,7 @@ def diagnose(
         exp = with_measured_eager(exp, measured[0], measured[1], measured[2])
     pred = _profiled(pred, exp)
     verdict, reasons = agree(verdict, reasons, exp)
+    unprofiled = _step_without_profiler(ctx, fig, values, framework, exp, measured)
     found_list = (
         [
             F.sync_in_step(ctx) if not replaying else None,
@@ -455,7 +463,33 @@ def diagnose(
         durations=launch_durations(ctx, analysis),
         baseline=section,
     )
-    return diagnosis, _recommend(ctx, fig, verdict, findings, pred, single, calib, exp)
+    rec = _recommend(ctx, fig, verdict, findings, pred, single, calib, exp)
+    return diagnosis, dataclasses.replace(rec, step_without_profiler=unprofiled)
+
+
+def _step_without_profiler(
+    ctx: StepContext,
+    fig: dict[str, Any],
+    values: Mapping[str, float],
+    framework: str,
+    exp: Expectation | None,
+    measured: tuple[float, list[float], str] | None,
+) -> dict[str, Any] | None:
+    """The recommendation's ``step_without_profiler`` (:class:`Recommendation`): the
+    expectation's eager step, else the runs' measured step, else the estimate."""
+    if exp is not None:
+        low, high, step, source = exp.eager_low_ns, exp.eager_high_ns, exp.eager_step_ns, exp.eager_source
+    elif measured is not None:
+        step, source = measured[0], "measured"
+        low, high = measured_range(step, measured[1])
+    else:
+        got = (
+            steps_without_profiler(ctx, fig, values, framework) if ctx.device is not None and len(ctx.steady) else None
+        )
+        if got is None:
+            return None
+        (step, low, high), source = got, "estimate"
+    return {"step_ns": float(step), "low_ns": float(low), "high_ns": float(high), "source": source}
 
 
 def _profiled(pred: Prediction | None, exp: Expectation | None) -> Prediction | None:

@@ -188,11 +188,20 @@ def with_measured_eager(
     else those widened to at least the measured step divided and multiplied by
     :data:`RUN_SPREAD` (always holding the step)."""
     runs = [float(x) for x in run_steps_ns if x and x > 0]
-    e_low, e_high = (min(runs), max(runs)) if runs else (eager_step_ns, eager_step_ns)
-    if len(runs) < MIN_RUNS_FOR_SPREAD:
-        e_low, e_high = min(e_low, eager_step_ns / RUN_SPREAD), max(e_high, eager_step_ns * RUN_SPREAD)
+    e_low, e_high = measured_range(eager_step_ns, runs)
     measured = dataclasses.replace(exp, eager_source="measured", eager_timed_by=timed_by, eager_runs=len(runs))
     return _with_eager(measured, float(eager_step_ns), e_low, e_high)
+
+
+def measured_range(step_ns: float, run_steps_ns: Sequence[float]) -> tuple[float, float]:
+    """How far a step measured without nsys may be from the next run's: the runs' own
+    lowest and highest step from :data:`MIN_RUNS_FOR_SPREAD` runs on, else at least the
+    step divided and multiplied by :data:`RUN_SPREAD`; always holding the step."""
+    runs = [float(x) for x in run_steps_ns if x and x > 0]
+    low, high = (min(runs), max(runs)) if runs else (step_ns, step_ns)
+    if len(runs) < MIN_RUNS_FOR_SPREAD:
+        low, high = min(low, step_ns / RUN_SPREAD), max(high, step_ns * RUN_SPREAD)
+    return min(low, step_ns), max(high, step_ns)
 
 
 def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
@@ -287,6 +296,41 @@ def profiler_share(
     return profiler, (profiler * (1 + PROFILER_SPREAD), profiler * (1 - PROFILER_SPREAD))
 
 
+def step_without_profiler(
+    framework: str,
+    period: float,
+    gpu_floor: float,
+    calls: float,
+    launches: float,
+    values: Mapping[str, float],
+) -> tuple[float, float, float]:
+    """A step without the profiler, estimated from its period under nsys: the period less
+    the profiler's share (:func:`profiler_share`), never below ``gpu_floor`` (the GPU's
+    own work a step, which nsys does not slow); ``(step, low, high)`` in ns, the range
+    from the share's range. The eager step of :func:`expect` and each side of ``compare``
+    (a run that replays graphs too) are estimated by this one function."""
+    share, (largest, smallest) = profiler_share(framework, period, calls, launches, values)
+    return max(period - share, gpu_floor), max(period - largest, gpu_floor), max(period - smallest, gpu_floor)
+
+
+def steps_without_profiler(
+    ctx: StepContext, fig: Mapping[str, float | None], values: Mapping[str, float], framework: str
+) -> tuple[float, float, float] | None:
+    """:func:`step_without_profiler` of the steady steps of ``ctx`` (a run that replays
+    graphs, say), the GPU's busy time a step as the floor; None without a period."""
+    period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
+    if not period or not np.isfinite(period):
+        return None
+    calls = ctx.calls
+    if len(calls) and "step" in calls:
+        per_step = calls.groupby("step").size().reindex(ctx.steady["step"], fill_value=0)
+        launched = calls.groupby("step")["launch"].sum().reindex(ctx.steady["step"], fill_value=0)
+        n_calls, n_launches = float(per_step.median()), float(launched.median())
+    else:
+        n_calls = n_launches = 0.0
+    return step_without_profiler(framework, float(period), float(busy or 0.0), n_calls, n_launches, values)
+
+
 def expect(
     ctx: StepContext,
     fig: Mapping[str, float | None],
@@ -325,17 +369,12 @@ def expect(
         return None
     calls = float(region["calls"].median())
     launches = float(region["launch_calls"].median())
-    profiler, shares = profiler_share(framework, period, calls, launches, values)
+    profiler = profiler_share(framework, period, calls, launches, values)[0]
+    e, e_low, e_high = step_without_profiler(framework, period, base.gpu_side_ns, calls, launches, values)
     cpu = region["cpu_ns"].dropna()
     spans = region["region_ns"].dropna()
     share = kept_share(region)
-    gpu = base.gpu_side_ns
-
-    def eager(p: float) -> float:
-        # Never below what the same kernels take as a graph's GPU side: the eager GPU pays
-        # the same dispatch gaps (a GPU-saturated step gains nothing, not less than nothing).
-        return max(period - p, gpu)
-
+    gpu = base.gpu_side_ns  # the eager step's floor: the eager GPU pays the same dispatch gaps
     cpu_step = float(cpu.median()) if len(cpu) else period
     exp = Expectation(
         profiled_step_ns=period,
@@ -345,9 +384,9 @@ def expect(
         cpu_step_ns=cpu_step,
         region_ns=float(spans.median()) if len(spans) else None,
         kept_share=share,
-        eager_step_ns=eager(profiler),
-        eager_low_ns=eager(shares[0]),
-        eager_high_ns=eager(shares[1]),
+        eager_step_ns=e,
+        eager_low_ns=e_low,
+        eager_high_ns=e_high,
         eager_source="estimate",
         eager_timed_by=None,
         eager_runs=0,

@@ -123,6 +123,9 @@ class SideData:
             :func:`launchprof.analysis.baseline.summarize_runs` does); None when there were none.
         expected_eager_step_ns: the run's step without the profiler as its recommendation
             estimates it (``recommendation.expected.eager_step_ns``), when it has one.
+        step_without_profiler: the recommendation's ``step_without_profiler`` (``step_ns``,
+            ``low_ns``, ``high_ns``, ``source``; a run that replays graphs has one too),
+            or None.
     """
 
     path: str
@@ -146,6 +149,7 @@ class SideData:
     notes: tuple[str, ...] = field(default_factory=tuple)
     unprofiled_periods: np.ndarray | None = field(default=None, repr=False)
     expected_eager_step_ns: float | None = None
+    step_without_profiler: dict[str, Any] | None = None
 
     @property
     def steady(self) -> pd.DataFrame | None:
@@ -386,6 +390,7 @@ def side_from_analysis(analysis: AnalysisResult, steps: Steps, path: str | None 
         graph_launches=int((cls["graph_launch"].to_numpy() & mine).sum()),
         predicted_speedup=_opt_float(getattr(rec, "predicted_speedup", None)),
         expected_eager_step_ns=_opt_float(getattr(getattr(rec, "expected", None), "eager_step_ns", None)),
+        step_without_profiler=getattr(rec, "step_without_profiler", None),
         predicted_step_ns=_opt_float(getattr(rec, "predicted_step_ns", None)),
         break_even_iterations=_opt_float(getattr(rec, "break_even_iterations", None)),
     )

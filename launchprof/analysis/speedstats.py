@@ -6,6 +6,9 @@ the whole range of ratios (docs/metrics.md, "Verifying a conversion")."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 CI_LEVEL = 0.95
@@ -69,3 +72,37 @@ def unprofiled_interval(before_ns: np.ndarray, after_ns: np.ndarray) -> tuple[fl
     point = float(np.median(b) / np.median(a))
     low, high = b.min() / a.max(), (b.max() / a.min() if a.min() > 0 else point)
     return point, (float(min(low, point)), float(max(high, point)))
+
+
+def estimated_interval(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> tuple[float, tuple[float, float], str] | None:
+    """The speedup without nsys from each side's ``step_without_profiler``
+    (:class:`launchprof.analysis.diagnose.Recommendation`: ``step_ns``, ``low_ns``,
+    ``high_ns``, ``source``): BEFORE's step over AFTER's, its range lowest BEFORE over
+    highest AFTER to highest over lowest, and ``measured`` when both sides were measured,
+    else ``estimate``; None when a side has none."""
+    if not before or not after or not after.get("step_ns", 0) > 0 or not after.get("low_ns", 0) > 0:
+        return None
+    source = "measured" if before.get("source") == after.get("source") == "measured" else "estimate"
+    interval = (before["low_ns"] / after["high_ns"], before["high_ns"] / after["low_ns"])
+    return before["step_ns"] / after["step_ns"], interval, source
+
+
+def without_profiler(
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any] | None,
+    measured: tuple[float, tuple[float, float]] | None,
+) -> dict[str, Any]:
+    """A comparison's ``speedup_unprofiled``, ``speedup_unprofiled_ci`` and
+    ``speedup_unprofiled_source``: ``measured`` (the runs' :func:`unprofiled_interval`)
+    when given, else :func:`estimated_interval` of the sides' ``step_without_profiler``;
+    empty when there is neither."""
+    if measured is not None:
+        point, interval, source = measured[0], measured[1], "measured"
+    else:
+        got = estimated_interval(before, after)
+        if got is None:
+            return {}
+        point, interval, source = got
+    return {"speedup_unprofiled": point, "speedup_unprofiled_ci": interval, "speedup_unprofiled_source": source}

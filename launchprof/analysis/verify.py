@@ -13,11 +13,11 @@ Checks (docs/metrics.md, "Verifying a conversion"):
   count per steady step) agree on both sides within :data:`SAME_WORK_TOLERANCE`
   (relative, at least 0.05 kernels per step): a conversion that drops or adds kernels is suspect.
 - ``faster``: speedup = median steady step period BEFORE / AFTER (of the runs without
-  nsys when both sides have them, ``profile --baseline-runs``; else under nsys), with a
-  :data:`CI_LEVEL` confidence interval from a moving-block bootstrap of both medians
-  (Kuensch 1989; block length ceil(n^(1/3)) keeps the short-range correlation of
-  consecutive steps; :data:`BOOTSTRAP_RESAMPLES` resamples, seed :data:`BOOTSTRAP_SEED`,
-  so the result is deterministic). Passes when the interval's low end reaches
+  nsys when both sides have them, ``profile --baseline-runs``; else under nsys, with the
+  estimate without nsys beside it as the headline: ``speedup_unprofiled``), with a
+  :data:`CI_LEVEL` interval from a moving-block bootstrap of both medians (Kuensch 1989;
+  blocks of ceil(n^(1/3)) steps, :data:`BOOTSTRAP_RESAMPLES` resamples, seed
+  :data:`BOOTSTRAP_SEED`: deterministic). Passes when the interval's low end reaches
   1 + ``min_effect`` (default 5 %). Without per-step tables (a report folder with only
   summary.json) the ratio of mean periods with a delta-method normal interval is used.
 - ``bubbles``: bubble time, GPU utilization and CPU-bound ratio per steady step (ratios of
@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.side import KERNEL_KEY, SideData
+from launchprof.analysis.side import SideData
 from launchprof.analysis.sidefigures import SideFigures, SpeedupParts, side_figures, speedup_parts
 from launchprof.analysis.speedstats import (
     BOOTSTRAP_RESAMPLES,
@@ -62,13 +62,13 @@ from launchprof.analysis.speedstats import (
     CI_LEVEL,
     speedup_interval,
     unprofiled_interval,
+    without_profiler,
 )
-from launchprof.analysis.workchange import WorkChange, classify
+from launchprof.analysis.workchange import SAME_WORK_TOLERANCE, WorkChange, classify, kernel_table
 
 VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "churn")
 DEFAULT_MIN_EFFECT = 0.05
 GRAPH_SHARE_MIN = 0.5
-SAME_WORK_TOLERANCE = 0.05
 CHURN_MAX = 0.1
 PREDICTION_MIN_RATIO = 0.8
 _SLACK = 0.01
@@ -105,10 +105,15 @@ class Comparison:
             None when a side does not know its kernels.
         speedup_parts: where the gain came from (:func:`speedup_parts`); None without
             periods and busy times on both sides.
-        speedup_unprofiled, speedup_unprofiled_ci: the same ratio of median step periods
-            and its interval (:func:`unprofiled_interval`) from the runs without nsys
-            (``profile --baseline-runs``), when
-            both sides have them; the ``faster`` check then decides on it.
+        speedup_unprofiled, speedup_unprofiled_ci: the speedup without nsys, the headline:
+            measured (``speedup_unprofiled_source`` ``measured``: the same ratio of median
+            step periods and its interval, :func:`unprofiled_interval`, from the runs
+            without nsys of both sides, ``profile --baseline-runs``; the ``faster`` check
+            then decides on it), else estimated (``estimate``: the ratio of each side's
+            ``step_without_profiler``, the one model of :mod:`launchprof.analysis.expect`,
+            and its range: lowest BEFORE over highest AFTER to highest over lowest; the
+            ``faster`` check keeps deciding on the measurement under nsys); None when a
+            side has neither.
     """
 
     verdict: str
@@ -128,6 +133,7 @@ class Comparison:
     speedup_parts: SpeedupParts | None = None
     speedup_unprofiled: float | None = None
     speedup_unprofiled_ci: tuple[float, float] | None = None
+    speedup_unprofiled_source: str | None = None
 
     def check(self, name: str) -> Check:
         """The check called ``name``.
@@ -158,35 +164,6 @@ def _mean_interval(fb: SideFigures, fa: SideFigures, level: float = CI_LEVEL) ->
     z = NormalDist().inv_cdf(1 - (1 - level) / 2)
     rel = np.sqrt((fb.period_std_ns / mb) ** 2 / fb.steady + (fa.period_std_ns / ma) ** 2 / fa.steady)
     return r, (max(r * (1 - z * rel), 0.0), r * (1 + z * rel))
-
-
-def kernel_table(before: SideData, after: SideData) -> pd.DataFrame:
-    """Kernels per steady step on both sides: :data:`KERNEL_KEY`, ``before_per_step``,
-    ``after_per_step``, ``before_gpu_ns_per_step``, ``after_gpu_ns_per_step`` (their
-    summed duration per step, ns; NaN when a side does not know it), ``differs`` (count
-    beyond :data:`SAME_WORK_TOLERANCE`). Empty when a side does not know its kernels."""
-    cols = [*KERNEL_KEY, "before_per_step", "after_per_step", "before_gpu_ns_per_step", "after_gpu_ns_per_step"]
-    cols.append("differs")
-    if before.kernels is None or after.kernels is None:
-        return pd.DataFrame(columns=cols)
-    key = list(KERNEL_KEY)
-
-    def side(kernels: pd.DataFrame, label: str) -> pd.DataFrame:
-        ns = kernels["gpu_ns_per_step"] if "gpu_ns_per_step" in kernels else np.nan
-        return kernels.loc[:, key].assign(
-            **{f"{label}_per_step": kernels["per_step"], f"{label}_gpu_ns_per_step": ns, f"_{label}": True}
-        )
-
-    m = side(before.kernels, "before").merge(side(after.kernels, "after"), on=key, how="outer")
-    for label in ("before", "after"):
-        absent = m[f"_{label}"].isna().to_numpy()  # the kind is not on this side: 0 of it
-        m[f"{label}_per_step"] = m[f"{label}_per_step"].fillna(0.0)
-        ns = m[f"{label}_gpu_ns_per_step"].to_numpy(dtype=float)
-        known = bool(np.isfinite(ns[~absent]).all())  # the side knows its durations
-        m[f"{label}_gpu_ns_per_step"] = np.where(absent, 0.0 if known else np.nan, ns)
-    b, a = m["before_per_step"].to_numpy(dtype=float), m["after_per_step"].to_numpy(dtype=float)
-    m["differs"] = np.abs(b - a) > np.maximum(SAME_WORK_TOLERANCE * np.maximum(b, a), 0.05)
-    return m.sort_values(key, kind="stable").reset_index(drop=True)[cols]
 
 
 def _config(row: pd.Series) -> str:
@@ -586,8 +563,7 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
         notes=notes,
         work_change=classify(kernels) if len(kernels) else None,
         speedup_parts=speedup_parts(fb, fa),
-        speedup_unprofiled=unprofiled[0] if unprofiled else None,
-        speedup_unprofiled_ci=unprofiled[1] if unprofiled else None,
+        **without_profiler(before.step_without_profiler, after.step_without_profiler, unprofiled),
     )
 
 

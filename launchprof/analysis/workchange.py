@@ -1,6 +1,6 @@
 """How the GPU work of a step changed between two runs, weighted by GPU time.
 
-Input: :func:`launchprof.analysis.verify.kernel_table` - one row per kernel kind (name and
+Input: :func:`kernel_table` - one row per kernel kind (name and
 grid/block configuration) with its mean count and mean summed duration per steady step on
 each side (``before_per_step``, ``after_per_step``, ``before_gpu_ns_per_step``,
 ``after_gpu_ns_per_step``) and ``differs`` (its count differs beyond the tolerance).
@@ -45,6 +45,41 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from launchprof.analysis.side import KERNEL_KEY, SideData
+
+# Kernel counts per step that differ by at most this share (at least 0.05 kernels) are the same.
+SAME_WORK_TOLERANCE = 0.05
+
+
+def kernel_table(before: SideData, after: SideData) -> pd.DataFrame:
+    """Kernels per steady step on both sides: :data:`KERNEL_KEY`, ``before_per_step``,
+    ``after_per_step``, ``before_gpu_ns_per_step``, ``after_gpu_ns_per_step`` (their
+    summed duration per step, ns; NaN when a side does not know it), ``differs`` (count
+    beyond :data:`SAME_WORK_TOLERANCE`). Empty when a side does not know its kernels."""
+    cols = [*KERNEL_KEY, "before_per_step", "after_per_step", "before_gpu_ns_per_step", "after_gpu_ns_per_step"]
+    cols.append("differs")
+    if before.kernels is None or after.kernels is None:
+        return pd.DataFrame(columns=cols)
+    key = list(KERNEL_KEY)
+
+    def side(kernels: pd.DataFrame, label: str) -> pd.DataFrame:
+        ns = kernels["gpu_ns_per_step"] if "gpu_ns_per_step" in kernels else np.nan
+        return kernels.loc[:, key].assign(
+            **{f"{label}_per_step": kernels["per_step"], f"{label}_gpu_ns_per_step": ns, f"_{label}": True}
+        )
+
+    m = side(before.kernels, "before").merge(side(after.kernels, "after"), on=key, how="outer")
+    for label in ("before", "after"):
+        absent = m[f"_{label}"].isna().to_numpy()  # the kind is not on this side: 0 of it
+        m[f"{label}_per_step"] = m[f"{label}_per_step"].fillna(0.0)
+        ns = m[f"{label}_gpu_ns_per_step"].to_numpy(dtype=float)
+        known = bool(np.isfinite(ns[~absent]).all())  # the side knows its durations
+        m[f"{label}_gpu_ns_per_step"] = np.where(absent, 0.0 if known else np.nan, ns)
+    b, a = m["before_per_step"].to_numpy(dtype=float), m["after_per_step"].to_numpy(dtype=float)
+    m["differs"] = np.abs(b - a) > np.maximum(SAME_WORK_TOLERANCE * np.maximum(b, a), 0.05)
+    return m.sort_values(key, kind="stable").reset_index(drop=True)[cols]
+
 
 KNOWN_SHARE_MAX = 0.05
 KNOWN_MAX_CHANGE = 0.30

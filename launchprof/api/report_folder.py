@@ -10,6 +10,7 @@ statistics in ``summary.json``, and the comparison says so.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -272,7 +273,19 @@ def _side_from_folder(folder: Path) -> SideData:
         predicted_speedup=_opt(rec, "predicted_speedup"),
         unprofiled_periods=unprofiled,
         expected_eager_step_ns=_opt((rec or {}).get("expected") if isinstance(rec, dict) else None, "eager_step_ns"),
+        step_without_profiler=_unprofiled_step(rec),
         predicted_step_ns=_opt(rec, "predicted_step_ns"),
         break_even_iterations=_opt(rec, "break_even_iterations"),
         notes=tuple(notes),
     )
+
+
+def _unprofiled_step(rec: Any) -> dict[str, Any] | None:
+    """The summary's ``recommendation.step_without_profiler`` when it is well formed (three
+    positive finite figures and a source), else None."""
+    got = rec.get("step_without_profiler") if isinstance(rec, dict) else None
+    if not isinstance(got, dict):
+        return None
+    keys = ("step_ns", "low_ns", "high_ns")
+    ok = all(isinstance(got.get(k), (int, float)) and math.isfinite(got[k]) and got[k] > 0 for k in keys)
+    return {**{k: float(got[k]) for k in keys}, "source": str(got.get("source"))} if ok else None

@@ -59,6 +59,7 @@ def _side_doc(side: SideData, f: SideFigures) -> SideDoc:
             float(np.median(side.unprofiled_periods)) if side.unprofiled_periods is not None else None
         ),
         expected_eager_step_ns=side.expected_eager_step_ns,
+        step_without_profiler_ns=(side.step_without_profiler or {}).get("step_ns"),
     )
 
 
@@ -81,6 +82,7 @@ def build_compare_doc(c: Comparison, before_path: str | None = None, after_path:
         speedup_method=c.speedup_method,
         speedup_unprofiled=c.speedup_unprofiled,
         speedup_unprofiled_ci=c.speedup_unprofiled_ci,
+        speedup_unprofiled_source=c.speedup_unprofiled_source,  # type: ignore[arg-type]
         predicted_speedup=c.predicted_speedup,
         min_effect=c.min_effect,
         before=before,

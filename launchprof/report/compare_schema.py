@@ -56,6 +56,7 @@ class SideDoc(_Model):
     exec_updates: int = Field(ge=0)
     unprofiled_period_p50_ns: float | None = Field(ge=0)
     expected_eager_step_ns: float | None = Field(ge=0)
+    step_without_profiler_ns: float | None = Field(default=None, ge=0)
 
     @model_validator(mode="after")
     def _invariants(self) -> SideDoc:
@@ -119,6 +120,7 @@ class CompareDoc(_Model):
     speedup_method: str
     speedup_unprofiled: float | None = Field(gt=0)
     speedup_unprofiled_ci: tuple[float, float] | None
+    speedup_unprofiled_source: Literal["measured", "estimate"] | None = None
     predicted_speedup: float | None = Field(gt=0)
     min_effect: float = Field(ge=0)
     before: SideDoc

@@ -204,6 +204,7 @@ class RecommendationSection(_Model):
     blockers: list[Blocker]
     assumptions: list[str]
     calibration: CalibrationInfo
+    step_without_profiler: dict[str, Any] | None = None
 
 
 class NvtxStepsSection(_Model):
