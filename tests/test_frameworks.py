@@ -66,8 +66,14 @@ def test_steps_are_the_workloads_steps(name: str) -> None:
         assert s.source == "graph-launch" and s.count == graph_launches == truth["steps_truth"] - 1
     elif name.startswith(("gpt2", "llama")) or "emit-nvtx" in name:
         # generate() records no user range, emit_nvtx only per-operator ranges: one step per
-        # token (prefill + 31 decode steps), one per forward.
-        assert s.source == "inferred" and s.count == truth["steps_truth"]
+        # token (prefill + 31 decode steps), one per forward. Several generate() calls in one
+        # trace may leave the last call's tail (its final kernels after the last token) as a
+        # short last step without a period, never a steady one.
+        assert s.source == "inferred"
+        full = s.table["kernels"] >= 0.5 * s.table["kernels"].mode().iloc[0]  # a token (the prefill may differ a little)
+        assert int(full.sum()) == truth["steps_truth"]
+        rest = s.table.loc[~full]
+        assert len(rest) <= 1 and rest["period_ns"].isna().all() and list(rest.index) in ([], [len(s.table) - 1])
     else:
         assert s.source == "nvtx" and s.count == truth["steps_truth"]
 
