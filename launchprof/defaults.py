@@ -6,6 +6,11 @@ line and the commands can use them without importing the analysis.
   (docs/metrics.md, "Bubble"). ``--bubble-threshold`` gives it in us.
 - :data:`STEP_DOMAIN`, :data:`STEP_NAME`: the NVTX domain and range text of
   :func:`launchprof.step` (:mod:`launchprof.marker`), which the analysis takes as steps.
+- :data:`BASELINE_STEPS`: a run without nsys of ``launchprof profile`` ends once its step
+  markers have timed this many steps (:data:`STOP_AFTER_ENV`; the workload's own outputs
+  of that run are not needed): 49 step periods after the first, whose median the
+  prediction takes, so the extra run costs the workload's start-up and 50 steps, not its
+  whole length.
 """
 
 from __future__ import annotations
@@ -13,3 +18,5 @@ from __future__ import annotations
 DEFAULT_BUBBLE_THRESHOLD_NS = 1_000
 STEP_DOMAIN = "launchprof"
 STEP_NAME = "step"
+BASELINE_STEPS = 50
+STOP_AFTER_ENV = "LAUNCHPROF_STOP_AFTER"

@@ -24,7 +24,10 @@ names a file, every step also records ``time.perf_counter_ns()`` at its start an
 (``atexit``), one line per step: ``NAME START_NS END_NS`` (perf_counter clock, so only
 differences within one process mean anything). ``launchprof profile --baseline-runs N``
 sets it for the runs it makes without nsys. The file format is read by
-:func:`launchprof.trace.steptimes.read_step_times`.
+:func:`launchprof.trace.steptimes.read_step_times`. With ``LAUNCHPROF_STOP_AFTER=N`` too
+(:data:`launchprof.defaults.STOP_AFTER_ENV`, set by those runs), the process writes the
+times and leaves (``os._exit(0)``, output flushed) as soon as N steps are recorded: the
+run is there to time steps, and its own outputs are not needed.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from launchprof.defaults import STEP_DOMAIN, STEP_NAME
+from launchprof.defaults import STEP_DOMAIN, STEP_NAME, STOP_AFTER_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,6 +58,16 @@ STEP_TIMES_ENV = "LAUNCHPROF_STEP_TIMES"
 _TIMES_PATH = os.environ.get(STEP_TIMES_ENV) or None
 _times: list[tuple[str, int, int]] = []
 _now = time.perf_counter_ns
+
+
+def _stop_after() -> int:
+    try:
+        return max(int(os.environ.get(STOP_AFTER_ENV) or 0), 0) if _TIMES_PATH else 0
+    except ValueError:
+        return 0
+
+
+_STOP_AFTER = _stop_after()
 
 
 def _write_times(path: str = _TIMES_PATH or "") -> None:
@@ -77,6 +90,21 @@ if _TIMES_PATH:
     atexit.register(_write_times)
 
 
+def _recorded(name: str, start: int, end: int) -> None:
+    """Keep one step's times; leave the process once :data:`_STOP_AFTER` are kept."""
+    _times.append((name, start, end))
+    if _STOP_AFTER and len(_times) >= _STOP_AFTER:
+        import sys
+
+        _write_times()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(0)
+
+
 class Step:
     """An NVTX range ``name`` in domain ``launchprof``: a context manager and a decorator."""
 
@@ -97,7 +125,7 @@ class Step:
         if _ACTIVE:
             _pop(domain=STEP_DOMAIN)
         if _TIMES_PATH and self._starts:
-            _times.append((self.name, self._starts.pop(), _now()))
+            _recorded(self.name, self._starts.pop(), _now())
 
     def __call__(self, func: F) -> F:
         name = self.name
@@ -115,7 +143,7 @@ class Step:
                 if _ACTIVE:
                     _pop(domain=STEP_DOMAIN)
                 if _TIMES_PATH:
-                    _times.append((name, start, _now()))
+                    _recorded(name, start, _now())
 
         return wrapper  # type: ignore[return-value]
 

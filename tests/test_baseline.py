@@ -113,6 +113,25 @@ def test_launchprof_marker_writes_step_times_at_exit(tmp_path: Path) -> None:
     assert all(int(lines[i + 1][1]) >= int(lines[i][2]) for i in range(4))  # sequential, in order
 
 
+def test_a_run_without_nsys_ends_once_enough_steps_are_timed(tmp_path: Path) -> None:
+    """LAUNCHPROF_STOP_AFTER (profile's runs without nsys): the process leaves after that many
+    steps, exit 0, with their times written and its output flushed; the rest never runs."""
+    out = tmp_path / "times"
+    code = (
+        "import launchprof, sys\nprint('before', flush=False)\nfor i in range(1000):\n"
+        "    with launchprof.step():\n        pass\nprint('after the loop')"
+    )
+    env = {**os.environ, "LAUNCHPROF_STEP_TIMES": str(out), "LAUNCHPROF_STOP_AFTER": "7"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "before\n"  # flushed before leaving; the loop's end never came
+    assert len(out.read_text().splitlines()) == 7
+    # Without the file variable, the stop variable does nothing.
+    env = {k: v for k, v in env.items() if k != "LAUNCHPROF_STEP_TIMES"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert done.stdout == "before\nafter the loop\n"
+
+
 def test_examples_step_helper_writes_step_times(tmp_path: Path) -> None:
     out = tmp_path / "times"
     code = (
@@ -127,6 +146,25 @@ def test_no_file_without_the_variable(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "LAUNCHPROF_STEP_TIMES"}
     subprocess.run([sys.executable, "-c", MARKER_SCRIPT], env=env, check=True, cwd=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.nsys
+@pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys is not installed")
+def test_profile_measures_the_step_without_nsys_by_default_in_a_bounded_run(tmp_path: Path) -> None:
+    """No option: one run without nsys, ended after BASELINE_STEPS (50) of the 120 steps the
+    loop would mark; --no-baseline: none."""
+    loop = [str(EXAMPLES / "cpu" / "steps_loop.py"), "--steps", "120", "--work", "2000"]
+    done = run_nsys_retrying([LAUNCHPROF, "profile", "-o", "out", *loop], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("steps: 120") == 1  # the nsys run's; the run without nsys ended early
+    assert "launchprof: baseline run 1: 50 steps (ended there: 50 steps are enough to time)" in done.stdout
+    b = json.loads((tmp_path / "out" / "summary.json").read_text())["baseline"]
+    assert b["runs"] == 1 and b["steps"] == [50] and b["periods"] == 48
+    assert len((tmp_path / "out" / "baseline-1.steps").read_text().splitlines()) == 50
+    done = run_nsys_retrying([LAUNCHPROF, "profile", "-o", "off", "--no-baseline", *loop], cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "baseline" not in json.loads((tmp_path / "off" / "summary.json").read_text())
+    assert "baseline run" not in done.stdout and not list((tmp_path / "off").glob("baseline-*"))
 
 
 @pytest.mark.nsys

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.defaults import BASELINE_STEPS, DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import OptionError
 
 COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # the Typer app's, in its order
@@ -162,11 +162,15 @@ PROFILE_OPTIONS = (
     Option(
         "baseline_runs",
         ("--baseline-runs",),
-        "also run TARGET N times without nsys and compare step times",
+        f"run TARGET N more times without nsys, each up to {BASELINE_STEPS} marked steps, to measure the step "
+        "the expected speedup starts from (default 1; 3 give a spread)",
         "int",
-        0,
+        1,
         0,
         MAX_RUNS,
+    ),
+    Option(
+        "no_baseline", ("--no-baseline",), "no run without nsys: the expected speedup stays an estimate", "flag", False
     ),
 )
 _PROFILE_BY_NAME = {name: opt for opt in PROFILE_OPTIONS for name in opt.names}

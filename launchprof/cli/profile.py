@@ -34,6 +34,7 @@ def profile_command(
     bubble_threshold: float,
     open_report: bool,
     baseline_runs: int,
+    no_baseline: bool = False,
 ) -> Outcome:
     """``launchprof profile`` once its command line is read: run it
     (:func:`launchprof.commands.profile.run_profile`) and return its outcome: the
@@ -67,7 +68,7 @@ def profile_command(
             bubble_threshold_ns(bubble_threshold),
             step_text(step),
             open_report,
-            baseline_runs=baseline_runs,
+            baseline_runs=0 if no_baseline else baseline_runs,
             memory=MallocTuning(),  # this process is the command line's: tune malloc for the analysis
         )
     except LaunchprofError as exc:

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from launchprof.analysis import Analysis
 from launchprof.api import analyze
-from launchprof.api.traces import with_baseline
+from launchprof.api.traces import baseline_runs, with_baseline
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.malloc import MallocTuning
@@ -74,6 +74,8 @@ def run_analyze(
         NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
             after the report, which holds what can be said, was written).
     """
+    if baseline is None and early is None:
+        baseline = _folder_runs(trace, step, console)
     if early is not None:
         analysis, summary = _write_early(early, trace, output, force, baseline, workload)
     else:
@@ -86,6 +88,27 @@ def run_analyze(
     if require_gpu and not summary.devices:
         raise _no_gpu_error(analysis, output)
     return summary
+
+
+def _folder_runs(trace: Path, step: str | None, console: Console) -> Any:
+    """The runs without nsys that ``launchprof profile`` left beside ``trace`` (its report
+    folder's ``baseline-*.steps``, :func:`launchprof.api.traces.baseline_runs`), said in one
+    line, so that ``analyze`` of that trace gives the summary ``profile`` wrote; None when
+    there are none or they cannot be read (said too)."""
+    from launchprof.trace.steptimes import StepTimesError
+
+    try:
+        runs = baseline_runs(trace.parent, step)
+    except (StepTimesError, OSError) as exc:
+        console.print(f"launchprof: note: the runs without nsys beside the trace are left out: {exc}", markup=False)
+        return None
+    if runs is not None:
+        console.print(
+            f"launchprof: with the runs without nsys beside the trace ({trace.parent}/baseline-*.steps)",
+            markup=False,
+            soft_wrap=True,
+        )
+    return runs
 
 
 def _write_early(

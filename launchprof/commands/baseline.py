@@ -82,13 +82,15 @@ def run_baselines(
     work: Workload, folder: Path, runs: int, console: Console, step: str | None = None
 ) -> list[Any] | Any:
     """Run ``work`` ``runs`` times without nsys (:func:`baseline_argv`), each with
-    ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.trace.steptimes.run_files`),
+    ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.trace.steptimes.run_files`)
+    and ended by its step markers once :data:`~launchprof.defaults.BASELINE_STEPS` steps
+    are timed (``LAUNCHPROF_STOP_AFTER``),
     and return the step times read back: one array per run that exited 0 (failed runs and
     unreadable step files are reported and left out, so the analysis of the recorded trace
     always runs); when no run recorded a step but some timed a profiler region, the regions
     instead (:class:`launchprof.analysis.baseline.RegionRuns`)."""
     from launchprof.analysis.baseline import RegionRuns
-    from launchprof.defaults import STEP_NAME
+    from launchprof.defaults import BASELINE_STEPS, STEP_NAME, STOP_AFTER_ENV
     from launchprof.marker import STEP_TIMES_ENV
     from launchprof.trace.steptimes import StepTimesError, read_step_times, region_step_times, run_files
 
@@ -100,7 +102,8 @@ def run_baselines(
             path.unlink(missing_ok=True)
         began = time.perf_counter()
         try:
-            done = subprocess.run(argv, env={**os.environ, STEP_TIMES_ENV: str(path.resolve())}, check=False)
+            env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), STOP_AFTER_ENV: str(BASELINE_STEPS)}
+            done = subprocess.run(argv, env=env, check=False)
         except OSError as exc:
             raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None
         wall = time.perf_counter() - began
@@ -116,8 +119,9 @@ def run_baselines(
             console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
             continue
         timed = f", profiler regions {(region[:, 1] - region[:, 0]).sum() / 1e9:.3f} s" if len(region) else ""
+        ended = f" (ended there: {BASELINE_STEPS} steps are enough to time)" if len(times) >= BASELINE_STEPS else ""
         console.print(
-            f"launchprof: baseline run {i}: {len(times)} steps{timed}; the run took {wall:.2f} s", markup=False
+            f"launchprof: baseline run {i}: {len(times)} steps{timed}{ended}; the run took {wall:.2f} s", markup=False
         )
         got.append(times)
         regions.append(region)

@@ -253,7 +253,12 @@ def _after_recording(
     runs = run.baseline_runs
     why = nothing_to_time(run.work, files.sqlite) if (runs and code == 0) else None
     if why is not None:
-        console.print(f"launchprof: no baseline runs: {why}", markup=False, soft_wrap=True)
+        console.print(
+            f"launchprof: no baseline runs: {why}; the expected speedup is an estimate "
+            "(mark the loop's body with launchprof.step() to measure the step without nsys)",
+            markup=False,
+            soft_wrap=True,
+        )
         runs = 0
     baseline = run_baselines(run.work, folder, runs, console, run.step) if (runs and code == 0) else None
     if runs and code != 0:
