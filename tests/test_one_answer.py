@@ -120,3 +120,23 @@ def test_one_graph_step_and_a_verdict_that_agrees_everywhere(trace: Path, tmp_pa
     assert row.verdict == verdict and row.action == head.get("action")
     if head.get("expected_speedup") is not None:
         assert row.expected_speedup is not None and math.isclose(row.expected_speedup, head["expected_speedup"])
+
+
+def test_steps_of_copies_alone_get_an_answer(tmp_path: Path) -> None:
+    """Steady steps with copies and no kernel launch: no capture region of launches (this
+    crashed the expectation once), one answer all the same."""
+    from tracebuilder import TraceBuilder
+
+    b = TraceBuilder()
+    for i in range(12):
+        t = 1_000_000 + i * 50_000
+        for k in range(4):
+            c = b.call("cudaMemcpyAsync_v3020", t + k * 8_000, t + k * 8_000 + 5_000)
+            b.memcpy(t + k * 8_000 + 6_000, t + k * 8_000 + 7_000, c)
+        b.range("step", t, t + 40_000, domain="launchprof")
+    a = launchprof.analyze(b.write(tmp_path / "copies.sqlite"))
+    doc = json.loads(a.summary.to_json())
+    assert doc["diagnosis"]["verdict"] in ("launch-bound", "gpu-bound", "host-bound", "sync-bound")
+    assert len(_graph_steps_without_nsys(doc)) <= 1
+    if doc["diagnosis"]["verdict"] == "launch-bound":
+        assert doc["recommendation"]["convert"] is True

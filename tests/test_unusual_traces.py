@@ -44,7 +44,8 @@ def test_host_wait_is_exact_above_2_to_the_53(tmp_path: Path, t0: int) -> None:
     # 600 / 2560 = 23.4 % host-wait, all of it the launch path; but a graph's GPU side (the
     # kernel plus the gap between graph launches) is no shorter: the verdict says so.
     assert a.diagnosis.verdict == "gpu-bound" and a.recommendation.convert is False
-    assert "the GPU waits for the launch path" in a.diagnosis.reasons[-1]
+    assert a.diagnosis.reasons[-2].startswith("Under nsys: the GPU idles between its 1 kernels")
+    assert "the GPU's own work" in a.diagnosis.reasons[-1]
 
 
 # ---------------------------------------------------------------- case 4: the verdict's window

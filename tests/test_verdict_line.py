@@ -77,6 +77,6 @@ def test_a_predicted_loss_is_not_called_a_gain(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["diagnosis"]["verdict"] == "gpu-bound" == summary["headline"]["verdict"]
     assert rec["reason"] == (
-        f"GPU-bound: a graph is expected to gain {rec['expected_speedup']:.2f}x without the profiler (under "
+        f"GPU-bound: a graph is expected to gain only {rec['expected_speedup']:.2f}x without the profiler (under "
         f"nsys {rec['predicted_speedup']:.2f}x); the GPU's work sets the pace."
     )

@@ -26,39 +26,53 @@ def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.1f} us"
 
 
-def agree(verdict: str, reasons: list[str], exp: Expectation | None) -> tuple[str, list[str]]:
+def agree(
+    verdict: str, reasons: list[str], exp: Expectation | None, pred: Prediction | None = None
+) -> tuple[str, list[str]]:
     """The verdict made to agree with the prediction: a step whose GPU waits for the CPU
     (``launch-bound`` or ``host-bound`` by the idle gaps' causes) is ``launch-bound`` when
     a graph is expected to gain at least :data:`MIN_SPEEDUP` without the profiler (the host
     work it waits for lies inside the region a capture removes), else named by what holds
     the GPU back then: ``gpu-bound`` when the graph step's GPU side is the larger,
-    ``host-bound`` when the host work a graph keeps is (README: Diagnosis)."""
-    if exp is None or verdict not in ("launch-bound", "host-bound"):
+    ``host-bound`` when the host work a graph keeps is (README: Diagnosis). Without an
+    expectation, the prediction under nsys (``pred``) decides the same way. When the
+    verdict changes, the idle gaps' cause (the last reason) is said to be nsys's view."""
+    if verdict not in ("launch-bound", "host-bound") or (exp is None and pred is None):
         return verdict, reasons
+    gain = exp.speedup if exp is not None else pred.speedup  # type: ignore[union-attr]
+    new = "launch-bound" if gain >= MIN_SPEEDUP else _holding(exp, pred)
+    if new == verdict:
+        return verdict, reasons
+    if len(reasons) >= 3:  # head, split, the cause by the idle gaps: that is under nsys
+        reasons = [*reasons[:-1], "Under nsys: " + reasons[-1][0].lower() + reasons[-1][1:]]
+    if exp is None:
+        return new, [*reasons, f"A graph is predicted to give {gain:.2f}x (under nsys), below {MIN_SPEEDUP:g}x."]
     eager = "measured" if exp.eager_source == "measured" else "estimated"
-    if exp.speedup >= MIN_SPEEDUP:
-        if verdict == "host-bound":
-            reasons = [
-                *reasons,
-                f"The host work the GPU waits for lies inside the region a capture holds (between the step's first "
-                f"and last launch: {1 - exp.kept_share:.0%} of its CPU step): a graph removes it, and is expected "
-                f"to give {exp.speedup:.2f}x without the profiler, so the step is launch-bound.",
-            ]
-        return "launch-bound", reasons
-    under = " (under nsys the GPU waits for the launch path)" if verdict == "launch-bound" else ""
-    if exp.gpu_side_ns >= exp.cpu_side_ns:
-        return "gpu-bound", [
-            *reasons,
-            f"Without the profiler{under}, the step is {_us(exp.eager_step_ns)} ({eager}; the profiler's share "
-            f"{_us(exp.profiler_ns)}), and the GPU's own work ({_us(exp.gpu_side_ns)} a step as a graph) sets the "
-            f"pace: a graph is expected to give {exp.speedup:.2f}x, below {MIN_SPEEDUP:g}x.",
-        ]
-    return "host-bound", [
-        *reasons,
-        f"Without the profiler{under}, the host work a graph keeps ({_us(exp.kept_host_ns)} a step outside the region "
-        f"a capture holds, {exp.kept_share:.0%} of the CPU step) sets the pace: a graph is expected to give "
-        f"{exp.speedup:.2f}x ({eager} eager step {_us(exp.eager_step_ns)}), below {MIN_SPEEDUP:g}x.",
-    ]
+    why = {
+        "launch-bound": (
+            f"The host work the GPU waits for lies inside the region a capture holds (between the step's first "
+            f"and last launch: {1 - exp.kept_share:.0%} of its CPU step): a graph removes it, and is expected to "
+            f"give {gain:.2f}x without the profiler."
+        ),
+        "gpu-bound": (
+            f"Without the profiler the step is {_us(exp.eager_step_ns)} ({eager}), and the GPU's own work "
+            f"({_us(exp.gpu_side_ns)} a step as a graph) sets the pace: a graph is expected to give {gain:.2f}x, "
+            f"below {MIN_SPEEDUP:g}x."
+        ),
+        "host-bound": (
+            f"Without the profiler the host work a graph keeps ({_us(exp.kept_host_ns)} a step outside the region a "
+            f"capture holds, {exp.kept_share:.0%} of the CPU step) sets the pace: a graph is expected to give "
+            f"{gain:.2f}x ({eager} eager step {_us(exp.eager_step_ns)}), below {MIN_SPEEDUP:g}x."
+        ),
+    }[new]
+    return new, [*reasons, why]
+
+
+def _holding(exp: Expectation | None, pred: Prediction | None) -> str:
+    """What holds the GPU back when a graph would not pay: ``gpu-bound`` when the graph
+    step's GPU side is the larger, else ``host-bound``."""
+    gpu, cpu = (exp.gpu_side_ns, exp.cpu_side_ns) if exp is not None else (pred.gpu_side_ns, pred.cpu_side_ns)  # type: ignore[union-attr]
+    return "gpu-bound" if gpu >= cpu else "host-bound"
 
 
 def decide(
@@ -91,10 +105,13 @@ def decide(
     if pred is None:
         return False, "No per-step figures to predict from."
     if verdict != "launch-bound":
+        x = exp.speedup if exp is not None else pred.speedup
+        where = " without the profiler" if exp is not None else ""
+        under = f" (under nsys {pred.speedup:.2f}x)" if exp is not None else ""
         gain = (
-            f"a graph is expected to gain {exp.speedup:.2f}x without the profiler (under nsys {pred.speedup:.2f}x)"
-            if exp is not None
-            else f"a graph would gain about {pred.speedup:.2f}x"
+            f"a graph is expected to be slower{where} ({x:.2f}x){under}"
+            if x < 1
+            else f"a graph is expected to gain only {x:.2f}x{where}{under}"
         )
         return False, {
             "gpu-bound": f"GPU-bound: {gain}; the GPU's work sets the pace.",

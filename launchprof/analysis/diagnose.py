@@ -433,7 +433,8 @@ def diagnose(
     if exp is not None and measured is not None:
         exp = with_measured_eager(exp, measured[0], measured[1], measured[2])
     pred = _profiled(pred, exp)
-    verdict, reasons = agree(verdict, reasons, exp)
+    if not (fig.get("graph_launches_per_step_p50") or 0) >= 1:  # replaying: nothing left to capture
+        verdict, reasons = agree(verdict, reasons, exp, pred)
     unprofiled = _step_without_profiler(ctx, fig, values, framework, exp, measured)
     found_list = (
         [
@@ -444,7 +445,7 @@ def diagnose(
             F.reinstantiation(ctx, analysis),
             F.graph_trace_mode(ctx, analysis),
             F.legacy_stream(ctx, analysis, framework),
-            F.profiler_overhead(ctx, values, exp),
+            F.profiler_overhead(ctx, values, exp, unprofiled),
             host_outside_graph(ctx) if replaying else None,
         ]
         if ctx.device is not None and len(ctx.steady)

@@ -212,17 +212,25 @@ def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
 
     The region is one run of kernel launches: for a step that synchronizes, runs are cut
     after each synchronizing call (a capture cannot hold one; a decode step's forward
-    lies between two) and the step's region is its run with the most launches, wherever
-    the step's edge falls in it (an inferred step starts at any kernel of the cycle); for
-    other steps the run is the step. The region spans from the start of the run's first
-    kernel launch call to the end of its last: what a graph removes (the launch calls,
-    Python and dispatch between them). Everything else of the CPU step is what it keeps.
+    lies between two), and the region is the shortest stretch of consecutive launches
+    holding :data:`CYCLE_LAUNCH_SHARE` of its run's (the forward without the few launches
+    of the loop around it), in the run with the most launches, wherever the step's edge
+    falls in it (an inferred step starts at any kernel of the cycle); for other steps the
+    run is the step, all its launches. The region spans from the start of its first
+    launch call to the end of its last: what a graph removes (the launch calls, Python and
+    dispatch between them). Everything else of the CPU step is what it keeps.
+
+    Not modelled: host work of the program's own *between* a step's launches (NumPy in the
+    middle of a step) counts as removed, as a capture that holds it runs it only once. No
+    threshold told it apart: on the corpus the longest stretch without calls inside a
+    PyTorch forward is 45-290 times the median one (dispatch's own tail), and on a host
+    that a burner preempts 2,000-16,000 times.
 
     Returns:
         DataFrame, one row per steady step: ``step``, ``calls`` (traced calls),
         ``launch_calls`` (kernel launches), ``cpu_ns`` (the step's first call start to the
-        next step's; NaN for the last), ``region_ns`` (span of the region, ns; NaN without
-        launches), ``region_launches``.
+        next step's; for the last steady step its period), ``region_ns`` (span of the
+        region, ns; NaN without launches), ``region_launches`` (of its run).
     """
     cols = ["step", "calls", "launch_calls", "cpu_ns", "region_ns", "region_launches"]
     calls = ctx.calls
@@ -234,6 +242,28 @@ def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
     step = calls["step"].to_numpy()
     launch = calls["launch"].to_numpy(dtype=bool)
     sync = calls["sync"].to_numpy(dtype=bool)
+    steps = ctx.steady["step"].to_numpy()
+    per = pd.DataFrame({"step": steps})
+    per["calls"] = calls.groupby("step").size().reindex(steps, fill_value=0).to_numpy(dtype=float)
+    per["launch_calls"] = pd.Series(launch).groupby(step).sum().reindex(steps, fill_value=0).to_numpy(dtype=float)
+    first_call = pd.Series(start).groupby(step).min()
+    nxt = first_call.shift(-1).where(np.r_[np.diff(first_call.index.to_numpy()) == 1, False])
+    per["cpu_ns"] = (nxt - first_call).reindex(steps).to_numpy(dtype=float)
+    if "period_ns" in ctx.steady:  # the last step (no next call): its period on the GPU instead
+        per["cpu_ns"] = per["cpu_ns"].fillna(pd.Series(ctx.steady["period_ns"].to_numpy(dtype=float)))
+    region = _regions(start, end, step, launch, sync, synchronizing)
+    per["region_ns"] = region["span"].reindex(steps).to_numpy(dtype=float)
+    per["region_launches"] = region["launches"].reindex(steps).to_numpy(dtype=float)
+    return per
+
+
+def _regions(
+    start: np.ndarray, end: np.ndarray, step: np.ndarray, launch: np.ndarray, sync: np.ndarray, synchronizing: bool
+) -> pd.DataFrame:
+    """Per step (index), its region (:func:`capture_region`): ``start``, ``end``, ``span``
+    (ns) and ``launches`` (of its run); empty without kernel launches."""
+    if not launch.any():
+        return pd.DataFrame(columns=["start", "end", "span", "launches"], dtype=float)
     edge = sync[:-1] if synchronizing else step[1:] != step[:-1]
     run = (np.cumsum(np.r_[True, edge]) - 1)[launch]
     # The region of a run: the shortest stretch of consecutive launches holding ``share``
@@ -247,19 +277,11 @@ def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
     last = np.arange(run.size) + need[owner] - 1  # a window from each launch
     ok = last < (first + count)[owner]
     span = np.where(ok, le[np.minimum(last, run.size - 1)] - ls, np.iinfo(np.int64).max)
-    best_at = pd.Series(span).groupby(owner).idxmin().to_numpy()
-    per_run = pd.DataFrame({"step": step[launch][best_at], "span": span[best_at], "launches": count})
-    best = per_run.sort_values(["step", "launches"], kind="stable").groupby("step").tail(1).set_index("step")
-    steps = ctx.steady["step"].to_numpy()
-    per = pd.DataFrame({"step": steps})
-    per["calls"] = calls.groupby("step").size().reindex(steps, fill_value=0).to_numpy(dtype=float)
-    per["launch_calls"] = pd.Series(launch).groupby(step).sum().reindex(steps, fill_value=0).to_numpy(dtype=float)
-    first = pd.Series(start).groupby(step).min()
-    nxt = first.shift(-1).where(np.r_[np.diff(first.index.to_numpy()) == 1, False])
-    per["cpu_ns"] = (nxt - first).reindex(steps).to_numpy(dtype=float)
-    per["region_ns"] = best["span"].reindex(steps).to_numpy(dtype=float)
-    per["region_launches"] = best["launches"].reindex(steps).to_numpy(dtype=float)
-    return per
+    at = pd.Series(span).groupby(owner).idxmin().to_numpy()
+    per_run = pd.DataFrame(
+        {"step": step[launch][at], "start": ls[at], "end": ls[at] + span[at], "span": span[at], "launches": count}
+    )
+    return per_run.sort_values(["step", "launches"], kind="stable").groupby("step").tail(1).set_index("step")
 
 
 def kept_share(region: pd.DataFrame) -> float:
@@ -276,19 +298,23 @@ def kept_share(region: pd.DataFrame) -> float:
 
 
 def profiler_share(
-    framework: str, period: float, calls: float, launches: float, values: Mapping[str, float]
+    framework: str,
+    period: float,
+    calls: float,
+    launches: float,
+    values: Mapping[str, float],
+    replaying: bool = False,
 ) -> tuple[float, tuple[float, float]]:
     """The profiler's estimated share of a step (ns) and its range (largest, smallest):
     for PyTorch, whose host time nsys inflates as a whole (several traced calls per launch,
     the dispatch between them slowed too), ``period x (1 - 1 / inflation)`` with the
-    ``profiler_torch_inflation`` constants (a calibration's factors below 1 taken as 1:
+    ``profiler_torch_inflation`` constants, or ``profiler_torch_replay_inflation`` for a
+    run that already ``replaying`` graphs (a calibration's factors below 1 taken as 1:
     nsys does not speed a program up); for other programs, ``launches`` launch calls and
     the other traced ``calls`` at their per-call costs, +/- :data:`PROFILER_SPREAD`."""
     if framework == "pytorch":
-        low, inflation, high = sorted(
-            max(float(values[k]), 1.0)
-            for k in ("profiler_torch_inflation_low", "profiler_torch_inflation", "profiler_torch_inflation_high")
-        )
+        key = "profiler_torch_replay_inflation" if replaying else "profiler_torch_inflation"
+        low, inflation, high = sorted(max(float(values[k]), 1.0) for k in (f"{key}_low", key, f"{key}_high"))
         return period * (1 - 1 / inflation), (period * (1 - 1 / high), period * (1 - 1 / low))
     profiler = (
         launches * values["profiler_launch_overhead_ns"] + (calls - launches) * values["profiler_call_overhead_ns"]
@@ -303,13 +329,14 @@ def step_without_profiler(
     calls: float,
     launches: float,
     values: Mapping[str, float],
+    replaying: bool = False,
 ) -> tuple[float, float, float]:
     """A step without the profiler, estimated from its period under nsys: the period less
     the profiler's share (:func:`profiler_share`), never below ``gpu_floor`` (the GPU's
     own work a step, which nsys does not slow); ``(step, low, high)`` in ns, the range
     from the share's range. The eager step of :func:`expect` and each side of ``compare``
     (a run that replays graphs too) are estimated by this one function."""
-    share, (largest, smallest) = profiler_share(framework, period, calls, launches, values)
+    share, (largest, smallest) = profiler_share(framework, period, calls, launches, values, replaying)
     return max(period - share, gpu_floor), max(period - largest, gpu_floor), max(period - smallest, gpu_floor)
 
 
@@ -317,7 +344,8 @@ def steps_without_profiler(
     ctx: StepContext, fig: Mapping[str, float | None], values: Mapping[str, float], framework: str
 ) -> tuple[float, float, float] | None:
     """:func:`step_without_profiler` of the steady steps of ``ctx`` (a run that replays
-    graphs, say), the GPU's busy time a step as the floor; None without a period."""
+    graphs, say: ``replaying`` when they launch a graph a step or more), the GPU's busy
+    time a step as the floor; None without a period."""
     period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
     if not period or not np.isfinite(period):
         return None
@@ -328,7 +356,8 @@ def steps_without_profiler(
         n_calls, n_launches = float(per_step.median()), float(launched.median())
     else:
         n_calls = n_launches = 0.0
-    return step_without_profiler(framework, float(period), float(busy or 0.0), n_calls, n_launches, values)
+    replaying = (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    return step_without_profiler(framework, float(period), float(busy or 0.0), n_calls, n_launches, values, replaying)
 
 
 def expect(

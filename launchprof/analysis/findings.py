@@ -311,7 +311,12 @@ def _launch_calls(ctx: StepContext) -> tuple[float, float, float] | None:
     return launches, period, float(np.median(call_ns, overwrite_input=True))  # a new array: partitioned in place
 
 
-def profiler_overhead(ctx: StepContext, values: Mapping[str, float], expected: Expectation | None) -> Finding | None:
+def profiler_overhead(
+    ctx: StepContext,
+    values: Mapping[str, float],
+    expected: Expectation | None,
+    unprofiled: Mapping[str, Any] | None = None,
+) -> Finding | None:
     """Launch calls inflated under the profiler: each launch call of a step is taken to
     last ``profiler_launch_overhead_ns`` longer than without nsys (a calibration's
     ``profiler.launch_overhead_ns``, measured by ``launchprof calibrate --profiler``, or
@@ -319,11 +324,10 @@ def profiler_overhead(ctx: StepContext, values: Mapping[str, float], expected: E
     profiler"). Reported when that is at least :data:`PROFILER_SHARE_MIN` of the step
     period.
 
-    ``expected``: the recommendation's expectation (:mod:`launchprof.analysis.expect`,
-    which counts every traced call and, for PyTorch, the inflated dispatch between them,
-    or takes the step measured without nsys); when given, the profiler's share, the step
-    without it and the graph step are its figures, so the finding and the headline show
-    one number each."""
+    The step without the profiler it quotes is the one prediction's, never its own:
+    ``unprofiled`` (the recommendation's ``step_without_profiler``: measured or estimated,
+    :mod:`launchprof.analysis.expect`) and, with an ``expected`` conversion, its graph
+    step and speedup; without them the finding gives the launch calls' cost alone."""
     steady = ctx.steady
     launch_calls = _launch_calls(ctx)
     if launch_calls is None:
@@ -344,38 +348,29 @@ def profiler_overhead(ctx: StepContext, values: Mapping[str, float], expected: E
         "overhead_ns": overhead,
         "share": share,
     }
-    unprofiled = period - overhead
-    if expected is not None:
-        unprofiled = expected.eager_step_ns
-        overhead = period - unprofiled
-        figures.update({"overhead_ns": overhead, "share": overhead / period})
-        how = "measured without nsys" if expected.eager_source == "measured" else "estimated"
+    measured = unprofiled is not None and unprofiled.get("source") == "measured"
+    if unprofiled is not None:
+        step = float(unprofiled["step_ns"])
+        overhead = max(period - step, 0.0)
+        figures.update({"overhead_ns": overhead, "share": overhead / period, "unprofiled_step_ns": step})
+        how = "measured without nsys" if measured else "estimated"
         evidence = (
             f"launch calls last p50 {_us(call_p50)} here; with every traced call and the dispatch between them "
-            f"slowed by the profiler, about {_us(overhead)} ({min(max(overhead, 0) / period, 1.0):.0%}) of the "
-            f"{_us(period)} step is the profiler's (the step {how})"
+            f"slowed by the profiler, about {_us(overhead)} ({min(overhead / period, 1.0):.0%}) of the "
+            f"{_us(period)} step is the profiler's: the step is {_us(step)} without it ({how})"
         )
-    if unprofiled <= 0:
-        evidence += " (more than the step period: steps overlap here, so the correction cannot be applied)"
-    else:
-        figures["unprofiled_step_ns"] = unprofiled
-        evidence += f". Without the profiler the per-launch step is about {_us(unprofiled)}"
         if expected is not None:
-            g = expected.graph_step_ns
-            figures["unprofiled_graph_step_ns"] = g
+            figures["unprofiled_graph_step_ns"] = expected.graph_step_ns
             figures["unprofiled_speedup"] = expected.speedup
-            evidence += f" and a graph about {_us(g)}: {expected.speedup:.2f}x (recommendation.expected)"
-    return Finding(
-        "profiler-overhead",
-        "info",
-        int(len(steady)),
-        example_steps(steady["step"]),
-        evidence,
-        "Expect less gain without the profiler (measured on an H200: a 75-kernel demo step gains 5.44x "
-        "from a graph under nsys, 4.28x without). "
-        "Time the loop without nsys, or run launchprof calibrate, to confirm.",
-        figures,
+            evidence += f", a graph's {_us(expected.graph_step_ns)}: {expected.speedup:.2f}x (recommendation.expected)"
+    fix = (
+        "The expected speedup uses the step measured without nsys."
+        if measured
+        else "Expect less gain without the profiler (measured on an H200: a 75-kernel demo step gains 5.44x "
+        "from a graph under nsys, 4.28x without). Let launchprof profile time the loop without nsys (steps "
+        "marked with launchprof.step()), or run launchprof calibrate, to confirm."
     )
+    return Finding("profiler-overhead", "info", int(len(steady)), example_steps(steady["step"]), evidence, fix, figures)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
