@@ -177,7 +177,10 @@ def main() -> None:
     os.environ.setdefault("XDG_CACHE_HOME", "/nonexistent")  # the documented defaults, not a local calibration
     traces, pairs = run(a.corpus)
     if a.json:
-        json.dump({"traces": traces, "pairs": pairs}, sys.stdout, indent=1, default=str)
+        import datetime
+
+        taken = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+        json.dump({"taken": taken, "traces": traces, "pairs": pairs}, sys.stdout, indent=1, default=str)
         print()
     else:
         sys.stdout.write(markdown(traces, pairs))

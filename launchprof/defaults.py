@@ -8,7 +8,7 @@ line and the commands can use them without importing the analysis.
   :func:`launchprof.step` (:mod:`launchprof.marker`), which the analysis takes as steps.
 - :data:`BASELINE_STEPS`: a run without nsys of ``launchprof profile`` ends once its step
   markers have timed this many steps (:data:`STOP_AFTER_ENV`; the workload's own outputs
-  of that run are not needed): 49 step periods after the first, whose median the
+  of that run are not needed): 48 step periods after the warm-up one, whose median the
   prediction takes, so the extra run costs the workload's start-up and 50 steps, not its
   whole length.
 """

@@ -25,9 +25,12 @@ names a file, every step also records ``time.perf_counter_ns()`` at its start an
 differences within one process mean anything). ``launchprof profile --baseline-runs N``
 sets it for the runs it makes without nsys. The file format is read by
 :func:`launchprof.trace.steptimes.read_step_times`. With ``LAUNCHPROF_STOP_AFTER=N`` too
-(:data:`launchprof.defaults.STOP_AFTER_ENV`, set by those runs), the process writes the
-times and leaves (``os._exit(0)``, output flushed) as soon as N steps are recorded: the
-run is there to time steps, and its own outputs are not needed.
+(:data:`launchprof.defaults.STOP_AFTER_ENV`, set by those runs; ``N:NAME`` counts the steps
+of that name only, default ``step``), the process writes the times and leaves
+(``os._exit(0)``, output flushed; its own ``atexit`` handlers do not run) as soon as N such
+steps are recorded: the run is there to time steps, and its own outputs are not needed.
+Not in a distributed run (``WORLD_SIZE`` over 1), where a rank that left early would leave
+the others waiting in a collective: it runs to its end.
 """
 
 from __future__ import annotations
@@ -60,14 +63,22 @@ _times: list[tuple[str, int, int]] = []
 _now = time.perf_counter_ns
 
 
-def _stop_after() -> int:
+def _stop_after() -> tuple[int, str]:
+    """``(N, NAME)`` of ``LAUNCHPROF_STOP_AFTER=N[:NAME]`` (NAME default ``step``); ``(0, "")``
+    without the step-times file, for a bad value, and in a distributed run (``WORLD_SIZE``
+    over 1: a rank that left early would leave the others waiting in a collective)."""
+    value = os.environ.get(STOP_AFTER_ENV) or ""
+    if not _TIMES_PATH or not value or os.environ.get("WORLD_SIZE", "1").strip() not in ("", "1"):
+        return 0, ""
+    count, _, name = value.partition(":")
     try:
-        return max(int(os.environ.get(STOP_AFTER_ENV) or 0), 0) if _TIMES_PATH else 0
+        return max(int(count), 0), name or STEP_NAME
     except ValueError:
-        return 0
+        return 0, ""
 
 
-_STOP_AFTER = _stop_after()
+_STOP_AFTER, _STOP_NAME = _stop_after()
+_stop_seen = 0
 
 
 def _write_times(path: str = _TIMES_PATH or "") -> None:
@@ -91,9 +102,14 @@ if _TIMES_PATH:
 
 
 def _recorded(name: str, start: int, end: int) -> None:
-    """Keep one step's times; leave the process once :data:`_STOP_AFTER` are kept."""
+    """Keep one step's times; leave the process once :data:`_STOP_AFTER` steps named
+    :data:`_STOP_NAME` are kept."""
+    global _stop_seen
     _times.append((name, start, end))
-    if _STOP_AFTER and len(_times) >= _STOP_AFTER:
+    if not _STOP_AFTER or name != _STOP_NAME:
+        return
+    _stop_seen += 1
+    if _stop_seen >= _STOP_AFTER:
         import sys
 
         _write_times()

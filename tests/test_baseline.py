@@ -126,6 +126,18 @@ def test_a_run_without_nsys_ends_once_enough_steps_are_timed(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert done.stdout == "before\n"  # flushed before leaving; the loop's end never came
     assert len(out.read_text().splitlines()) == 7
+    # Only the named steps count (a nested "fwd" step does not), and a distributed rank
+    # runs to its end (a rank that left early would leave the others in a collective).
+    nested = code.replace("        pass", "        with launchprof.step('fwd'):\n            pass")
+    out.unlink()
+    env["LAUNCHPROF_STOP_AFTER"] = "7:step"
+    done = subprocess.run([sys.executable, "-c", nested], env=env, cwd=tmp_path, capture_output=True, text=True)
+    names = [ln.split()[0] for ln in out.read_text().splitlines()]
+    assert done.returncode == 0 and names.count("step") == 7 and names.count("fwd") == 7
+    out.unlink()
+    ranked = {**env, "WORLD_SIZE": "2"}
+    done = subprocess.run([sys.executable, "-c", code], env=ranked, cwd=tmp_path, capture_output=True, text=True)
+    assert done.stdout == "before\nafter the loop\n" and len(out.read_text().splitlines()) == 1000
     # Without the file variable, the stop variable does nothing.
     env = {k: v for k, v in env.items() if k != "LAUNCHPROF_STEP_TIMES"}
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
@@ -366,3 +378,23 @@ def test_a_workload_that_failed_before_any_step_is_not_told_to_mark_its_steps(tm
     assert done.returncode == 3, done.stderr
     assert "CPU only, and no NVTX step range; the workload exited with code 3" in done.stdout
     assert "mark your loop's body" not in done.stdout
+
+
+def test_analyze_with_a_folder_of_runs_without_nsys(tmp_path: Path) -> None:
+    """launchprof.analyze(trace, baseline=FOLDER): the step the folder's runs measured goes
+    into the one prediction; a folder without runs, or none, is an error, not an estimate."""
+    import launchprof
+    from launchprof.errors import TraceError
+
+    trace = HERE / "data" / "traces" / "mlp_eager.sqlite.xz"
+    lines = [f"step {1_000_000 + k * 500_000} {1_000_000 + k * 500_000 + 400_000}\n" for k in range(12)]
+    (tmp_path / "baseline-1.steps").write_text("".join(lines))
+    a = launchprof.analyze(trace, baseline=tmp_path)
+    e = a.recommendation.expected
+    assert e.eager_source == "measured" and e.eager_step_ns == 500_000 and e.eager_runs == 1
+    assert a.summary.baseline is not None and a.summary.baseline.period_p50_ns == 500_000
+    assert a.recommendation.step_without_profiler["source"] == "measured"
+    with pytest.raises(TraceError, match="holds no runs without nsys"):
+        launchprof.analyze(trace, baseline=tmp_path / "..")
+    with pytest.raises(TraceError, match="no such folder"):
+        launchprof.analyze(trace, baseline=tmp_path / "missing")

@@ -20,8 +20,10 @@ PyTorch launches the backward pass from its autograd threads):
   programs (CUDA C++, cuda-python), launch calls x ``profiler_launch_overhead_ns`` + other
   calls x ``profiler_call_overhead_ns`` (:mod:`launchprof.analysis.predict`'s constants: a
   calibration's ``profiler`` section, else the defaults);
-- the eager step without the profiler ``E = max(period - profiler_ns, busy)`` (the GPU's
-  work is not inflated), or the measured one when the run has unprofiled step times;
+- the eager step without the profiler ``E = max(period - profiler_ns, G_gpu)``, never below
+  the graph's GPU side (the GPU's work is not inflated, and the eager GPU pays the same
+  dispatch gaps), or the measured one (floored the same way) when the run has step times
+  without the profiler;
 - the capture region (:func:`capture_region`), from the program's structure alone: the
   step's run of kernel launches (for a step that synchronizes, its largest run between
   two synchronizing calls, which a capture cannot hold: a decode step's forward), from
@@ -30,8 +32,11 @@ PyTorch launches the backward pass from its autograd threads):
   CPU step (the loop's own work, the sampling and stopping check, a sync's wait). The
   kept share is the CPU steps' time outside their regions over their sum (under nsys),
   applied to the host time without the profiler: ``kept_host_ns``. No timing threshold
-  decides it, so the same program recorded on a faster or slower host gets the same
-  region, and a slower host (more host time, the same GPU work) never lowers the gain;
+  decides it, so the same program on a uniformly faster or slower host gets the same
+  region, and a slower host (more host time, the same GPU work) does not lower the gain
+  (tests/test_slower_host.py); a host that another process preempts adds its pauses where
+  they fall (on the corpus' slowed recordings the kept share moved 0.30 -> 0.40 for a
+  decode loop);
 - the graph step without the profiler ``G``: its GPU side (busy time, dispatch gaps, the
   gap between graph launches; :func:`~launchprof.analysis.predict.unprofiled_values`) and
   its CPU side (one unprofiled ``cudaGraphLaunch`` + ``kept_host_ns``) add up when the
@@ -188,9 +193,12 @@ def with_measured_eager(
     else those widened to at least the measured step divided and multiplied by
     :data:`RUN_SPREAD` (always holding the step)."""
     runs = [float(x) for x in run_steps_ns if x and x > 0]
-    e_low, e_high = measured_range(eager_step_ns, runs)
+    # Never below the graph's GPU side, as the estimate: host step times shorter than the
+    # GPU's work are a host that ran ahead, not the step's pace.
+    step = max(float(eager_step_ns), exp.gpu_side_ns)
+    e_low, e_high = measured_range(step, [max(x, exp.gpu_side_ns) for x in runs])
     measured = dataclasses.replace(exp, eager_source="measured", eager_timed_by=timed_by, eager_runs=len(runs))
-    return _with_eager(measured, float(eager_step_ns), e_low, e_high)
+    return _with_eager(measured, step, e_low, e_high)
 
 
 def measured_range(step_ns: float, run_steps_ns: Sequence[float]) -> tuple[float, float]:

@@ -80,11 +80,12 @@ def estimated_interval(
     """The speedup without nsys from each side's ``step_without_profiler``
     (:class:`launchprof.analysis.diagnose.Recommendation`: ``step_ns``, ``low_ns``,
     ``high_ns``, ``source``): BEFORE's step over AFTER's, its range lowest BEFORE over
-    highest AFTER to highest over lowest, and ``measured`` when both sides were measured,
-    else ``estimate``; None when a side has none."""
+    highest AFTER to highest over lowest, and ``runs`` when both sides' steps were measured
+    by runs without nsys (their step files not at hand: a range, not an interval), else
+    ``estimate``; None when a side has none."""
     if not before or not after or not after.get("step_ns", 0) > 0 or not after.get("low_ns", 0) > 0:
         return None
-    source = "measured" if before.get("source") == after.get("source") == "measured" else "estimate"
+    source = "runs" if before.get("source") == after.get("source") == "measured" else "estimate"
     interval = (before["low_ns"] / after["high_ns"], before["high_ns"] / after["low_ns"])
     return before["step_ns"] / after["step_ns"], interval, source
 

@@ -473,8 +473,8 @@ def check_paid_back(after: SideData, fb: SideFigures, fa: SideFigures) -> Check:
     evidence["break_even_iterations"] = n_star
     passed = n >= n_star
     detail = (
-        f"Instantiation {_fmt_us(after.instantiate_ns)} / gain {_fmt_us(gain)} per step = break-even after "
-        f"{np.ceil(n_star):.0f} iterations; this run has {n}."
+        f"Instantiation {_fmt_us(after.instantiate_ns)} / gain {_fmt_us(gain)} per step under nsys = break-even "
+        f"after {np.ceil(n_star):.0f} iterations under nsys; this run has {n}."
     )
     if not passed:
         detail += " The run is too short to repay the instantiation."

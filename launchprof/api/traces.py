@@ -145,6 +145,7 @@ def analyze(
         NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
         StepError: ``step`` names an NVTX range that is not in the trace.
         StepTimesError: a step-times file of ``baseline`` is malformed.
+        TraceError: ``baseline`` names a folder that does not exist or holds no runs.
 
     With several ranks (device, process pairs with GPU work) or NCCL kernels,
     ``ranks`` holds the cross-rank view, a
@@ -268,11 +269,27 @@ def analyze_loaded(
     if note is not None:
         analysis.notes.append(note)
     calibration, source = user_calibration()
-    runs = baseline_runs(baseline, step) if isinstance(baseline, (str, Path)) else baseline
+    runs = _runs_of(baseline, step)
     diagnosis, recommendation = diagnose(
         analysis, steps, calibration=calibration, calibration_source=source, baseline=runs
     )
     return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)
+
+
+def _runs_of(baseline: BaselineRuns, step: str | None) -> list[np.ndarray] | RegionRuns | Sequence[np.ndarray] | None:
+    """``baseline`` as runs: a folder's (:func:`baseline_runs`), or as given.
+
+    Raises:
+        TraceError: a folder that does not exist or holds no ``baseline-*.steps`` file.
+    """
+    if not isinstance(baseline, (str, Path)):
+        return baseline
+    if not Path(baseline).is_dir():
+        raise TraceError(f"baseline: no such folder: {baseline}")
+    runs = baseline_runs(baseline, step)
+    if runs is None:
+        raise TraceError(f"baseline: {baseline} holds no runs without nsys (baseline-*.steps)")
+    return runs
 
 
 def with_baseline(result: AnalysisResult, baseline: BaselineRuns) -> TraceAnalysis:
@@ -284,7 +301,7 @@ def with_baseline(result: AnalysisResult, baseline: BaselineRuns) -> TraceAnalys
     Raises:
         StepTimesError: a step-times file of ``baseline`` is malformed.
     """
-    runs = baseline_runs(baseline, result.step_name) if isinstance(baseline, (str, Path)) else baseline
+    runs = _runs_of(baseline, result.step_name)
     calibration, source = user_calibration()
     diagnosis, recommendation = diagnose(
         result, result.found_steps, calibration=calibration, calibration_source=source, baseline=runs

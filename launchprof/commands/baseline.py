@@ -97,12 +97,18 @@ def run_baselines(
     argv = baseline_argv(work.argv)
     got, regions = [], []
     for i, path in enumerate(run_files(folder, runs), start=1):
-        console.print(f"launchprof: baseline run {i} of {runs} (without nsys)", markup=False)
+        console.print(
+            f"launchprof: baseline run {i} of {runs} (without nsys: the workload runs again, ended once "
+            f"{BASELINE_STEPS} marked steps are timed; files it writes are written again)",
+            markup=False,
+            soft_wrap=True,
+        )
         with contextlib.suppress(OSError):  # a file left by an earlier run of this folder
             path.unlink(missing_ok=True)
         began = time.perf_counter()
         try:
-            env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), STOP_AFTER_ENV: str(BASELINE_STEPS)}
+            stop = f"{BASELINE_STEPS}:{step or STEP_NAME}"
+            env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), STOP_AFTER_ENV: stop}
             done = subprocess.run(argv, env=env, check=False)
         except OSError as exc:
             raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None

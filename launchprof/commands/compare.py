@@ -49,9 +49,10 @@ def run_compare(
         return f": {x:.2f}x per step {where}" + (f" (95% CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci is not None else "")
 
     speed = ""
-    if doc.speedup_unprofiled is not None and doc.speedup_unprofiled_source == "estimate":
+    if doc.speedup_unprofiled is not None and doc.speedup_unprofiled_source in ("estimate", "runs"):
         lo, hi = doc.speedup_unprofiled_ci or (doc.speedup_unprofiled, doc.speedup_unprofiled)
-        speed = f": {doc.speedup_unprofiled:.2f}x per step without nsys (estimate, {lo:.2f}-{hi:.2f}x)"
+        what = "estimate" if doc.speedup_unprofiled_source == "estimate" else "each side's runs without nsys"
+        speed = f": {doc.speedup_unprofiled:.2f}x per step without nsys ({what}, range {lo:.2f}-{hi:.2f}x)"
         if doc.speedup is not None:
             speed += f", {doc.speedup:.2f}x under nsys (measured)"
     elif doc.speedup_unprofiled is not None:  # measured: the faster check decided on it

@@ -44,7 +44,7 @@ def verdict_line(summary: Any) -> str | None:
         )
         if rec.predicted_speedup:
             line += f" (under nsys {rec.predicted_speedup:.2f}x)"
-        if rec.break_even_iterations is not None:
+        if rec.break_even_iterations is not None and rec.convert:  # no pay-back to speak of without a conversion
             n = rec.break_even_iterations
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
     elif rec and rec.predicted_speedup and rec.predicted_step_ns:
@@ -59,7 +59,8 @@ def verdict_line(summary: Any) -> str | None:
         blockers = len(rec.blockers or [])
         line += "; convert" if rec.convert else "; no conversion recommended"
         if rec.convert and blockers:
-            line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''}"
+            kinds = ", ".join(dict.fromkeys(b.kind for b in rec.blockers))
+            line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''} ({kinds})"
     bound = [r.rank for r in ranks.ranks if r.launch_bound] if ranks is not None else []
     if ranks is not None and ranks.count > 1 and bound and diag.verdict != "launch-bound":
         line += f"; launch-bound rank{'s' if len(bound) > 1 else ''}: {', '.join(map(str, bound))} (see the ranks)"

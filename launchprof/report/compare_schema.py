@@ -120,7 +120,7 @@ class CompareDoc(_Model):
     speedup_method: str
     speedup_unprofiled: float | None = Field(gt=0)
     speedup_unprofiled_ci: tuple[float, float] | None
-    speedup_unprofiled_source: Literal["measured", "estimate"] | None = None
+    speedup_unprofiled_source: Literal["measured", "runs", "estimate"] | None = None
     predicted_speedup: float | None = Field(gt=0)
     min_effect: float = Field(ge=0)
     before: SideDoc
