@@ -399,3 +399,27 @@ def test_a_side_whose_steps_take_no_time_gives_no_speedup(tmp_path: Path) -> Non
     doc = json.loads((tmp_path / "c" / "compare.json").read_text())
     assert doc["speedup"] is None
     assert "a side's steady step period is 0: no speedup" in doc["notes"]
+
+
+def test_nothing_in_common_is_a_share_of_one_not_more() -> None:
+    """Five kinds only BEFORE runs, five only AFTER: every bit of kernel time differs. The
+    float sum of these durations came to 1.0000000000000002, which the schema's bound
+    rejected (a traceback on real pairs)."""
+    import pandas as pd
+
+    from launchprof.analysis.workchange import classify
+
+    b = [0.05856803480519435, 0.3361170605456604, 0.15027946689483906, 0.450339366649287, 0.7963242702872942]
+    a = [0.23064220899374743, 0.05202130106440961, 0.4045518398215282, 0.19851304450925533, 0.0907530456191219]
+    kernels = pd.DataFrame(
+        {
+            "name": [f"k{i}" for i in range(10)],
+            "before_per_step": [1.0] * 5 + [0.0] * 5,
+            "after_per_step": [0.0] * 5 + [1.0] * 5,
+            "before_gpu_ns_per_step": [x * 1e3 for x in b] + [0.0] * 5,
+            "after_gpu_ns_per_step": [0.0] * 5 + [x * 1e3 for x in a],
+            "differs": [True] * 10,
+        }
+    )
+    change = classify(kernels)
+    assert change.changed_kernel_share == 1.0 and change.kind == "different"

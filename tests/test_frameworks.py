@@ -337,3 +337,26 @@ def test_compare_of_two_traces_headlines_the_speedup_without_nsys(pair: dict[str
     assert (lo <= truth <= hi) is (pair["after"] not in COMPARE_OUT_OF_RANGE)
     close = c.speedup_unprofiled == pytest.approx(truth, rel=0.30)
     assert close is (pair["after"] not in COMPARE_MISSES)  # else an entry is stale
+
+
+def _program(name: str) -> str:
+    """The program a corpus trace ran: its name without the conversion and recording."""
+    return re.sub(r"_(eager|graph|graphs|static-graphs|static-compile|compile|emit-nvtx)(_.*)?$", "", name)
+
+
+@pytest.mark.slow
+def test_no_pair_of_different_programs_is_verified() -> None:
+    """Every eager trace of the corpus against every replaying or compiled one of another
+    program (285 pairs): never ``verified``. Before FUSED_MAX_CHANGED, 19 of them were
+    (a compiled AFTER with less kernel time than BEFORE was 'fused', whatever it ran)."""
+    names = sorted(MANIFEST["traces"])
+    after = [n for n in names if "graph" in n or "compile" in n]
+    before = [n for n in names if n not in after]
+    verified = []
+    for b in before:
+        for a in after:
+            if _program(a) != _program(b):
+                c = launchprof.compare(CORPUS / f"{b}.sqlite.xz", CORPUS / f"{a}.sqlite.xz")
+                if c.verdict == "verified":
+                    verified.append((b, a, c.work_change.kind if c.work_change else None))
+    assert len(before) * len(after) > 200 and verified == []

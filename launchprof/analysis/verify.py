@@ -40,8 +40,10 @@ Checks (docs/metrics.md, "Verifying a conversion"):
 Verdict, first match: ``not-converted`` (converted failed), ``churn`` (re-capturing or
 re-instantiating every step comes first: it also explains extra kernels per step, such as
 the fills PyTorch issues around each capture), ``different-work`` (same work failed),
-``not-faster`` (faster did not pass), else ``verified``. A check that could not be
-evaluated (``passed`` None) decides nothing.
+``unknown-work`` (same work could not be evaluated: a side traced with whole-graph rows,
+or without kernel names; ``verified`` would claim the same work), ``not-faster`` (faster
+did not pass), else ``verified``. Another check that could not be evaluated (``passed``
+None) decides nothing.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from launchprof.analysis.speedstats import (
 )
 from launchprof.analysis.workchange import SAME_WORK_TOLERANCE, WorkChange, classify, kernel_table
 
-VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "churn")
+VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "unknown-work", "churn")
 DEFAULT_MIN_EFFECT = 0.05
 GRAPH_SHARE_MIN = 0.5
 CHURN_MAX = 0.1
@@ -490,6 +492,8 @@ def verdict_of(checks: list[Check]) -> str:
         return "churn"
     if by.get("same_work") is False:
         return "different-work"
+    if by.get("same_work") is None:  # the kernels could not be compared: "verified" would claim it
+        return "unknown-work"
     if by.get("faster") is not True:
         return "not-faster"
     return "verified"

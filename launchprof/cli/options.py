@@ -22,7 +22,7 @@ COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # 
 
 # Defaults of the command line (the library's own, in ns, are in launchprof.defaults).
 DEFAULT_BUBBLE_THRESHOLD_US = DEFAULT_BUBBLE_THRESHOLD_NS / 1000
-DEFAULT_COMPARE_FAIL_ON = "not-faster,not-converted,different-work,churn"  # every compare verdict but verified
+DEFAULT_COMPARE_FAIL_ON = "not-faster,not-converted,different-work,unknown-work,churn"  # every verdict but verified
 DEFAULT_MIN_EFFECT_PCT = 5.0
 DEFAULT_CHECK_RUNS = 3
 MAX_RUNS = 100  # --baseline-runs, check --runs

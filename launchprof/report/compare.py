@@ -151,7 +151,13 @@ def headline(doc: CompareDoc) -> str:
             f"{fmt_us(doc.before.period_p50_ns)} -> {fmt_us(doc.after.period_p50_ns)}, {work}, "
             f"run as {launches:g} graph launch{'' if launches == 1 else 'es'} per step."
         )
-    decisive = {"not-converted": "converted", "different-work": "same_work", "churn": "churn", "not-faster": "faster"}
+    decisive = {
+        "not-converted": "converted",
+        "different-work": "same_work",
+        "unknown-work": "same_work",
+        "churn": "churn",
+        "not-faster": "faster",
+    }
     check = by.get(decisive.get(doc.verdict, ""))
     return check.detail if check else ""
 

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 COMPARE_SCHEMA = "launchprof.compare/2"
-Verdict = Literal["verified", "not-faster", "not-converted", "different-work", "churn"]
+Verdict = Literal["verified", "not-faster", "not-converted", "different-work", "unknown-work", "churn"]
 
 
 class _Model(BaseModel):
