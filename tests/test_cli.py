@@ -261,3 +261,37 @@ def test_analyze_help_documents_the_options() -> None:
     assert proc.returncode == 0
     for option in ("--output", "--force", "--bubble-threshold"):
         assert option in proc.stdout
+
+
+def test_a_trace_whose_stem_is_dot_dot_writes_under_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``...sqlite`` (stem ``..``) wrote its report into the current folder, replacing a
+    user's steps.csv there."""
+    trace = _trace(tmp_path, "...sqlite")
+    (tmp_path / "steps.csv").write_text("mine\n")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["analyze", str(trace)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "steps.csv").read_text() == "mine\n" and not (tmp_path / "summary.json").exists()
+    assert (tmp_path / "reports" / "trace" / "summary.json").exists()
+
+
+def test_files_launchprof_did_not_write_are_not_replaced_without_force(tmp_path: Path) -> None:
+    trace, out = _trace(tmp_path), tmp_path / "mydata"
+    out.mkdir()
+    (out / "steps.csv").write_text("mine\n")
+    (out / "plotly.min.js").write_text("mine\n")
+    refused = runner.invoke(app, ["analyze", str(trace), "-o", str(out)])
+    assert refused.exit_code == 2 and "holds steps.csv, plotly.min.js but no report" in refused.output
+    assert (out / "steps.csv").read_text() == "mine\n" and not (out / "summary.json").exists()
+    assert runner.invoke(app, ["analyze", str(trace), "-o", str(out), "--force"]).exit_code == 0
+    assert (out / "summary.json").exists()
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+@pytest.mark.parametrize(("output", "why"), [("", "not an empty word"), ("/", "the file system's root")])
+def test_an_output_that_names_no_folder_is_refused(tmp_path: Path, command: str, output: str, why: str) -> None:
+    trace = _trace(tmp_path)
+    args = [command, str(trace)] + ([str(trace)] if command == "compare" else []) + ["-o", output]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and why in result.output
+    assert not (tmp_path / "summary.json").exists() and not Path("/summary.json").exists()

@@ -75,18 +75,31 @@ def step_text(step: str | None) -> str | None:
 
 
 def output_folder(option: str, value: str) -> str:
-    """``--output`` as given, refused when it is ``-``: launchprof writes a folder, never a
-    stream (``--json`` puts the document on stdout).
+    """``--output`` as given, refused when it is ``-`` (launchprof writes a folder, never a
+    stream: ``--json`` puts the document on stdout), empty (not the current folder), or the
+    file system's root.
 
     Raises:
-        OptionError: ``-``.
+        OptionError: ``-``, an empty word, ``/``.
     """
     if value == "-":
         raise OptionError(
             f"{option} - would make a folder named '-': launchprof writes a report folder; "
             "use --json for the document on stdout"
         )
+    non_empty(option, value, "a folder")
+    if Path(value).resolve() == Path("/").resolve():
+        raise OptionError(f"{option} {value} is the file system's root: name a folder for the report")
     return value
+
+
+def output_path(option: str, value: str | None) -> Path | None:
+    """``--output`` (:func:`output_folder`) as a path; None when not given.
+
+    Raises:
+        OptionError: as :func:`output_folder`.
+    """
+    return None if value is None else Path(output_folder(option, value))
 
 
 # The verdicts of launchprof.analysis.diagnose (README: Diagnosis), for ``analyze --fail-on``.

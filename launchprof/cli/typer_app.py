@@ -124,7 +124,7 @@ def analyze(
         ),
     ],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="report folder (default: reports/<trace stem>)")
+        Optional[str], typer.Option("--output", "-o", help="report folder (default: reports/<trace stem>)")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
     bubble_threshold: BubbleThresholdOption = options.DEFAULT_BUBBLE_THRESHOLD_US,
@@ -177,11 +177,10 @@ def analyze(
     try:
         failing = options.analyze_fail_on(fail_on)
         gain = options.min_gain(min_gain)
-        if output is not None:
-            options.output_folder("--output", str(output))
+        folder_given = options.output_path("--output", output)
         many = expand_traces(trace)
         if many is not None:
-            folder = output or default_output("combined")
+            folder = folder_given or default_output("combined")
             _analyze_many(many, folder, force, bubble_threshold, nsys, step, scheduler, workers, console, json_out)
             if open_report:
                 from launchprof.commands.common import open_page
@@ -191,7 +190,7 @@ def analyze(
     except LaunchprofError as exc:
         raise fail(exc) from None
     return _analyze_one(
-        trace[0], output, force, bubble_threshold, nsys, step, console, json_out, failing, gain, open_report
+        trace[0], folder_given, force, bubble_threshold, nsys, step, console, json_out, failing, gain, open_report
     )
 
 
@@ -348,7 +347,7 @@ def compare(
     before: Annotated[Path, typer.Argument(help="BEFORE: trace (.sqlite, .sqlite.xz, .nsys-rep) or report folder")],
     after: Annotated[Path, typer.Argument(help="AFTER (the graph conversion): trace or report folder")],
     output: Annotated[
-        Optional[Path],
+        Optional[str],
         typer.Option("--output", "-o", help="comparison folder (default: reports/compare-<before>-vs-<after>)"),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing comparison folder")] = False,
@@ -370,9 +369,8 @@ def compare(
     from launchprof.commands.folders import default_name
 
     console = terminal(json_out, quiet)
-    folder = output or default_output(default_name(before, after))
     try:
-        options.output_folder("--output", str(folder))
+        folder = options.output_path("--output", output) or default_output(default_name(before, after))
         code = run_compare(
             before,
             after,
@@ -404,7 +402,7 @@ def check(
         typer.Argument(help="BEFORE [ARGS] -- AFTER [ARGS]: two workloads as profile takes them", show_default=False),
     ],
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="folder (default: reports/check-<before>-<UTC time>)")
+        Optional[str], typer.Option("--output", "-o", help="folder (default: reports/check-<before>-<UTC time>)")
     ] = None,
     runs: Annotated[
         int,
@@ -428,7 +426,7 @@ def check(
         code = run_check(
             commands,
             out,
-            None if output is None else Path(options.output_folder("--output", str(output))),
+            options.output_path("--output", output),
             runs,
             step_name(step),
             fail_on,

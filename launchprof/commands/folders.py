@@ -16,12 +16,19 @@ def trace_stem(name: str) -> str:
     """A trace file's name without its trace suffix (:data:`TRACE_SUFFIXES`, else the last
     one): ``run.v1.sqlite`` -> ``run.v1``, so that ``run.v1.sqlite`` and ``run.v2.sqlite``
     get report folders of their own (``name.split(".")[0]`` gave both ``run``); ``trace``
-    for a name that is all suffix."""
+    for a name that is all suffix, or whose stem is ``.`` or ``..``."""
     for suffix in TRACE_SUFFIXES:
         if name.endswith(suffix):
-            return name[: -len(suffix)] or "trace"
+            return _folder_name(name[: -len(suffix)])
     stem, dot, _ = name.rpartition(".")
-    return (stem if dot else name) or "trace"
+    return _folder_name(stem if dot else name)
+
+
+def _folder_name(stem: str) -> str:
+    """``stem`` as a folder name under ``reports/``; ``trace`` when it would name no folder
+    of its own (empty, ``.`` or ``..``: ``...sqlite`` once wrote its report into the
+    current folder, replacing a user's files there)."""
+    return "trace" if stem in ("", ".", "..") or "/" in stem else stem
 
 
 def default_name(before: Path, after: Path) -> str:

@@ -127,7 +127,8 @@ class FolderWriter:
     Args:
         folder: the report folder (made, with its parents, when missing).
         force: replace an earlier report; else a folder holding any of ``produced``
-            (checked now and again under the lock) is refused.
+            (checked now and again under the lock) is refused, and so is one holding any of
+            ``owned`` without a report (files of those names that launchprof did not write).
         produced: the names whose presence means "this folder holds a report".
         owned: every name a run of this kind may write; those not staged are removed from
             ``folder`` on commit (a step file of an earlier report must not stay beside
@@ -196,6 +197,12 @@ class FolderWriter:
         if not self.force and folder.is_dir() and any((folder / n).exists() for n in self.produced):
             raise OutputError(
                 f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
+            )
+        foreign = [n for n in self.owned if (folder / n).exists()] if not self.force and folder.is_dir() else []
+        if foreign:  # files of these names, but no report of launchprof's beside them: the user's
+            raise OutputError(
+                f"{folder} holds {', '.join(foreign)} but no report: they are not launchprof's to replace; "
+                "use --force to replace them or --output to choose another folder"
             )
 
     def _make_folder(self) -> None:
