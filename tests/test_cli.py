@@ -295,3 +295,15 @@ def test_an_output_that_names_no_folder_is_refused(tmp_path: Path, command: str,
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and why in result.output
     assert not (tmp_path / "summary.json").exists() and not Path("/summary.json").exists()
+
+
+def test_names_from_a_trace_reach_the_terminal_as_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file name with an escape sequence (clear the screen) and an emoji code is printed as
+    written: the terminal is not cleared, no emoji appears."""
+    name = "x\x1b[2J:smile:"
+    trace = _trace(tmp_path, f"{name}.sqlite")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["analyze", str(trace)])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\U0001f604" not in result.output
+    assert "x\\x1b[2J:smile:" in result.output

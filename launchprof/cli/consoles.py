@@ -3,10 +3,16 @@
 Importing rich took 20-40 ms, which ``launchprof profile`` would otherwise spend before it
 starts nsys, so :data:`out` and :data:`err` make their ``rich.console.Console`` only when
 first printed to.
+
+Every string printed through them is shown as text (:func:`terminal_text`): a kernel
+name, an NVTX range or a file name holding an escape sequence (set the title, clear the
+screen) or an emoji code (``:smile:``) is printed as written, not obeyed; no console
+interprets markup unless asked, none highlights.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -40,6 +46,28 @@ def quiet_on_broken_pipe() -> None:
     Console.on_broken_pipe = _drop_output  # type: ignore[method-assign,assignment]
 
 
+# C0 controls but tab and newline, DEL and the C1 controls (ESC starts a terminal's commands).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` with each control character written as its escape (``\\x1b``), so that
+    the terminal shows it instead of obeying it."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def make_console(**options: Any) -> Console:
+    """A rich Console that prints strings as text (:func:`terminal_text`), with no emoji
+    codes and no highlighting (``options`` may add others)."""
+    from rich.console import Console
+
+    class _TextConsole(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(terminal_text(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+    return _TextConsole(**{"emoji": False, "highlight": False, **options})
+
+
 class _LazyConsole:
     """A rich Console made on first use."""
 
@@ -49,10 +77,8 @@ class _LazyConsole:
 
     def __getattr__(self, name: str) -> Any:
         if self._console is None:
-            from rich.console import Console
-
             quiet_on_broken_pipe()
-            self._console = Console(**self._options)
+            self._console = make_console(**self._options)
         return getattr(self._console, name)
 
 

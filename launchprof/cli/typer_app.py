@@ -464,9 +464,9 @@ def terminal(json_out: bool, quiet: bool) -> Console:
     """Where a command's lines go: nowhere with ``-q``; stderr with ``--json`` (stdout
     holds the document alone); else stdout."""
     if quiet:
-        from rich.console import Console
+        from launchprof.cli.consoles import make_console
 
-        return Console(quiet=True)
+        return make_console(quiet=True)
     return err if json_out else out
 
 
