@@ -423,3 +423,16 @@ def test_nothing_in_common_is_a_share_of_one_not_more() -> None:
     )
     change = classify(kernels)
     assert change.changed_kernel_share == 1.0 and change.kind == "different"
+
+
+def test_kernel_names_are_text_in_the_step_timelines_of_compare_html(tmp_path: Path) -> None:
+    """A kernel named like a link is shown as text in compare.html's hover, as report.html
+    shows it (it was a live link there)."""
+    hostile = ['<a href="https://x.invalid/">k</a>', "<b>big</b>", "k3", "k4"]
+    before, _ = build(tmp_path, "eager", lambda b: eager_run(b, names=hostile))
+    after, _ = build(tmp_path, "graph", lambda b: graph_run(b, names=hostile))
+    write_compare(compare(before, after), tmp_path / "cmp")
+    page = (tmp_path / "cmp" / "compare.html").read_text()
+    # In the figures' JSON '<' is written \u003c, '&' \u0026: the names must arrive escaped.
+    assert "\\u003ca href" not in page and "\\u003cb\\u003ebig" not in page
+    assert "\\u0026lt;a href=" in page and "\\u0026lt;b\\u0026gt;big" in page

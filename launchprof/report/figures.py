@@ -467,6 +467,11 @@ def _step_bars(fig: Figure, sample: pd.DataFrame, row: int, seen: set[str]) -> N
     """The bars of one side's step ``sample`` in subplot ``row`` (1 or 2), one trace per
     kind; a kind's legend entry only once (``seen``: the kinds already drawn)."""
     suffix = "" if row == 1 else str(row)
+    # Names and lanes from the trace are escaped: plotly reads its hover and tick text as
+    # HTML of its own (a kernel named '<a href=...>' was a live link on compare.html).
+    sample = sample.assign(
+        name=sample["name"].astype(str).map(html.escape), lane=sample["lane"].astype(str).map(html.escape)
+    )
     lanes = sorted(sample["lane"].unique(), key=lambda lane: (not str(lane).startswith("GPU"), str(lane)))
     # Bottom to top: GPU lanes below, CPU threads above (as nsys draws them).
     fig.update_layout(**{f"yaxis{suffix}": dict(categoryorder="array", categoryarray=lanes)})
