@@ -509,3 +509,36 @@ def test_report_leaks_no_environment_or_absolute_paths(tmp_path: Path) -> None:
         leaked = [v for v in values if v in text]
         assert leaked == [], (name, leaked)
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["trace"]["path"] == "t.sqlite"
+
+
+def test_a_fifo_named_like_a_compressed_trace_is_refused_at_once(tmp_path: Path) -> None:
+    """It kept the decompression waiting for a writer for ever (a FIFO named f.sqlite was
+    refused already)."""
+    fifo = tmp_path / "f.sqlite.xz"
+    os.mkfifo(fifo)
+    result = CliRunner().invoke(app, ["analyze", str(fifo), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "is not a regular file" in result.output
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e30])
+def test_an_unusable_bubble_threshold_is_one_clear_error_in_the_api(value: float) -> None:
+    trace = Path(__file__).resolve().parent / "data" / "traces" / "mlp_eager.sqlite.xz"
+    with pytest.raises(ValueError, match="bubble threshold must be from 0 to"):
+        launchprof.analyze(trace, bubble_threshold_ns=value)  # type: ignore[arg-type]
+
+
+def test_a_min_effect_of_nan_is_refused(tmp_path: Path) -> None:
+    traces = Path(__file__).resolve().parent / "data" / "traces"
+    a, b = str(traces / "mlp_eager.sqlite.xz"), str(traces / "mlp_graph.sqlite.xz")
+    result = CliRunner().invoke(app, ["compare", a, b, "--min-effect", "nan", "-o", str(tmp_path / "c")])
+    assert result.exit_code == 2 and "--min-effect must be a finite number" in result.output
+    with pytest.raises(ValueError, match="min_effect must be a finite number"):
+        launchprof.compare(a, b, min_effect=float("nan"))
+
+
+def test_write_report_takes_a_folder_given_as_text(tmp_path: Path) -> None:
+    from launchprof.report.write import write_report
+
+    trace = Path(__file__).resolve().parent / "data" / "traces" / "mlp_eager.sqlite.xz"
+    write_report(launchprof.analyze(trace), str(tmp_path / "r"))
+    assert (tmp_path / "r" / "summary.json").exists()

@@ -28,6 +28,9 @@ from launchprof.analysis.timeline import (
 )
 from launchprof.trace import Trace
 
+# A bubble threshold beyond this (10 s) is no threshold: every idle gap of a real step is shorter.
+MAX_BUBBLE_THRESHOLD_NS = 10_000_000_000
+
 
 @dataclass(frozen=True)
 class StreamFigures:
@@ -260,10 +263,13 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
         :class:`Analysis`.
 
     Raises:
-        ValueError: ``bubble_threshold_ns`` is negative.
+        ValueError: ``bubble_threshold_ns`` is not a number of ns from 0 to
+            :data:`MAX_BUBBLE_THRESHOLD_NS` (NaN, infinite or 1e30 broke the histograms).
     """
-    if bubble_threshold_ns < 0:
-        raise ValueError("bubble threshold must be >= 0 ns")
+    if not 0 <= bubble_threshold_ns <= MAX_BUBBLE_THRESHOLD_NS:  # False for NaN too
+        raise ValueError(
+            f"bubble threshold must be from 0 to {MAX_BUBBLE_THRESHOLD_NS:.0f} ns, not {bubble_threshold_ns!r}"
+        )
     # The launch figures first: their temporary arrays are freed before the activity's.
     launches = launch_figures(trace.api, trace.kernels, trace.graph_execs)
     activity = trace.gpu_activity()

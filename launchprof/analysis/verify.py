@@ -511,10 +511,10 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
         :class:`Comparison`.
 
     Raises:
-        ValueError: ``min_effect`` is negative.
+        ValueError: ``min_effect`` is negative or not a finite number.
     """
-    if min_effect < 0:
-        raise ValueError("min_effect must be >= 0")
+    if not (min_effect >= 0 and math.isfinite(min_effect)):  # NaN fails both
+        raise ValueError(f"min_effect must be a finite number >= 0, not {min_effect!r}")
     fb, fa = side_figures(before), side_figures(after)
     sb, sa = before.steady, after.steady
     notes: list[str] = list(before.notes) + list(after.notes)

@@ -52,6 +52,17 @@ def bubble_threshold_ns(us: float) -> int:
     return int(round(us * 1000))
 
 
+def min_effect(percent: float) -> float:
+    """``--min-effect`` (percent) as a fraction.
+
+    Raises:
+        OptionError: a value that is not a finite number >= 0 (NaN passed Typer's bound).
+    """
+    if not (math.isfinite(percent) and percent >= 0):
+        raise OptionError(f"--min-effect must be a finite number of percent >= 0, not {percent!r}")
+    return percent / 100
+
+
 def non_empty(option: str, value: str, what: str) -> str:
     """``value`` of ``option`` when it is not empty (an empty path is not the current folder).
 

@@ -118,6 +118,7 @@ def write_report(
         OutputError: the folder holds a report and ``force`` is False, or cannot be
             written.
     """
+    folder = Path(folder)  # a str from the Python API too
     summary, page = render_files(analysis, trace_path, device_figures, workload)
     with contextlib.ExitStack() as stack:
         if writer is None:
