@@ -307,3 +307,18 @@ def test_names_from_a_trace_reach_the_terminal_as_text(tmp_path: Path, monkeypat
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "\U0001f604" not in result.output
     assert "x\\x1b[2J:smile:" in result.output
+
+
+@pytest.mark.parametrize("devices", [5, 1.5, True, "x"])
+def test_a_sibling_summary_with_a_wrong_typed_devices_list_leaves_the_index_whole(
+    tmp_path: Path, devices: object
+) -> None:
+    """Every later analyze in that parent failed with a traceback and no index.html."""
+    from launchprof.report.index import write_index
+
+    root = tmp_path / "reports"
+    (root / "bad").mkdir(parents=True)
+    (root / "bad" / "summary.json").write_text(json.dumps({"devices": devices}))
+    assert runner.invoke(app, ["analyze", str(_trace(tmp_path)), "-o", str(root / "good")]).exit_code == 0
+    page = write_index(root)
+    assert page is not None and "bad" in page.read_text() and "good" in page.read_text()

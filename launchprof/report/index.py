@@ -102,7 +102,8 @@ def _report_row(folder: Path) -> ReportRow:
         return ReportRow(
             folder.name, page, "", None, None, None, None, None, None, None, None, "unreadable summary.json"
         )
-    devices = [d for d in s.get("devices") or [] if isinstance(d, dict)]
+    listed = s.get("devices")
+    devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
     busiest = max(devices, key=lambda d: d.get("kernels") or 0) if devices else {}
     steps = _dict(s.get("steps"))
     diagnosis = _dict(s.get("diagnosis"))
