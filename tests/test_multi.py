@@ -187,13 +187,14 @@ def test_expand_traces(tmp_path: Path) -> None:
 
 
 @pytest.mark.dask
-def test_unreachable_scheduler_is_a_user_error(rank_traces, tmp_path: Path) -> None:
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:9", "garbage"])  # garbage: a ValueError traceback once
+def test_unreachable_scheduler_is_a_user_error(rank_traces, tmp_path: Path, address: str) -> None:
     _, parts = rank_traces
     result = runner.invoke(
         app,
-        ["analyze", str(parts[0]), str(parts[1]), "--scheduler", "tcp://127.0.0.1:9", "--output", str(tmp_path / "o")],
+        ["analyze", str(parts[0]), str(parts[1]), "--scheduler", address, "--output", str(tmp_path / "o")],
     )
-    assert result.exit_code != 0 and "cannot reach the Dask scheduler" in result.output
+    assert result.exit_code == 2 and "cannot reach the Dask scheduler" in result.output
 
 
 @pytest.mark.dask

@@ -131,7 +131,7 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[Any]:
     if scheduler:
         try:
             client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address ('garbage')
             raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
         try:
             yield client
