@@ -120,6 +120,29 @@ DEGRADED: list[tuple[str, list[str], dict[str, int], str]] = [
         BASE,
         "",
     ),
+    # A kernel at the smallest int64 start (crashed the summary's ratio bounds): skipped, said.
+    (
+        "start-at-minus-2-to-the-63",
+        [f"UPDATE {KERNELS} SET start = -9223372036854775808 WHERE start = 5000"],
+        WITHOUT_K2,
+        "start < 0",
+    ),  # fmt: skip
+    # Each string id twice (a reindex traceback): the first row of each stands, said.
+    (
+        "duplicated-string-ids",
+        [
+            "CREATE TABLE s2 AS SELECT * FROM StringIds",
+            "DROP TABLE StringIds",
+            "CREATE TABLE StringIds (id INTEGER, value TEXT)",  # nsys's has no such rows; an edit can
+            "INSERT INTO StringIds SELECT * FROM s2",
+            "INSERT INTO StringIds SELECT id, value || '_2' FROM s2",
+            "DROP TABLE s2",
+        ],
+        BASE,
+        "StringIds holds",
+    ),
+    # A table whose name holds a quote (rejected as a truncated file): read as any other.
+    ("table-named-with-a-quote", ['CREATE TABLE "a""b" (x INTEGER)'], BASE, ""),
     # A kernel that references a string id that does not exist: still counted, named "<unknown #id>".
     ("dangling-kernel-name", [f"UPDATE {KERNELS} SET shortName = 9999 WHERE start = 5000"], BASE, ""),
     # NULL correlation id on K2: its gap can no longer be attributed to the host (0 host-wait).

@@ -112,7 +112,8 @@ def table_columns(con: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
     tables: dict[str, tuple[str, ...]] = {}
     names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
     for name in names:
-        tables[name] = tuple(r[1] for r in con.execute(f'PRAGMA table_info("{name}")'))
+        quoted = name.replace('"', '""')  # an SQL identifier: a table named a"b is not a syntax error
+        tables[name] = tuple(r[1] for r in con.execute(f'PRAGMA table_info("{quoted}")'))
     return tables
 
 

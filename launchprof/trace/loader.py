@@ -155,16 +155,18 @@ def _read_numeric(
 
 
 def _valid_rows(cols: dict[str, Column], required: Sequence[str], table: str, notes: list[str]) -> np.ndarray | None:
-    """Mask of rows with non-NULL required columns and end >= start; None when all are valid."""
+    """Mask of rows with non-NULL required columns, start >= 0 and end >= start; None when
+    all are valid."""
     n = len(cols["start"].values)
     bad = np.zeros(n, bool)
     for name in required:
         if cols[name].null is not None:
             bad |= cols[name].null
     bad |= cols["end"].values < cols["start"].values
+    bad |= cols["start"].values < 0  # nsys's clock starts at 0 or later: a damaged or edited row
     if not bad.any():
         return None
-    what = " or ".join(["end < start"] + [f"missing {r}" for r in required])
+    what = " or ".join(["end < start", "start < 0"] + [f"missing {r}" for r in required])
     notes.append(f"{table}: {int(bad.sum())} row(s) with {what} skipped")
     return ~bad
 
@@ -469,7 +471,12 @@ def _load_strings(con: sqlite3.Connection, schema: TraceSchema, notes: list[str]
     rows = con.execute("SELECT id, value FROM StringIds WHERE typeof(id) = 'integer'").fetchall()
     ids = np.fromiter((r[0] for r in rows), np.int64, len(rows))
     values = np.array(["" if r[1] is None else str(r[1]) for r in rows], dtype=object)
-    return pd.Series(values, index=ids, dtype="object")
+    strings = pd.Series(values, index=ids, dtype="object")
+    duplicated = strings.index.duplicated(keep="first")
+    if duplicated.any():  # nsys writes each id once; an edited file may not: the first row stands
+        notes.append(f"StringIds holds {int(duplicated.sum())} id(s) more than once: the first row of each is used")
+        strings = strings[~duplicated]
+    return strings
 
 
 def _load_small(con: sqlite3.Connection, schema: TraceSchema, table: str, spec: dict[str, str]) -> pd.DataFrame:
