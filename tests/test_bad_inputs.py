@@ -375,6 +375,24 @@ def test_nsys_rep_that_nsys_cannot_read(tmp_path: Path) -> None:
     assert (tmp_path / "run.nsys-rep").read_bytes() == b"not really a report"  # never deleted
 
 
+def test_an_export_that_dies_midway_leaves_no_sqlite_to_reuse(tmp_path: Path) -> None:
+    """An nsys export interrupted halfway (here: a stand-in nsys that writes part of the
+    file, then dies) left a truncated run.sqlite that every later analyze reused ("not an
+    SQLite file"): now nothing is left, and the next run exports again."""
+    fake = tmp_path / "bin" / "nsys"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--version" ]; then echo "NVIDIA Nsight Systems version 2025.3.1"; exit 0; fi\n'
+        'while [ "$1" != "--output" ]; do shift; done; printf "SQLite format 3" > "$2"; kill -9 $$\n'
+    )
+    fake.chmod(0o755)
+    env = {**os.environ, "LAUNCHPROF_NSYS": str(fake)}
+    p = run_cli("analyze", str(_nsys_rep(tmp_path)), "-o", str(tmp_path / "out"), env=env)
+    assert_one_line_error(p.returncode, p.stderr, "nsys export of")
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["bin", "run.nsys-rep"]  # no run.sqlite, no partial
+
+
 # ---------------------------------------------------------------- output folders
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -13,8 +14,9 @@ def export_sqlite(report: Path, nsys: str | None = None, output: Path | None = N
     """Export ``report`` (.nsys-rep) to SQLite and return the .sqlite path.
 
     The SQLite file is written next to the report (same stem) unless ``output`` is
-    given; an existing export newer than the report is reused. The report itself is
-    never modified or removed.
+    given, whole or not at all (exported under a name of its own, then renamed); an
+    existing export newer than the report is reused. The report itself is never modified
+    or removed.
 
     Raises:
         NsysError: nsys is missing, or the export failed (its last error line is quoted).
@@ -23,17 +25,28 @@ def export_sqlite(report: Path, nsys: str | None = None, output: Path | None = N
     if target.exists() and target.stat().st_mtime >= report.stat().st_mtime:
         return target
     exe = find_nsys(nsys)
+    # nsys writes into a name of this run's own beside the target, renamed over it once
+    # complete: an interrupted export left a truncated .sqlite that every later run reused
+    # ("not an SQLite file"), and a second run at once read the first one's half-written file.
+    partial = target.with_name(f".{target.stem}.{os.getpid()}.partial.sqlite")
     # Absolute paths: a relative one starting with '-' (an --output named '-x') is read as an option.
     cmd = [
         str(exe), "export", "--type", "sqlite", "--force-overwrite", "true",
-        "--output", str(Path(target).absolute()), str(Path(report).absolute()),
+        "--output", str(partial.absolute()), str(Path(report).absolute()),
     ]  # fmt: skip
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
-    except OSError as exc:
-        raise NsysError(f"cannot run {exe}: {exc.strerror}") from None
-    if done.returncode != 0 or not target.exists():
-        lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-        last = lines[-1].strip() if lines else f"exit code {done.returncode}"
-        raise NsysError(f"nsys export of {report} failed: {last}")
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, errors="replace", check=False)
+        except OSError as exc:
+            raise NsysError(f"cannot run {exe}: {exc.strerror}") from None
+        if done.returncode != 0 or not partial.exists():
+            lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
+            last = lines[-1].strip() if lines else f"exit code {done.returncode}"
+            raise NsysError(f"nsys export of {report} failed: {last}")
+        try:
+            os.replace(partial, target)
+        except OSError as exc:
+            raise NsysError(f"cannot write {target}: {exc.strerror}") from None
+    finally:
+        partial.unlink(missing_ok=True)  # an interruption or a failure leaves nothing behind
     return target
