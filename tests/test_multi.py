@@ -184,6 +184,9 @@ def test_expand_traces(tmp_path: Path) -> None:
     both = [str(tmp_path / "b.sqlite"), str(tmp_path / "a.sqlite"), str(tmp_path / "b.sqlite")]
     assert expand_traces(both) == both[:2]
     assert folder_names(["x/rank0.sqlite", "y/rank0.sqlite.xz", "rank1.nsys-rep"]) == ["rank0-0", "rank0-1", "rank1"]
+    # A name made for a repeated stem that another trace already has: one folder each.
+    names = folder_names(["x/a.sqlite", "y/a.sqlite", "a-1.sqlite"])
+    assert len(set(names)) == 3 and names[2] == "a-1"
 
 
 @pytest.mark.dask

@@ -78,10 +78,22 @@ def expand_traces(args: Sequence[str]) -> list[str] | None:
 
 
 def folder_names(paths: Sequence[str]) -> list[str]:
-    """One report folder name per trace: its stem (:func:`launchprof.commands.folders.trace_stem`); a
-    stem used twice gets ``-<position>`` appended."""
+    """One report folder name per trace, all different: its stem
+    (:func:`launchprof.commands.folders.trace_stem`); a stem used twice gets
+    ``-<position>`` appended, and more dashes while that is another trace's name too
+    (``x/a.sqlite y/a.sqlite a-1.sqlite`` gave two ``a-1``: one report was lost)."""
     stems = [trace_stem(Path(p).name) for p in paths]
-    return [s if stems.count(s) == 1 else f"{s}-{i}" for i, s in enumerate(stems)]
+    taken = {s for s in stems if stems.count(s) == 1}
+    names = []
+    for i, s in enumerate(stems):
+        name = s
+        if stems.count(s) > 1:
+            name = f"{s}-{i}"
+            while name in taken:
+                name += f"-{i}"
+        taken.add(name)
+        names.append(name)
+    return names
 
 
 def analyze_one(
