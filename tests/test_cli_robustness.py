@@ -196,3 +196,33 @@ def test_a_relative_xdg_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch, t
     assert cache_dir() == tmp_path / ".cache" / "launchprof"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "abs"))
     assert cache_dir() == tmp_path / "abs" / "launchprof"
+
+
+@pytest.mark.slow
+def test_a_closed_terminal_during_decompression_leaves_no_copy(tmp_path: Path) -> None:
+    """SIGHUP (a closed terminal) while a .sqlite.xz was decompressed left its copy in
+    $TMPDIR (3 of 5 tries); it unwinds like Ctrl-C now: exit 129, nothing left."""
+    import signal
+    import time
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    for _ in range(5):  # the copy lives a few tenths of a second: catch it
+        proc = subprocess.Popen(
+            [LAUNCHPROF, "analyze", str(XZ_TRACE), "-o", "r", "--force"],
+            cwd=tmp_path, env={**os.environ, "TMPDIR": str(tmp)},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.time() + 20
+        while time.time() < deadline and not list(tmp.glob("launchprof-*")) and proc.poll() is None:
+            time.sleep(0.002)
+        if proc.poll() is None and list(tmp.glob("launchprof-*")):
+            proc.send_signal(signal.SIGHUP)
+            assert proc.wait(timeout=60) == 129
+            assert list(tmp.glob("launchprof-*")) == []
+            return
+        proc.wait(timeout=60)
+    pytest.skip("the decompressed copy was never caught alive")
+
+
+XZ_TRACE = Path(__file__).resolve().parent / "data" / "traces" / "mlp_eager.sqlite.xz"

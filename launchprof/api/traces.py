@@ -74,7 +74,7 @@ def resolve_trace(path: str | Path, nsys: str | None = None) -> Path:
     if p.is_dir():
         raise TraceError(f"{p} is a directory; give an nsys .sqlite or .nsys-rep file")
     if not p.is_file():  # a FIFO named f.sqlite.xz kept the decompression waiting for ever
-        raise TraceError(f"{p} is not a regular file (expected an nsys .sqlite, .sqlite.xz or .nsys-rep file)")
+        raise TraceError(f"{p} is not a regular file (expected an nsys .sqlite export)")
     if p.suffix == ".qdstrm":
         from launchprof.nsys.importer import import_qdstrm
         from launchprof.nsys.locate import locate_nsys

@@ -251,8 +251,11 @@ def _analyze_one(
     from launchprof.commands.common import open_page, print_document
 
     gc.freeze()  # as in _analyze_many
-    # SIGTERM unwinds like Ctrl-C (the staging folder of the report is removed), exit 143
-    signal.signal(signal.SIGTERM, _terminated)
+    # SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: the staging folder of the
+    # report and a decompressed copy of the trace are removed (SIGHUP left the copy), exit
+    # 143 or 129
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminated)
     folder = output or default_output(_trace_stem(trace))
     try:
         summary = run_analyze(
