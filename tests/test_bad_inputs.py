@@ -150,7 +150,7 @@ DEGRADED: list[tuple[str, list[str], dict[str, int], str]] = [
         "null-correlation",
         [f"UPDATE {KERNELS} SET correlationId = NULL WHERE start = 5000"],
         {**BASE, "host_wait_ns": 0},
-        "",
+        "1 GPU activity has no correlation id",  # said, not silent (plain gpu-bound, no note)
     ),
     # Without correlationId the gap cannot be attributed either; the note says the column is gone.
     (
@@ -176,6 +176,13 @@ DEGRADED: list[tuple[str, list[str], dict[str, int], str]] = [
     ("open-nvtx-range", ["UPDATE NVTX_EVENTS SET end = NULL WHERE eventType = 59"], BASE, "NVTX range(s)"),
     ("nvtx-end-before-start", ["UPDATE NVTX_EVENTS SET end = 10 WHERE eventType = 59"], BASE, "NVTX range(s)"),
     ("null-global-pid", [f"UPDATE {KERNELS} SET globalPid = NULL"], {**BASE, "host_wait_ns": 0}, ""),
+    # K2's launch call without a thread: not K2's process's, so its gap is not host-wait; said.
+    (
+        "null-global-tid",
+        [f"UPDATE {RUNTIME} SET globalTid = NULL WHERE end = 4800"],
+        {**BASE, "host_wait_ns": 0},
+        "1 CUDA API call has no thread",
+    ),  # fmt: skip
 ]
 
 

@@ -313,6 +313,8 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
             f"no CUDA API calls in this trace ({len(gpu_pids)} process(es) with GPU activity): "
             "launch figures are empty and host-wait idle cannot be attributed (reported as 0)"
         )
+    else:
+        notes.extend(_unattributed(trace))
     return Analysis(
         trace=trace,
         bubble_threshold_ns=bubble_threshold_ns,
@@ -351,3 +353,24 @@ def utilization_series(activity: pd.DataFrame, bins: int = 200) -> pd.DataFrame:
     width = np.diff(edges)
     util = np.divide(busy, width, out=np.zeros_like(busy), where=width > 0)
     return pd.DataFrame({"start_ns": edges[:-1], "end_ns": edges[1:], "utilization": np.clip(util, 0.0, 1.0)})
+
+
+def _unattributed(trace: Trace) -> list[str]:
+    """Notes for rows whose idle gap cannot be put down to the host: GPU activities without
+    a correlation id, CUDA API calls without a thread (a NULL ``globalTid``: process 0);
+    a NULL reads as -1 (:mod:`launchprof.trace.model`)."""
+    notes = []
+    frames = (trace.kernels, trace.memops)
+    uncorrelated = sum(int((f["correlation_id"].to_numpy() < 0).sum()) for f in frames if "correlation_id" in f)
+    if uncorrelated:
+        notes.append(
+            f"{uncorrelated} GPU activit{'y has' if uncorrelated == 1 else 'ies have'} no correlation id: the idle "
+            "gap before each cannot be attributed to the host (counted as not waiting for the CPU)"
+        )
+    threadless = int((trace.api["pid"].to_numpy() == 0).sum()) if "pid" in trace.api else 0
+    if threadless:
+        notes.append(
+            f"{threadless} CUDA API call{' has' if threadless == 1 else 's have'} no thread (globalTid): they "
+            "submit nothing a process's steps can claim, and the gaps after them are not host-wait"
+        )
+    return notes
