@@ -153,6 +153,15 @@ def test_same_trace_twice_is_not_converted(tmp_path: Path) -> None:
     assert c.verdict == "not-converted"
     assert c.speedup == 1.0
     assert "AFTER does not run its steps as graphs" in c.check("converted").detail
+    assert c.notes[0].startswith("BEFORE and AFTER are the same trace")
+
+
+def test_swapped_sides_are_said_to_look_swapped(tmp_path: Path) -> None:
+    eager, _ = build(tmp_path, "eager", eager_run)
+    graph, _ = build(tmp_path, "graph", graph_run)
+    c = compare(graph, eager)
+    assert c.verdict == "not-converted" and c.notes[0].endswith("were BEFORE and AFTER swapped?")
+    assert not any("swapped" in n for n in compare(eager, graph).notes)
 
 
 def test_graph_twice_is_not_converted(tmp_path: Path) -> None:

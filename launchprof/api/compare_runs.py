@@ -210,7 +210,7 @@ def compare(
         progress("comparing steps")
     b_side, a_side = align(b_side, a_side, b_an, a_an)
     try:
-        return verify(b_side, a_side, min_effect)
+        result = verify(b_side, a_side, min_effect)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
         folders = [s.path for s in (b_side, a_side) if s.origin == "report"]
         if not folders:
@@ -218,3 +218,24 @@ def compare(
         raise ReportFolderError(
             f"{' and '.join(map(str, folders))}: figures in the report folder are damaged ({type(exc).__name__}: {exc})"
         ) from None
+    return _with_hints(result, Path(before), Path(after))
+
+
+def _with_hints(result: Comparison, before: Path, after: Path) -> Comparison:
+    """``result`` with a note when the sides look mixed up: the same file twice, or a
+    BEFORE that replays graphs against an AFTER that does not (swapped?)."""
+    import dataclasses
+
+    notes = list(result.notes)
+    try:
+        same = before.resolve() == after.resolve() or before.samefile(after)
+    except OSError:
+        same = False
+    conv = result.check("converted").evidence
+    b_share, a_share = conv.get("before_graph_kernel_share"), conv.get("after_graph_kernel_share")
+    shares = isinstance(b_share, (int, float)) and isinstance(a_share, (int, float))
+    if same:
+        notes.insert(0, "BEFORE and AFTER are the same trace: give the run after the conversion as AFTER")
+    elif shares and float(b_share) >= 0.5 > float(a_share):  # type: ignore[arg-type]
+        notes.insert(0, "BEFORE replays CUDA graphs and AFTER does not: were BEFORE and AFTER swapped?")
+    return dataclasses.replace(result, notes=notes) if notes != result.notes else result
