@@ -348,6 +348,9 @@ def test_no_baseline_runs_when_nothing_in_the_trace_can_be_timed(tmp_path: Path)
     empty = tmp_path / "empty.sqlite"
     sqlite3.connect(empty).close()
     assert timed_sources(empty) == frozenset()
+    # --step names the user's own range: found by the profile, not timed by a run without nsys.
+    why = nothing_to_time(binary, empty, "train_iter") or ""
+    assert "'train_iter' ranges are not launchprof.step() markers" in why and "launchprof.step('train_iter')" in why
     assert timed_sources(tmp_path / "missing.sqlite") is None  # cannot tell: the runs are not skipped
     assert nothing_to_time(python, tmp_path / "missing.sqlite") is None
     assert nothing_to_time(python, empty) == "the trace has no launchprof.step() range and no profiler region to time"

@@ -58,7 +58,7 @@ def baseline_argv(argv: Sequence[str]) -> list[str]:
     return [*args[:i], str(Path(profiler_region.__file__).resolve()), *rest]
 
 
-def nothing_to_time(work: Workload, sqlite: Path) -> str | None:
+def nothing_to_time(work: Workload, sqlite: Path, step: str | None = None) -> str | None:
     """Why runs without nsys of this trace's workload could not time a step (a sentence),
     or None when they can or the trace cannot be read to tell: the trace has
     :func:`launchprof.step` ranges, or profiler regions (``cudaProfilerStart``) of a
@@ -74,6 +74,12 @@ def nothing_to_time(work: Workload, sqlite: Path) -> str | None:
         return (
             "the trace has no launchprof.step() range, and a profiler region is timed only for a workload "
             "started as `python SCRIPT` or `-m MODULE`"
+        )
+    if step:  # the user's own NVTX range: the profile found it, a run without nsys cannot see it
+        return (
+            f"the trace's '{step}' ranges are not launchprof.step() markers, which alone a run without nsys can "
+            f"time (mark the loop with launchprof.step({step!r}))"
+            + (" and there is no profiler region" if wrapped else "")
         )
     return "the trace has no launchprof.step() range" + (" and no profiler region" if wrapped else "") + " to time"
 

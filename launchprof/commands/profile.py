@@ -251,7 +251,7 @@ def _after_recording(
     gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
     mark("imports_done")
     runs = run.baseline_runs
-    why = nothing_to_time(run.work, files.sqlite) if (runs and code == 0) else None
+    why = nothing_to_time(run.work, files.sqlite, run.step) if (runs and code == 0) else None
     if why is not None:
         console.print(
             f"launchprof: no baseline runs: {why}; the expected speedup is an estimate "
