@@ -251,3 +251,28 @@ def test_installed_command_runs_the_dask_path(rank_traces, dask_run, tmp_path: P
     assert proc.returncode == 0, proc.stderr
     assert "combined report:" in proc.stdout
     assert (tmp_path / "o" / "combined.json").read_bytes() == (out / "combined.json").read_bytes()
+
+
+WITHOUT_DASK = """
+import sys
+sys.modules["dask"] = None  # as without the extra: pip install launchprof (no [dask])
+sys.modules["distributed"] = None
+from launchprof.cli.entry import main
+sys.argv = ["launchprof", *sys.argv[1:]]
+main()
+"""
+
+
+def test_many_traces_without_dask_run_one_by_one(rank_traces, tmp_path: Path) -> None:
+    """Dask is an extra: without it several traces are analysed one after another, and
+    asking for workers or a scheduler says what to install."""
+    import sys
+
+    _, parts = rank_traces
+    run = [sys.executable, "-c", WITHOUT_DASK, "analyze", str(parts[0]), str(parts[1])]
+    done = subprocess.run([*run, "-o", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    combined = json.loads((tmp_path / "o" / "combined.json").read_text())
+    assert combined["ranks"]["count"] == 2
+    done = subprocess.run([*run, "-o", str(tmp_path / "w"), "--workers", "2"], capture_output=True, text=True)
+    assert done.returncode == 2 and "pip install 'launchprof[dask]'" in done.stderr

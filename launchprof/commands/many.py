@@ -187,7 +187,7 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
 
 
 class SchedulerError(LaunchprofError):
-    """The Dask scheduler given with ``--scheduler`` cannot be reached."""
+    """The Dask scheduler given with ``--scheduler`` cannot be reached, or Dask is not installed."""
 
 
 def _link_plotlyjs(top: Path, folder: Path) -> None:
@@ -228,13 +228,26 @@ def estimated_seconds(paths: Sequence[str]) -> float:
     return total_mb * SECONDS_PER_MB
 
 
+def dask_installed() -> bool:
+    """Whether Dask's distributed scheduler can be imported (``pip install 'launchprof[dask]'``)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("distributed") is not None and importlib.util.find_spec("dask") is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules: not importable
+        return False
+
+
 def use_dask(paths: Sequence[str], workers: int | None, cpus: int | None = None) -> bool:
     """Whether ``analyze_many`` starts a local Dask cluster: ``workers`` >= 1 given says
-    yes, 0 says no; by default only when it pays: at least :data:`DASK_MIN_CPUS` CPUs and
-    traces large or many enough that the time saved by running them on ``n`` workers
-    (``estimated * (1 - 1/n)``) exceeds twice the cluster's start-up."""
+    yes, 0 says no; by default only when it pays and Dask is installed (an extra,
+    :func:`dask_installed`): at least :data:`DASK_MIN_CPUS` CPUs and traces large or many
+    enough that the time saved by running them on ``n`` workers (``estimated * (1 - 1/n)``)
+    exceeds twice the cluster's start-up."""
     if workers is not None:
         return workers > 0
+    if not dask_installed():
+        return False
     cpus = cpus if cpus is not None else (os.cpu_count() or 1)
     n = min(cpus, len(paths))
     if cpus < DASK_MIN_CPUS or n < 2:
@@ -288,6 +301,11 @@ def analyze_many(
     out_abs = str(output.resolve())
     args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step, memory) for p, n in zip(paths, names, strict=True)]
     results: dict[int, ReportResult] = {}
+    if (scheduler or (workers or 0) > 0) and not dask_installed():
+        raise SchedulerError(
+            f"{'--scheduler' if scheduler else '--workers'} needs Dask, which is not installed: "
+            "pip install 'launchprof[dask]' (or --workers 0: one trace after another)"
+        )
     if not scheduler and not use_dask(paths, workers):
         for i, a in enumerate(args):
             results[i] = analyze_one(*a)
