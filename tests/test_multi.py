@@ -275,4 +275,5 @@ def test_many_traces_without_dask_run_one_by_one(rank_traces, tmp_path: Path) ->
     combined = json.loads((tmp_path / "o" / "combined.json").read_text())
     assert combined["ranks"]["count"] == 2
     done = subprocess.run([*run, "-o", str(tmp_path / "w"), "--workers", "2"], capture_output=True, text=True)
-    assert done.returncode == 2 and "pip install 'launchprof[dask]'" in done.stderr
+    assert done.returncode == 2 and "pip install '.[dask]'" in done.stderr and "use --workers 0" in done.stderr
+    assert not (tmp_path / "w").exists()  # refused before any folder was made

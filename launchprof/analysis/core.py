@@ -28,8 +28,9 @@ from launchprof.analysis.timeline import (
 )
 from launchprof.trace import Trace
 
-# A bubble threshold beyond this (10 s) is no threshold: every idle gap of a real step is shorter.
-MAX_BUBBLE_THRESHOLD_NS = 10_000_000_000
+# A bubble threshold beyond this (1000 s, the command line's bound) is no threshold: every idle gap
+# of a real trace is shorter.
+MAX_BUBBLE_THRESHOLD_NS = 1_000_000_000_000
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,10 @@ Checks (docs/metrics.md, "Verifying a conversion"):
 Verdict, first match: ``not-converted`` (converted failed), ``churn`` (re-capturing or
 re-instantiating every step comes first: it also explains extra kernels per step, such as
 the fills PyTorch issues around each capture), ``different-work`` (same work failed),
-``unknown-work`` (same work could not be evaluated: a side traced with whole-graph rows,
-or without kernel names; ``verified`` would claim the same work), ``not-faster`` (faster
-did not pass), else ``verified``. Another check that could not be evaluated (``passed``
-None) decides nothing.
+``not-faster`` (faster failed), ``unknown-work`` (same work could not be evaluated: a side
+traced with whole-graph rows, or without kernels per step; ``verified`` would claim the
+same work), ``not-faster`` (faster not evaluated), else ``verified``. Another check
+that could not be evaluated (``passed`` None) decides nothing.
 """
 
 from __future__ import annotations
@@ -492,6 +492,8 @@ def verdict_of(checks: list[Check]) -> str:
         return "churn"
     if by.get("same_work") is False:
         return "different-work"
+    if by.get("faster") is False:  # a measured slowdown is said first: a CI gate on not-faster holds
+        return "not-faster"
     if by.get("same_work") is None:  # the kernels could not be compared: "verified" would claim it
         return "unknown-work"
     if by.get("faster") is not True:

@@ -7,7 +7,7 @@ first printed to.
 Every string printed through them is shown as text (:func:`terminal_text`): a kernel
 name, an NVTX range or a file name holding an escape sequence (set the title, clear the
 screen) or an emoji code (``:smile:``) is printed as written, not obeyed; no console
-interprets markup unless asked, none highlights.
+highlights, and every line that carries such a name is printed with ``markup=False``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ before Typer is imported (:mod:`launchprof.cli.entry`).
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +100,7 @@ def output_folder(option: str, value: str) -> str:
             "use --json for the document on stdout"
         )
     non_empty(option, value, "a folder")
-    if Path(value).resolve() == Path("/").resolve():
+    if os.path.realpath(value) == os.path.realpath("/"):  # realpath: a symlink loop is no error here
         raise OptionError(f"{option} {value} is the file system's root: name a folder for the report")
     return value
 

@@ -57,7 +57,8 @@ def profile_command(
     # runs (launchprof.nsys.profile.run_nsys), later a baseline run is stopped and what was
     # recorded is kept, as after Ctrl-C (they ended launchprof silently, leaving children).
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _as_ctrl_c)
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
+            signal.signal(sig, _as_ctrl_c)
     try:
         result = run_profile(
             target,

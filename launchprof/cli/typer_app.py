@@ -255,7 +255,8 @@ def _analyze_one(
     # report and a decompressed copy of the trace are removed (SIGHUP left the copy), exit
     # 143 or 129
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _terminated)
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
+            signal.signal(sig, _terminated)
     folder = output or default_output(_trace_stem(trace))
     try:
         summary = run_analyze(

@@ -294,6 +294,13 @@ def analyze_many(
 
     if not paths:
         raise TraceError("no trace given")
+    if (scheduler or (workers or 0) > 0) and not dask_installed():  # before any folder is made
+        raise SchedulerError(
+            f"{'--scheduler' if scheduler else '--workers'} needs Dask, which is not installed: install "
+            "launchprof with its dask extra (pip install '.[dask]' in its checkout), or "
+            + ("drop --scheduler" if scheduler else "use --workers 0")
+            + " to analyse one trace after another"
+        )
     names = folder_names(paths)
     prepare_folder(output, force, COMBINED_FILES)
     for name in names:
@@ -301,11 +308,6 @@ def analyze_many(
     out_abs = str(output.resolve())
     args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step, memory) for p, n in zip(paths, names, strict=True)]
     results: dict[int, ReportResult] = {}
-    if (scheduler or (workers or 0) > 0) and not dask_installed():
-        raise SchedulerError(
-            f"{'--scheduler' if scheduler else '--workers'} needs Dask, which is not installed: "
-            "pip install 'launchprof[dask]' (or --workers 0: one trace after another)"
-        )
     if not scheduler and not use_dask(paths, workers):
         for i, a in enumerate(args):
             results[i] = analyze_one(*a)

@@ -253,9 +253,9 @@ def _after_recording(
     runs = run.baseline_runs
     why = nothing_to_time(run.work, files.sqlite, run.step) if (runs and code == 0) else None
     if why is not None:
+        hint = "" if "launchprof.step(" in why else " (mark the loop's body with launchprof.step() to measure it)"
         console.print(
-            f"launchprof: no baseline runs: {why}; the expected speedup is an estimate "
-            "(mark the loop's body with launchprof.step() to measure the step without nsys)",
+            f"launchprof: no baseline runs: {why}; the expected speedup is an estimate{hint}",
             markup=False,
             soft_wrap=True,
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 from launchprof.errors import NsysError
@@ -28,7 +29,12 @@ def export_sqlite(report: Path, nsys: str | None = None, output: Path | None = N
     # nsys writes into a name of this run's own beside the target, renamed over it once
     # complete: an interrupted export left a truncated .sqlite that every later run reused
     # ("not an SQLite file"), and a second run at once read the first one's half-written file.
-    partial = target.with_name(f".{target.stem}.{os.getpid()}.partial.sqlite")
+    try:  # a name of its own (process, thread), short whatever the stem; nsys overwrites the file
+        fd, name = tempfile.mkstemp(prefix=".launchprof-export-", suffix=".sqlite", dir=target.parent)
+    except OSError as exc:
+        raise NsysError(f"cannot write into {target.parent}: {exc.strerror}") from None
+    os.close(fd)
+    partial = Path(name)
     # Absolute paths: a relative one starting with '-' (an --output named '-x') is read as an option.
     cmd = [
         str(exe), "export", "--type", "sqlite", "--force-overwrite", "true",

@@ -2,7 +2,8 @@
 bounds and invariants checked on validation.
 
 Contract keys: ``schema``, ``verdict`` (one of ``verified``, ``not-faster``,
-``not-converted``, ``different-work``, ``churn``), ``speedup`` (steady step period
+``not-converted``, ``different-work``, ``unknown-work`` (added in this schema version's
+lifetime: the kernels could not be compared), ``churn``), ``speedup`` (steady step period
 BEFORE / AFTER), ``speedup_ci`` ([low, high], low <= speedup <= high),
 ``predicted_speedup``, ``checks[]`` (``name``, ``passed`` (true, false, or null when it
 could not be evaluated), ``detail``, ``evidence``), ``work_change`` (how the kernels

@@ -198,7 +198,9 @@ class FolderWriter:
             raise OutputError(
                 f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
             )
-        foreign = [n for n in self.owned if (folder / n).exists()] if not self.force and folder.is_dir() else []
+        ours = any((folder / n).exists() for n in ("summary.json", "compare.json", "combined.json"))
+        names = [n for n in self.owned if n != "plotly.min.js"]  # every kind of report writes that one
+        foreign = [n for n in names if (folder / n).exists()] if not (self.force or ours) and folder.is_dir() else []
         if foreign:  # files of these names, but no report of launchprof's beside them: the user's
             raise OutputError(
                 f"{folder} holds {', '.join(foreign)} but no report: they are not launchprof's to replace; "
