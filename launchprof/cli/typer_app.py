@@ -210,6 +210,7 @@ def _analyze_many(
     from launchprof.commands.common import print_document
     from launchprof.commands.many import run_analyze_many
 
+    _unwind_on_termination()
     # The modules just imported stay for the whole run: keep the garbage collector from
     # walking their objects again at every full collection (~40 ms on a large trace).
     gc.freeze()
@@ -251,12 +252,7 @@ def _analyze_one(
     from launchprof.commands.common import open_page, print_document
 
     gc.freeze()  # as in _analyze_many
-    # SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: the staging folder of the
-    # report and a decompressed copy of the trace are removed (SIGHUP left the copy), exit
-    # 143 or 129
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
-            signal.signal(sig, _terminated)
+    _unwind_on_termination()
     folder = output or default_output(_trace_stem(trace))
     try:
         summary = run_analyze(
@@ -372,6 +368,7 @@ def compare(
     from launchprof.commands.compare import run_compare
     from launchprof.commands.folders import default_name
 
+    _unwind_on_termination()
     console = terminal(json_out, quiet)
     try:
         folder = options.output_path("--output", output) or default_output(default_name(before, after))
@@ -472,6 +469,15 @@ def terminal(json_out: bool, quiet: bool) -> Console:
 
         return make_console(quiet=True)
     return err if json_out else out
+
+
+def _unwind_on_termination() -> None:
+    """SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: the staging folder of a
+    report and a decompressed copy of a trace are removed (SIGHUP left the copy), exit 143
+    or 129; nohup's ignored SIGHUP stays ignored."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _terminated)
 
 
 def _terminated(signum: int, _frame: object) -> None:
