@@ -65,19 +65,12 @@ def _train() -> tuple[Callable[[], None], Callable[[], None]]:
 
 def _llama() -> tuple[Callable[[], None], Callable[[], None]]:
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig
 
-    cfg = LlamaConfig(
-        hidden_size=1024,
-        intermediate_size=2816,
-        num_hidden_layers=8,
-        num_attention_heads=16,
-        num_key_value_heads=4,
-        vocab_size=32000,
-        max_position_embeddings=2048,
-    )
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
+    # The small Llama of the corpus' decode workload, built by that workload's own code.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "frameworks"))
+    from hf_decode import build
+
+    model = build("llama")
     ids = torch.randint(1, 1000, (1, 16), device="cuda")
     plain = model.forward
     marked = launchprof.step()(plain)

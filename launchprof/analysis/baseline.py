@@ -80,6 +80,15 @@ class RegionRuns:
     runs: list[np.ndarray]
 
 
+def runs_of(step_times: list[np.ndarray], regions: list[np.ndarray]) -> list[np.ndarray] | RegionRuns:
+    """The runs without nsys as the analysis takes them, from each run's marked steps and
+    profiler regions (:mod:`launchprof.trace.steptimes`): the steps, or, when no run
+    recorded a step but some timed a profiler region, the regions (:class:`RegionRuns`)."""
+    if not any(len(t) for t in step_times) and any(len(r) for r in regions):
+        return RegionRuns(regions)
+    return step_times
+
+
 PROFILER_START = ("cudaProfilerStart", "cuProfilerStart")
 PROFILER_STOP = ("cudaProfilerStop", "cuProfilerStop")
 

@@ -406,7 +406,6 @@ def expect(
         return None
     calls = float(region["calls"].median())
     launches = float(region["launch_calls"].median())
-    profiler = profiler_share(framework, period, calls, launches, values)[0]
     e, e_low, e_high = step_without_profiler(framework, period, base.gpu_side_ns, calls, launches, values)
     cpu = region["cpu_ns"].dropna()
     spans = region["region_ns"].dropna()
@@ -415,7 +414,7 @@ def expect(
     cpu_step = float(cpu.median()) if len(cpu) else period
     exp = Expectation(
         profiled_step_ns=period,
-        profiler_ns=profiler,
+        profiler_ns=period - e,  # set again by _with_eager, with the rest
         traced_calls=calls,
         launch_calls=launches,
         cpu_step_ns=cpu_step,

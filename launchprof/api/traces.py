@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import analyze_trace
-from launchprof.analysis.baseline import RegionRuns
+from launchprof.analysis.baseline import RegionRuns, runs_of
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
@@ -326,6 +326,4 @@ def baseline_runs(folder: str | Path, step: str | None = None) -> list[np.ndarra
         return None
     got = [read_step_times(p, step or STEP_NAME) for p in paths]
     regions = [region_step_times(p) for p in paths]
-    if not any(len(t) for t in got) and any(len(r) for r in regions):
-        return RegionRuns(regions)
-    return got
+    return runs_of(got, regions)

@@ -95,7 +95,7 @@ def run_baselines(
     unreadable step files are reported and left out, so the analysis of the recorded trace
     always runs); when no run recorded a step but some timed a profiler region, the regions
     instead (:class:`launchprof.analysis.baseline.RegionRuns`)."""
-    from launchprof.analysis.baseline import RegionRuns
+    from launchprof.analysis.baseline import runs_of
     from launchprof.defaults import BASELINE_STEPS, STEP_NAME, STOP_AFTER_ENV
     from launchprof.marker import STEP_TIMES_ENV
     from launchprof.trace.steptimes import StepTimesError, read_step_times, region_step_times, run_files
@@ -137,6 +137,4 @@ def run_baselines(
         )
         got.append(times)
         regions.append(region)
-    if not any(len(t) for t in got) and any(len(r) for r in regions):
-        return RegionRuns(regions)
-    return got
+    return runs_of(got, regions)
