@@ -6,6 +6,7 @@ import lzma
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -66,16 +67,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             seen.add(key)
 
 
-def run_nsys_retrying(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+def run_nsys_retrying(
+    argv: list[str], before_retry: Callable[[], None] | None = None, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
     """Run a command that starts nsys; run it once more if nsys wrote no trace at all.
 
     Debian's nsys 2022.4 now and then fails to reach its own agent before the workload
     starts ("Connection reset by peer", "sem_open: No such file or directory"), exits 1
     and writes nothing; launchprof then says "nsys wrote no trace". That is nsys's flake,
-    not the behaviour under test, so such a run is repeated once.
+    not the behaviour under test, so such a run is repeated once, after ``before_retry``
+    (e.g. removing the folder a command that never writes over one made).
     """
     done = subprocess.run(argv, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
     if done.returncode != 0 and NSYS_FLAKE in done.stderr:
+        if before_retry is not None:
+            before_retry()
         done = subprocess.run(argv, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
     return done
 

@@ -3,6 +3,7 @@ on CPU-only workloads (no GPU here: the loop runs, and ends in one clear line)."
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,6 +55,7 @@ def test_check_of_cpu_only_workloads_profiles_both_and_says_no_gpu_work(tmp_path
     done = run_nsys_retrying(
         [LAUNCHPROF, "check", "-o", "loop", "--runs", "1", LOOP, "--steps", str(steps), "--", LOOP,
          "--steps", str(steps)],
+        before_retry=lambda: shutil.rmtree(tmp_path / "loop", ignore_errors=True),  # check never writes over it
         cwd=tmp_path, timeout=400,
     )  # fmt: skip
     assert "Traceback" not in done.stderr
