@@ -1,19 +1,36 @@
-"""What timing the steps costs: each eager workload's step bare against the same step
-inside ``launchprof.step()`` with step times recorded (``LAUNCHPROF_STEP_TIMES``: what
-``launchprof profile``'s run without nsys does), interleaved in one process.
+"""What timing the steps costs: each eager workload's step bare, against the same step while
+``launchprof profile``'s run without nsys times it (step markers, or the top-level module
+calls of a workload without markers), under a CUPTI kernel-only trace, and under nsys.
 
-Usage (on a GPU machine, from the repository root):
+Usage (on a GPU machine, from the repository root, launchprof importable, nsys on PATH):
 
-    PYTHONPATH=. python benchmarks/timing_pass.py [--rounds 8] [--steps 20] [--json OUT]
+    python benchmarks/timing_pass.py [--rounds 3] [--steps 10] [--loops 3] [--json OUT]
+
+Every (round, mode) is one fresh process that builds all workloads and times each one:
+``--loops`` loops of ``--steps`` steps after 3 warm-up steps, the GPU drained at both ends
+of a loop (``perf_counter_ns``), the median loop's step kept. Modes, their order rotated
+by round (a machine's drift falls on all of them):
+
+  bare      the loop as written
+  markers   each step inside ``launchprof.step()`` with ``LAUNCHPROF_STEP_TIMES`` set
+            (what the run without nsys does to a marked workload; the Llama marks its
+            forward, one step a token, as a user marks a decode loop)
+  modules   no markers; the process runs through ``launchprof/profiler_region.py`` with
+            ``LAUNCHPROF_MODULE_CALLS`` (what the run without nsys does to a PyTorch
+            workload with neither markers nor a profiler region)
+  cupti     CUPTI activity records of kernels only (``cupti-python``:
+            ``activity_enable(CONCURRENT_KERNEL)``, no API callbacks), enabled before
+            the workloads are built
+  nsys      under ``nsys profile`` with launchprof's flags (``--trace=cuda,nvtx
+            --sample=none --cpuctxsw=none --cuda-graph-trace=node``), no export
 
 Workloads (random weights, nothing downloaded): ResNet-50 bf16 batch 1 forward
-(torchvision), the 4-layer Transformer training step of examples/frameworks/train_step.py
-built inline, a small Llama (8 layers, width 1024) greedy ``generate()`` whose forward is
-wrapped in ``launchprof.step()`` (one step a token, how a user marks a decode loop), and a
-CuPy loop of 60 small elementwise kernels a step (not PyTorch). Each round times ``--steps``
-steps bare, then the same steps marked (their order alternates by round), the GPU drained
-at both ends (``perf_counter_ns``); per workload it prints the median step of each, their
-ratio, and the ratio's lowest and highest round. The figures are in benchmarks/README.md.
+(torchvision), a 4-layer Transformer encoder training step (AdamW), a small Llama
+(8 layers, width 1024; ``examples/frameworks/hf_decode.py``'s ``build``) greedy
+``generate()`` of 8 tokens a step, and a CuPy loop of 60 small elementwise kernels a step
+(not PyTorch: no module calls to time). Per workload and mode it prints the median over
+rounds of (mode's step / bare step of the same round), with the lowest and highest round,
+and the bare step's own spread over rounds. Figures: benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -22,18 +39,20 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("LAUNCHPROF_STEP_TIMES", os.path.join(tempfile.mkdtemp(), "times.steps"))
+ROOT = Path(__file__).resolve().parent.parent
+MODES = ("bare", "markers", "modules", "cupti", "nsys")
+NSYS_FLAGS = ["--trace=cuda,nvtx", "--sample=none", "--cpuctxsw=none", "--cuda-graph-trace=node"]
 
-import launchprof  # noqa: E402  (after the variable: the marker reads it once, at import)
 
-
-def _resnet() -> tuple[Callable[[], None], Callable[[], None]]:
+def _resnet(marked: bool) -> Callable[[], None]:
     import torch
     import torchvision
 
@@ -44,10 +63,10 @@ def _resnet() -> tuple[Callable[[], None], Callable[[], None]]:
         with torch.inference_mode():
             model(x)
 
-    return step, torch.cuda.synchronize
+    return step
 
 
-def _train() -> tuple[Callable[[], None], Callable[[], None]]:
+def _train(marked: bool) -> Callable[[], None]:
     import torch
 
     layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
@@ -60,36 +79,31 @@ def _train() -> tuple[Callable[[], None], Callable[[], None]]:
         model(x).square().mean().backward()
         opt.step()
 
-    return step, torch.cuda.synchronize
+    return step
 
 
-def _llama() -> tuple[Callable[[], None], Callable[[], None]]:
+def _llama(marked: bool) -> Callable[[], None]:
     import torch
 
-    # The small Llama of the corpus' decode workload, built by that workload's own code.
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "frameworks"))
+    sys.path.insert(0, str(ROOT / "examples" / "frameworks"))
     from hf_decode import build
 
     model = build("llama")
+    if marked:  # the marker inside generate(): one step a token
+        import launchprof
+
+        model.forward = launchprof.step()(model.forward)  # type: ignore[method-assign]
     ids = torch.randint(1, 1000, (1, 16), device="cuda")
-    plain = model.forward
-    marked = launchprof.step()(plain)
-    state = {"marked": False}
 
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        return (marked if state["marked"] else plain)(*args, **kwargs)
-
-    model.forward = forward  # type: ignore[method-assign]
-
-    def step() -> None:  # one generate() of 8 tokens: a "step" here is 8 tokens
+    def step() -> None:
         with torch.inference_mode():
             model.generate(input_ids=ids, max_new_tokens=8, min_new_tokens=8, do_sample=False, pad_token_id=0)
 
-    step.state = state  # type: ignore[attr-defined]
-    return step, torch.cuda.synchronize
+    step.inner_marker = True  # type: ignore[attr-defined]
+    return step
 
 
-def _cupy() -> tuple[Callable[[], None], Callable[[], None]]:
+def _cupy(marked: bool) -> Callable[[], None]:
     import cupy as cp
 
     x = cp.random.standard_normal(4096, dtype=cp.float32)
@@ -100,79 +114,145 @@ def _cupy() -> tuple[Callable[[], None], Callable[[], None]]:
             y = cp.tanh(y * 1.01 + 0.1)
         y.sum()
 
-    return step, cp.cuda.Device().synchronize
+    return step
 
 
-WORKLOADS = {"resnet50_b1": _resnet, "train_step": _train, "llama_generate_8": _llama, "cupy_60_kernels": _cupy}
+WORKLOADS: dict[str, Callable[[bool], Callable[[], None]]] = {
+    "resnet50_b1": _resnet,
+    "train_step": _train,
+    "llama_generate_8": _llama,
+    "cupy_60_kernels": _cupy,
+}
 
 
-def _loop(step: Callable[[], None], sync: Callable[[], None], n: int, marked: bool) -> float:
-    """The mean step of ``n`` steps (ns), the GPU drained at both ends."""
-    state = getattr(step, "state", None)
-    sync()
-    t0 = time.perf_counter_ns()
-    if state is not None:  # the marker sits inside the workload (generate()'s forward)
-        state["marked"] = marked
-        for _ in range(n):
-            step()
-    elif marked:
-        for _ in range(n):
-            with launchprof.step():
+def _sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+    try:
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+    except ImportError:
+        pass
+
+
+def _cupti_on() -> Any:
+    """Kernel activity records only, drained into a counter (cupti-python)."""
+    from cupti import cupti
+
+    seen = {"records": 0}
+
+    def requested() -> tuple[int, int]:
+        return 8 * 1024 * 1024, 0
+
+    def completed(activities: list[Any]) -> None:
+        seen["records"] += len(activities)
+
+    cupti.activity_register_callbacks(requested, completed)
+    cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
+    return cupti, seen
+
+
+def worker(mode: str, names: list[str], steps: int, loops: int) -> None:
+    """Time each workload in this process and print one JSON line per workload."""
+    cupti = _cupti_on() if mode == "cupti" else None
+    marked = mode == "markers"
+    import launchprof
+
+    for name in names:
+        try:
+            step = WORKLOADS[name](marked)
+            outer = marked and not getattr(step, "inner_marker", False)
+            for _ in range(3):
                 step()
-    else:
-        for _ in range(n):
-            step()
-    sync()
-    return (time.perf_counter_ns() - t0) / n
+            took = []
+            for _ in range(loops):
+                _sync()
+                t0 = time.perf_counter_ns()
+                for _ in range(steps):
+                    if outer:
+                        with launchprof.step():
+                            step()
+                    else:
+                        step()
+                _sync()
+                took.append((time.perf_counter_ns() - t0) / steps)
+            print("ROW " + json.dumps({"workload": name, "mode": mode, "step_ns": statistics.median(took)}), flush=True)
+        except Exception as exc:  # one workload's failure leaves the others' figures
+            print(f"{name} ({mode}): failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    if cupti is not None:
+        cupti[0].activity_flush_all(1)
+        print(f"cupti records: {cupti[1]['records']}", file=sys.stderr, flush=True)
 
 
-def measure(name: str, rounds: int, steps: int) -> dict[str, Any]:
-    step, sync = WORKLOADS[name]()
-    for _ in range(3):  # warm-up: cuBLAS/cuDNN handles, allocator, kernel caches
-        step()
-    bare, marked, ratios = [], [], []
-    for r in range(rounds):
-        order = (False, True) if r % 2 == 0 else (True, False)
-        got = {m: _loop(step, sync, steps, m) for m in order}
-        bare.append(got[False])
-        marked.append(got[True])
-        ratios.append(got[True] / got[False])
-    return {
-        "workload": name,
-        "rounds": rounds,
-        "steps_per_round": steps,
-        "bare_step_us": statistics.median(bare) / 1e3,
-        "timed_step_us": statistics.median(marked) / 1e3,
-        "ratio_p50": statistics.median(ratios),
-        "ratio_min": min(ratios),
-        "ratio_max": max(ratios),
-        "bare_spread": max(bare) / min(bare),
-    }
+def _command(mode: str, args: list[str], out: Path) -> tuple[list[str], dict[str, str]]:
+    env = {**os.environ}
+    me = [sys.executable, str(Path(__file__).resolve())]
+    if mode == "markers":
+        env["LAUNCHPROF_STEP_TIMES"] = str(out / "markers.steps")
+    if mode == "modules":
+        from launchprof import profiler_region
+
+        env["LAUNCHPROF_STEP_TIMES"] = str(out / "modules.steps")
+        env[profiler_region.MODULE_CALLS_ENV] = "1"
+        me = [sys.executable, str(Path(profiler_region.__file__).resolve()), str(Path(__file__).resolve())]
+    cmd = [*me, "--worker", mode, *args]
+    if mode == "nsys":
+        cmd = ["nsys", "profile", *NSYS_FLAGS, "--force-overwrite=true", "-o", str(out / "nsys"), *cmd]
+    return cmd, env
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--loops", type=int, default=3)
+    parser.add_argument("--modes", nargs="*", default=list(MODES))
     parser.add_argument("--only", nargs="*", default=list(WORKLOADS))
+    parser.add_argument("--json", help="also write the rows here")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     a = parser.parse_args()
-    rows = []
-    for name in a.only:
-        try:
-            rows.append(measure(name, a.rounds, a.steps))
-            print(json.dumps(rows[-1]), flush=True)
-        except Exception as exc:  # one workload's failure leaves the others' figures
-            print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+    inner = ["--steps", str(a.steps), "--loops", str(a.loops), "--only", *a.only]
+    if a.worker:
+        worker(a.worker, a.only, a.steps, a.loops)
+        return
+    rows: list[dict[str, Any]] = []
+    out = Path(tempfile.mkdtemp(prefix="timing_pass_"))
+    for r in range(a.rounds):
+        order = a.modes[r % len(a.modes) :] + a.modes[: r % len(a.modes)]
+        for mode in order:
+            cmd, env = _command(mode, inner, out)
+            began = time.perf_counter()
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            for line in done.stdout.splitlines():
+                if line.startswith("ROW "):
+                    rows.append({**json.loads(line[4:]), "round": r})
+            tail = " | ".join(done.stderr.strip().splitlines()[-2:])[:300]
+            print(f"round {r} {mode}: rc {done.returncode}, {time.perf_counter() - began:.1f} s {tail}", flush=True)
     if a.json:
-        with open(a.json, "w", encoding="utf-8") as fh:
-            json.dump(rows, fh, indent=1)
-    print("| workload | bare step | timed step | timed / bare p50 | lowest-highest round | bare's own spread |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for r in rows:
+        Path(a.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    print(
+        "| workload | bare step | "
+        + " | ".join(f"{m} / bare (lowest-highest round)" for m in a.modes[1:])
+        + " | bare's own spread |"
+    )
+    print("| --- | --- |" + " --- |" * (len(a.modes) - 1) + " --- |")
+    for name in a.only:
+        bare = {x["round"]: x["step_ns"] for x in rows if x["workload"] == name and x["mode"] == "bare"}
+        if not bare:
+            continue
+        cells = []
+        for mode in a.modes[1:]:
+            ratios = [
+                x["step_ns"] / bare[x["round"]]
+                for x in rows
+                if x["workload"] == name and x["mode"] == mode and x["round"] in bare
+            ]
+            cells.append(f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})" if ratios else "-")
+        spread = max(bare.values()) / min(bare.values())
         print(
-            f"| {r['workload']} | {r['bare_step_us']:,.1f} us | {r['timed_step_us']:,.1f} us | {r['ratio_p50']:.3f} "
-            f"| {r['ratio_min']:.3f}-{r['ratio_max']:.3f} | {r['bare_spread']:.3f} |"
+            f"| {name} | {statistics.median(bare.values()) / 1e3:,.1f} us | " + " | ".join(cells) + f" | {spread:.3f} |"
         )
 
 

@@ -1,5 +1,5 @@
-"""The workload's profiler region, timed without a profiler: step times for workloads without
-step markers.
+"""The workload's profiler region and its top-level module calls, timed without a profiler:
+step times for workloads without step markers.
 
 Many workloads bracket the loop they time with ``torch.cuda.profiler.start()`` and
 ``stop()`` (``cudaProfilerStart/Stop``, what ``nsys --capture-range=cudaProfilerApi``
@@ -24,6 +24,24 @@ name :data:`REGION_NAME`). Calls to ``cudart().cudaProfilerStart()`` that bypass
 The analysis divides a region's time by the steps it found inside the same region of the
 profiled trace (:func:`launchprof.analysis.baseline.region_step_count`).
 
+Top-level module calls. A PyTorch workload with neither step markers nor a profiler region
+(a user's ``generate()`` script) is timed by its outermost ``torch.nn.Module`` calls when
+``LAUNCHPROF_MODULE_CALLS`` is set (:data:`MODULE_CALLS_ENV`; ``launchprof profile`` sets it
+for such a workload, :func:`launchprof.commands.baseline.run_baselines`). The moment
+``torch.nn.modules.module`` is imported, global forward hooks (PyTorch's own
+``register_module_forward_pre_hook`` / ``register_module_forward_hook``) watch the first
+:data:`OBSERVE_CALLS` outermost module calls; then they are removed and the same hooks are
+registered on the modules seen there alone (``Module.register_forward_pre_hook`` /
+``register_forward_hook``), so the other modules keep PyTorch's hook-free fast path. Each
+outermost call of those modules is written as ``module NAME START_NS END_NS`` (NAME: the
+class's qualified name, ``#2``, ``#3`` for further instances of one class; host times,
+no synchronisation: in a steady loop the period between calls is the step's pace). Hooks
+do nothing while ``torch.compile`` traces (``torch.compiler.is_compiling()``). With
+``LAUNCHPROF_STOP_AFTER=N`` too, the process writes its times and leaves (``os._exit(0)``)
+once one module has N + 1 outermost calls (N periods), as the step markers do. Which
+module's period is the step's is decided against the trace
+(:func:`launchprof.analysis.baseline.module_match`).
+
 This file is run by path and imports nothing but the standard library (and torch, when
 the workload imports it), so it works with any Python that runs the workload, whether or
 not launchprof is installed there.
@@ -44,7 +62,14 @@ from typing import Any
 
 REGION_NAME = "profiler region"
 STEP_TIMES_ENV = "LAUNCHPROF_STEP_TIMES"  # launchprof.marker.STEP_TIMES_ENV (not imported: this file stands alone)
+STOP_AFTER_ENV = "LAUNCHPROF_STOP_AFTER"  # launchprof.defaults.STOP_AFTER_ENV
+MODULE_CALLS_ENV = "LAUNCHPROF_MODULE_CALLS"
+MODULE_PREFIX = "module "
+# Outermost module calls watched by the global hooks before they move to the modules seen:
+# a few steps of a loop that calls one to three top-level modules (model, loss, a head).
+OBSERVE_CALLS = 8
 TARGET = "torch.cuda.profiler"
+MODULE_TARGET = "torch.nn.modules.module"
 
 _regions: list[tuple[int, int, int]] = []  # (pid, start_ns, end_ns)
 _open: list[int] = []  # the start of the open region (at most one)
@@ -80,52 +105,154 @@ def _wrap(module: ModuleType) -> None:
     setattr(module, "stop", timed_stop)  # noqa: B010
 
 
+class _ModuleTimer:
+    """Times the outermost calls of ``torch.nn.Module`` (module docstring)."""
+
+    def __init__(self, module_mod: ModuleType, stop_after: int) -> None:
+        self.depth = 0
+        self.start = 0
+        self.calls: list[tuple[str, int, int]] = []
+        self.counts: dict[str, int] = {}
+        self.names: dict[int, str] = {}
+        self.seen: dict[int, Any] = {}  # id -> module, while watching (strong refs: a handful)
+        self.stop_after = stop_after
+        self.pid = os.getpid()  # a forked child does not write its parent's calls again
+        self.is_compiling: Any = None
+        self.handles = [
+            module_mod.register_module_forward_pre_hook(self.pre),
+            module_mod.register_module_forward_hook(self.post, always_call=True),
+        ]
+
+    def _compiling(self) -> bool:
+        if self.is_compiling is None:
+            torch = sys.modules.get("torch")
+            compiler = getattr(torch, "compiler", None)
+            self.is_compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        return bool(self.is_compiling())
+
+    def pre(self, module: Any, args: Any) -> None:
+        if self._compiling():
+            return
+        if self.depth == 0:
+            self.start = time.perf_counter_ns()
+        self.depth += 1
+
+    def post(self, module: Any, args: Any, output: Any) -> None:
+        if self._compiling() or self.depth == 0:
+            return
+        self.depth -= 1
+        if self.depth:
+            return
+        end = time.perf_counter_ns()
+        name = self._name(module)
+        self.calls.append((name, self.start, end))
+        count = self.counts[name] = self.counts.get(name, 0) + 1
+        if self.handles and len(self.calls) >= OBSERVE_CALLS:
+            self._narrow()
+        if self.stop_after and count > self.stop_after:
+            _write()
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(0)
+
+    def _name(self, module: Any) -> str:
+        name = self.names.get(id(module))
+        if name is None:
+            base = type(module).__qualname__
+            same = sum(1 for n in self.names.values() if n == base or n.startswith(base + "#"))
+            name = self.names[id(module)] = base if not same else f"{base}#{same + 1}"
+            if self.handles:
+                self.seen[id(module)] = module
+        return name
+
+    def _narrow(self) -> None:
+        """Move the hooks from every module to the modules seen at the top so far."""
+        for handle in self.handles:
+            handle.remove()
+        self.handles = []
+        for module in self.seen.values():
+            module.register_forward_pre_hook(self.pre)
+            module.register_forward_hook(self.post, always_call=True)
+        self.seen = {}
+
+
+_timer: list[_ModuleTimer] = []
+
+
+def _time_modules(module_mod: ModuleType) -> None:
+    """Start timing the outermost module calls (once)."""
+    if _timer:
+        return
+    count = (os.environ.get(STOP_AFTER_ENV) or "").partition(":")[0]
+    stop = int(count) if count.strip().isdigit() and os.environ.get("WORLD_SIZE", "1").strip() in ("", "1") else 0
+    _timer.append(_ModuleTimer(module_mod, stop))
+
+
 class _Loader(importlib.abc.Loader):
-    def __init__(self, inner: importlib.abc.Loader) -> None:
+    def __init__(self, inner: importlib.abc.Loader, then: Any) -> None:
         self.inner = inner
+        self.then = then
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return self.inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
         self.inner.exec_module(module)
-        _wrap(module)
+        self.then(module)
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    """Finds ``torch.cuda.profiler`` with the other finders and wraps its loader."""
+    """Finds the modules of ``targets`` with the other finders and wraps their loaders, which
+    then call the target's function on the module they loaded."""
+
+    def __init__(self, targets: dict[str, Any]) -> None:
+        self.targets = targets
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None) -> Any:
-        if fullname != TARGET:
+        then = self.targets.get(fullname)
+        if then is None:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(fullname, path, target)
             if spec is not None and spec.loader is not None:
-                spec.loader = _Loader(spec.loader)
+                spec.loader = _Loader(spec.loader, then)
                 return spec
         return None
 
 
 def _write() -> None:
     path = os.environ.get(STEP_TIMES_ENV)
-    mine = [(a, b) for pid, a, b in _regions if pid == os.getpid()]  # not a forked child's copy
-    if not path or not mine:
+    lines = [f"{REGION_NAME} {a} {b}\n" for pid, a, b in _regions if pid == os.getpid()]  # not a forked child's
+    if _timer and _timer[0].calls and _timer[0].pid == os.getpid():
+        lines += [f"{MODULE_PREFIX}{name} {a} {b}\n" for name, a, b in _timer[0].calls]
+        _timer[0].calls = []
+    _regions.clear()
+    if not path or not lines:
         return
     try:
         with open(path, "a", encoding="utf-8") as out:
-            out.writelines(f"{REGION_NAME} {a} {b}\n" for a, b in mine)
+            out.writelines(lines)
     except OSError as exc:
-        print(f"launchprof: profiler region times not written to {path}: {exc.strerror}", file=sys.stderr)
+        print(f"launchprof: step times not written to {path}: {exc.strerror}", file=sys.stderr)
 
 
-def install() -> None:
-    """Time every profiler region of this process from now on and write them at exit."""
-    if TARGET in sys.modules:
-        _wrap(sys.modules[TARGET])
-    else:
-        sys.meta_path.insert(0, _Finder())
+def install(modules: bool = False) -> None:
+    """Time every profiler region of this process from now on, and with ``modules`` its
+    outermost module calls, and write them at exit."""
+    targets: dict[str, Any] = {TARGET: _wrap}
+    if modules:
+        targets[MODULE_TARGET] = _time_modules
+    for name, then in list(targets.items()):
+        if name in sys.modules:
+            then(sys.modules[name])
+            del targets[name]
+    if targets:
+        sys.meta_path.insert(0, _Finder(targets))
     atexit.register(_write)
 
 
@@ -134,7 +261,7 @@ def main(argv: Sequence[str]) -> None:
     args = list(argv)
     if not args or (args[0] == "-m" and len(args) < 2):
         sys.exit("usage: python profiler_region.py SCRIPT.py [ARGS...] | -m MODULE [ARGS...]")
-    install()
+    install(modules=bool(os.environ.get(MODULE_CALLS_ENV)))
     # sys.path[0] is this file's folder; python itself would have put the script's real
     # folder (symlinks resolved) or, for -m, the working directory there - or nothing at
     # all with -P / PYTHONSAFEPATH, when sys.path[0] is already the first PYTHONPATH entry.

@@ -322,10 +322,10 @@ def _unpacked(tmp_path: Path, name: str) -> Path:
     [
         # vision.py marks each step with launchprof.step() and brackets the traced loop with
         # torch.cuda.profiler.start()/stop(); under --emit-nvtx it marks no step; hf_decode.py
-        # only brackets one generate() (tests/data/frameworks/MANIFEST.md).
-        ("vit_small_b1_eager", {"markers", "profiler-region"}),
-        ("resnet50_b1_emit-nvtx", {"profiler-region"}),
-        ("gpt2_b1_eager", {"profiler-region"}),
+        # only brackets one generate() (tests/data/frameworks/MANIFEST.md); all run PyTorch kernels.
+        ("vit_small_b1_eager", {"markers", "profiler-region", "pytorch"}),
+        ("resnet50_b1_emit-nvtx", {"profiler-region", "pytorch"}),
+        ("gpt2_b1_eager", {"profiler-region", "pytorch"}),
     ],
 )
 def test_what_a_run_without_nsys_can_time_is_read_from_the_trace(tmp_path: Path, name: str, expected: set[str]) -> None:
@@ -353,7 +353,9 @@ def test_no_baseline_runs_when_nothing_in_the_trace_can_be_timed(tmp_path: Path)
     assert "'train_iter' ranges are not launchprof.step() markers" in why and "launchprof.step('train_iter')" in why
     assert timed_sources(tmp_path / "missing.sqlite") is None  # cannot tell: the runs are not skipped
     assert nothing_to_time(python, tmp_path / "missing.sqlite") is None
-    assert nothing_to_time(python, empty) == "the trace has no launchprof.step() range and no profiler region to time"
+    assert nothing_to_time(python, empty) == (
+        "the trace has no launchprof.step() range, no profiler region and no PyTorch kernel to time"
+    )
 
 
 @pytest.mark.nsys
@@ -365,8 +367,9 @@ def test_baseline_runs_are_skipped_when_the_workload_marks_no_step(tmp_path: Pat
         [LAUNCHPROF, "profile", "-o", "out", "--baseline-runs", "3", str(script)], cwd=tmp_path, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert "launchprof: no baseline runs: the trace has no launchprof.step() range and no profiler region to time" in (
-        done.stdout
+    assert (
+        "launchprof: no baseline runs: the trace has no launchprof.step() range, no profiler region and no PyTorch "
+        "kernel to time" in done.stdout
     )
     assert done.stderr.count("ran") == 1  # the nsys run only
     assert not list((tmp_path / "out").glob("baseline-*"))

@@ -275,7 +275,7 @@ def test_an_unwritable_step_times_file_is_one_line(tmp_path: Path) -> None:
     done = subprocess.run(baseline_argv([sys.executable, str(script)]), env=env, capture_output=True, text=True)
     assert done.returncode == 0
     assert done.stderr.strip().splitlines() == [
-        f"launchprof: profiler region times not written to {tmp_path / 'no' / 'x.steps'}: No such file or directory"
+        f"launchprof: step times not written to {tmp_path / 'no' / 'x.steps'}: No such file or directory"
     ]
 
 

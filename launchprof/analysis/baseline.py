@@ -80,13 +80,73 @@ class RegionRuns:
     runs: list[np.ndarray]
 
 
-def runs_of(step_times: list[np.ndarray], regions: list[np.ndarray]) -> list[np.ndarray] | RegionRuns:
-    """The runs without nsys as the analysis takes them, from each run's marked steps and
-    profiler regions (:mod:`launchprof.trace.steptimes`): the steps, or, when no run
-    recorded a step but some timed a profiler region, the regions (:class:`RegionRuns`)."""
-    if not any(len(t) for t in step_times) and any(len(r) for r in regions):
+@dataclasses.dataclass(frozen=True)
+class ModuleRuns:
+    """The runs without nsys of a PyTorch workload with neither step markers nor a profiler
+    region: per run, the outermost ``torch.nn.Module`` calls of each module
+    (:mod:`launchprof.profiler_region`; ``{"module NAME": (start_ns, end_ns) rows}``, int64,
+    shape (calls, 2)). Which module's period is the step's is decided against the trace
+    (:func:`module_match`)."""
+
+    runs: list[dict[str, np.ndarray]]
+
+
+AnyRuns = Sequence[np.ndarray] | RegionRuns | ModuleRuns
+
+
+def runs_of(
+    step_times: list[np.ndarray],
+    regions: list[np.ndarray],
+    modules: Sequence[dict[str, np.ndarray]] = (),
+) -> list[np.ndarray] | RegionRuns | ModuleRuns:
+    """The runs without nsys as the analysis takes them, from each run's marked steps,
+    profiler regions and top-level module calls (:mod:`launchprof.trace.steptimes`): the
+    steps; when no run recorded a step, the profiler regions (:class:`RegionRuns`) if some
+    run timed one, else the module calls (:class:`ModuleRuns`) if some run timed one."""
+    if any(len(t) for t in step_times):
+        return step_times
+    if any(len(r) for r in regions):
         return RegionRuns(regions)
+    if any(any(len(a) for a in m.values()) for m in modules):
+        return ModuleRuns(list(modules))
     return step_times
+
+
+# A module's outermost calls are the steps when the step period under nsys is this many times
+# their period without it: nsys's host inflation of a PyTorch step (predict.DEFAULTS
+# profiler_torch_inflation_low/high, 1.0-2.9x) widened by 15 % each way for the run-to-run
+# spread of a step's median (benchmarks/README.md, "Timing pass": a round's step moved up to
+# 1.15x from the median of its workload's rounds). A module called once per layer, or once
+# per several steps, falls outside by its factor of calls.
+MODULE_MATCH = (1.0 / 1.15, 2.9 * 1.15)
+
+
+def module_periods(runs: ModuleRuns, warmup: int = 1) -> dict[str, float]:
+    """Each module's median period without nsys (ns), pooled over the runs like the step
+    markers' (:func:`summarize_runs`); modules with no period left out."""
+    out = {}
+    for name in sorted({n for r in runs.runs for n in r}):
+        figure = summarize_runs([r[name] for r in runs.runs if name in r], warmup)["period_p50_ns"]
+        if figure:
+            out[name] = float(figure)
+    return out
+
+
+def module_match(runs: ModuleRuns, profiled_period_ns: float | None, warmup: int = 1) -> str | None:
+    """The module (``module NAME``) whose outermost calls are the trace's steps: of the
+    modules whose period without nsys is within :data:`MODULE_MATCH` of the step period
+    under nsys, the one with the most periods (then the first name); None when none is, or
+    without a profiled period."""
+    if not profiled_period_ns:
+        return None
+    low, high = MODULE_MATCH
+    best: tuple[int, str] | None = None
+    for name, period in module_periods(runs, warmup).items():
+        if low <= profiled_period_ns / period <= high:
+            count = sum(max(len(r[name]) - 1 - warmup, 0) for r in runs.runs if name in r)
+            if best is None or count > best[0]:
+                best = (count, name)
+    return best[1] if best else None
 
 
 PROFILER_START = ("cudaProfilerStart", "cuProfilerStart")
@@ -182,14 +242,17 @@ def nvtx_period_p50(nvtx: pd.DataFrame, text: str = "step", warmup: int = 1) -> 
 
 
 def baseline_section(
-    runs: Sequence[np.ndarray] | RegionRuns,
+    runs: AnyRuns,
     steps: Mapping[str, Any] | None,
     nvtx_period_ns: float | None = None,
     regions: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """The ``baseline`` section of summary.json: :func:`summarize_runs` (or, for
     :class:`RegionRuns`, :func:`region_section` with ``regions`` = (steps found inside the
-    trace's profiler regions, the trace's region count)) plus
+    trace's profiler regions, the trace's region count); for :class:`ModuleRuns`, of the
+    calls of the module :func:`module_match` picks, with ``module`` (its ``module NAME``,
+    None when no module's period fits the steps) and ``module_periods`` (every module's
+    period, :func:`module_periods`), source ``module-calls``) plus
     ``profiled_period_p50_ns`` (the steps' ``period_p50_ns``, else ``nvtx_period_ns`` -
     the marker ranges' period in the trace, :func:`nvtx_period_p50`, for traces without
     GPU steps) and its ``profiled_source``, ``overhead_ratio``, ``correction`` and
@@ -202,6 +265,13 @@ def baseline_section(
     """
     if isinstance(runs, RegionRuns):
         section = region_section(runs, *(regions or (0, 0)))
+    elif isinstance(runs, ModuleRuns):
+        module = module_match(runs, (steps or {}).get("period_p50_ns"))
+        chosen = [r.get(module, np.empty((0, 2), dtype=np.int64)) for r in runs.runs] if module else []
+        section = {"source": "module-calls", **summarize_runs(chosen)}
+        section["runs"] = len(runs.runs)
+        section["module"] = module
+        section["module_periods"] = module_periods(runs)
     else:
         section = {"source": "step-markers", **summarize_runs(runs)}
     profiled = (steps or {}).get("period_p50_ns")
@@ -238,7 +308,7 @@ def measured_step(section: Mapping[str, Any]) -> tuple[float, list[float], str] 
     return float(period), per_run, str(section.get("source"))
 
 
-def baseline_of(analysis: Analysis, steps: Steps, runs: Sequence[np.ndarray] | RegionRuns) -> dict[str, Any]:
+def baseline_of(analysis: Analysis, steps: Steps, runs: AnyRuns) -> dict[str, Any]:
     """:func:`baseline_section` of the runs without nsys of the program behind
     ``analysis``, whose steps are ``steps``: the steady steps' figures, the marker ranges'
     period (:func:`nvtx_period_p50`) and, for :class:`RegionRuns`, the steps inside the

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ import pandas as pd
 
 from launchprof.analysis import findings as F
 from launchprof.analysis import stepshapes
-from launchprof.analysis.baseline import RegionRuns, baseline_of, measured_step
+from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
@@ -393,7 +393,7 @@ def diagnose(
     calibration: Mapping[str, Any] | None = None,
     host_gap_ns: int = HOST_GAP_NS,
     calibration_source: str = "argument",
-    baseline: Sequence[np.ndarray] | RegionRuns | None = None,
+    baseline: AnyRuns | None = None,
 ) -> tuple[Diagnosis, Recommendation]:
     """Diagnose the steady state of ``analysis`` and recommend (or not) a CUDA Graph.
 
@@ -408,7 +408,8 @@ def diagnose(
         calibration_source: what ``calibration`` is (``recommendation.calibration.source``).
         baseline: the runs of the same program without nsys (per-run step-time arrays of
             :mod:`launchprof.trace.steptimes`, or
-            :class:`~launchprof.analysis.baseline.RegionRuns`), or None: their step
+            :class:`~launchprof.analysis.baseline.RegionRuns` or
+            :class:`~launchprof.analysis.baseline.ModuleRuns`), or None: their step
             replaces the estimate of the eager step (``Diagnosis.baseline``, the section).
 
     Returns:

@@ -119,8 +119,9 @@ def _baseline_periods(
     folder: Path, section: Any, table: pd.DataFrame | None, step_name: str | None, notes: list[str]
 ) -> np.ndarray | None:
     """The pooled step periods of the folder's runs without nsys (``baseline-*.steps``,
-    every file of a run that wrote one, the steps named ``step_name``), each run's first
-    period left out; None when the summary has no baseline, or no file holds two steps.
+    every file of a run that wrote one, the steps named ``step_name``, or for source
+    ``module-calls`` the calls of the section's ``module``), each run's first period left
+    out; None when the summary has no baseline, or no file holds two steps.
 
     A host that ran ahead of the GPU in those runs (``host_ahead_of_gpu``: its steps took
     less host time than the GPU's work, as a graph replay or GPU-bound work does) does not
@@ -142,6 +143,10 @@ def _baseline_periods(
         return steady if steady.size >= 2 else None
     if section.get("source") == "profiler-region":
         return _region_periods(folder, section, notes)
+    if section.get("source") == "module-calls":  # the outermost calls of the module that matched the steps
+        step_name = section.get("module")
+        if not isinstance(step_name, str):
+            return None
     periods = []
     for path in sorted(folder.glob("baseline-*.steps")):
         try:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import analyze_trace
-from launchprof.analysis.baseline import RegionRuns, runs_of
+from launchprof.analysis.baseline import ModuleRuns, RegionRuns, runs_of
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
@@ -28,10 +28,10 @@ from launchprof.malloc import MallocTuning
 from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
-from launchprof.trace.steptimes import read_step_times, region_step_times
+from launchprof.trace.steptimes import module_step_times, read_step_times, region_step_times
 
 # What :func:`analyze`'s ``baseline`` takes: a report folder, per-run step arrays, region runs.
-BaselineRuns = str | Path | Sequence[np.ndarray] | RegionRuns | None
+BaselineRuns = str | Path | Sequence[np.ndarray] | RegionRuns | ModuleRuns | None
 
 
 def _decompress_xz(path: Path, folder: Path) -> Path:
@@ -127,8 +127,9 @@ def analyze(
             :class:`~launchprof.malloc.MallocTuning`); default: the process's are left alone.
         baseline: the runs of the same program without nsys: a report folder of
             ``launchprof profile`` (its ``baseline-*.steps`` files: :func:`baseline_runs`),
-            per-run ``(start_ns, end_ns)`` step arrays, or
-            :class:`~launchprof.analysis.baseline.RegionRuns`; their step replaces the
+            per-run ``(start_ns, end_ns)`` step arrays,
+            :class:`~launchprof.analysis.baseline.RegionRuns` or
+            :class:`~launchprof.analysis.baseline.ModuleRuns`; their step replaces the
             estimate of the eager step (``recommendation.expected``, summary.json's
             ``baseline``), as ``profile`` does: the same runs give the same summary.
 
@@ -278,7 +279,9 @@ def analyze_loaded(
     return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)
 
 
-def _runs_of(baseline: BaselineRuns, step: str | None) -> list[np.ndarray] | RegionRuns | Sequence[np.ndarray] | None:
+def _runs_of(
+    baseline: BaselineRuns, step: str | None
+) -> list[np.ndarray] | RegionRuns | ModuleRuns | Sequence[np.ndarray] | None:
     """``baseline`` as runs: a folder's (:func:`baseline_runs`), or as given.
 
     Raises:
@@ -311,11 +314,12 @@ def with_baseline(result: AnalysisResult, baseline: BaselineRuns) -> TraceAnalys
     return TraceAnalysis.of(result, result.found_steps, result.step_name, result.ranks, diagnosis, recommendation)
 
 
-def baseline_runs(folder: str | Path, step: str | None = None) -> list[np.ndarray] | RegionRuns | None:
+def baseline_runs(folder: str | Path, step: str | None = None) -> list[np.ndarray] | RegionRuns | ModuleRuns | None:
     """The runs without nsys a report folder of ``launchprof profile`` holds: the step
     times of each ``baseline-I.steps`` file (:func:`launchprof.trace.steptimes.read_step_times`,
     the steps named ``step``, default the marker's), or, when none holds a step but some
-    hold profiler regions, those (:class:`~launchprof.analysis.baseline.RegionRuns`); None
+    hold profiler regions, those (:class:`~launchprof.analysis.baseline.RegionRuns`), else
+    their top-level module calls (:class:`~launchprof.analysis.baseline.ModuleRuns`); None
     when the folder has no such file.
 
     Raises:
@@ -326,4 +330,4 @@ def baseline_runs(folder: str | Path, step: str | None = None) -> list[np.ndarra
         return None
     got = [read_step_times(p, step or STEP_NAME) for p in paths]
     regions = [region_step_times(p) for p in paths]
-    return runs_of(got, regions)
+    return runs_of(got, regions, [module_step_times(p) for p in paths])

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from launchprof.nsys.profile import TargetError, Workload
 
 if TYPE_CHECKING:
+    import numpy as np
     from rich.console import Console
 
 PYTHON_NAME = re.compile(r"python[0-9.]*(?:\.exe)?$")
@@ -60,52 +61,83 @@ def baseline_argv(argv: Sequence[str]) -> list[str]:
 
 def nothing_to_time(work: Workload, sqlite: Path, step: str | None = None) -> str | None:
     """Why runs without nsys of this trace's workload could not time a step (a sentence),
-    or None when they can or the trace cannot be read to tell: the trace has
-    :func:`launchprof.step` ranges, or profiler regions (``cudaProfilerStart``) of a
-    workload started as ``python SCRIPT`` or ``-m MODULE``, which then runs through
-    :mod:`launchprof.profiler_region` (:func:`launchprof.trace.steptimes.timed_sources`)."""
+    or None when they can or the trace cannot be read to tell. A workload started as
+    ``python SCRIPT`` or ``-m MODULE`` runs through :mod:`launchprof.profiler_region`; the
+    trace (:func:`launchprof.trace.steptimes.timed_sources`) says what that run can time:
+    :func:`launchprof.step` ranges (any workload), else profiler regions
+    (``cudaProfilerStart``), else, for a PyTorch workload, its top-level module calls
+    (:func:`timing`)."""
     from launchprof.trace.steptimes import timed_sources
 
     sources = timed_sources(sqlite)
     wrapped = baseline_argv(work.argv) != list(work.argv)  # runs through profiler_region.py
     if sources is None or "markers" in sources or ("profiler-region" in sources and wrapped):
         return None
-    if "profiler-region" in sources:
-        return (
-            "the trace has no launchprof.step() range, and a profiler region is timed only for a workload "
-            "started as `python SCRIPT` or `-m MODULE`"
-        )
     if step:  # the user's own NVTX range: the profile found it, a run without nsys cannot see it
         return (
             f"the trace's '{step}' ranges are not launchprof.step() markers, which alone a run without nsys can "
             f"time (mark the loop with launchprof.step({step!r}))"
             + (" and there is no profiler region" if wrapped else "")
         )
-    return "the trace has no launchprof.step() range" + (" and no profiler region" if wrapped else "") + " to time"
+    if wrapped and "pytorch" in sources:
+        return None
+    if "profiler-region" in sources:
+        return (
+            "the trace has no launchprof.step() range, and a profiler region is timed only for a workload "
+            "started as `python SCRIPT` or `-m MODULE`"
+        )
+    if wrapped:
+        return "the trace has no launchprof.step() range, no profiler region and no PyTorch kernel to time"
+    return "the trace has no launchprof.step() range to time"
+
+
+def timing(sqlite: Path) -> str:
+    """What the runs without nsys of a workload that :func:`nothing_to_time` lets through
+    time: ``"markers"``, ``"profiler-region"`` or ``"module-calls"`` (the first the trace
+    shows, in that order)."""
+    from launchprof.trace.steptimes import timed_sources
+
+    sources = timed_sources(sqlite) or frozenset()
+    if "markers" in sources:
+        return "markers"
+    return "profiler-region" if "profiler-region" in sources else "module-calls"
 
 
 def run_baselines(
-    work: Workload, folder: Path, runs: int, console: Console, step: str | None = None
+    work: Workload, folder: Path, runs: int, console: Console, step: str | None = None, timed: str = "markers"
 ) -> list[Any] | Any:
     """Run ``work`` ``runs`` times without nsys (:func:`baseline_argv`), each with
     ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.trace.steptimes.run_files`)
-    and ended by its step markers once :data:`~launchprof.defaults.BASELINE_STEPS` steps
-    are timed (``LAUNCHPROF_STOP_AFTER``),
-    and return the step times read back: one array per run that exited 0 (failed runs and
-    unreadable step files are reported and left out, so the analysis of the recorded trace
-    always runs); when no run recorded a step but some timed a profiler region, the regions
-    instead (:class:`launchprof.analysis.baseline.RegionRuns`)."""
+    and ``LAUNCHPROF_STOP_AFTER`` to :data:`~launchprof.defaults.BASELINE_STEPS`: the step
+    markers end the run once that many steps are timed; with ``timed`` ``"module-calls"``
+    (:func:`timing`) ``LAUNCHPROF_MODULE_CALLS`` is set too and the run ends once one
+    module has that many outermost calls timed (:mod:`launchprof.profiler_region`); a
+    profiler region is timed whole. Returns the times read back
+    (:func:`launchprof.analysis.baseline.runs_of`): one array of steps per run that exited
+    0 (failed runs and unreadable step files are reported and left out, so the analysis of
+    the recorded trace always runs), or the profiler regions
+    (:class:`~launchprof.analysis.baseline.RegionRuns`) or module calls
+    (:class:`~launchprof.analysis.baseline.ModuleRuns`) when no run recorded a step."""
     from launchprof.analysis.baseline import runs_of
     from launchprof.defaults import BASELINE_STEPS, STEP_NAME, STOP_AFTER_ENV
     from launchprof.marker import STEP_TIMES_ENV
-    from launchprof.trace.steptimes import StepTimesError, read_step_times, region_step_times, run_files
+    from launchprof.profiler_region import MODULE_CALLS_ENV
+    from launchprof.trace.steptimes import run_files
 
     argv = baseline_argv(work.argv)
-    got, regions = [], []
+    ends = {
+        "markers": f"ended once {BASELINE_STEPS} marked steps are timed",
+        "profiler-region": "its profiler region timed",
+        "module-calls": (
+            f"no step markers: its top-level torch.nn.Module calls timed, ended once one module has {BASELINE_STEPS} "
+            "calls"
+        ),
+    }[timed]
+    got, regions, modules = [], [], []
     for i, path in enumerate(run_files(folder, runs), start=1):
         console.print(
-            f"launchprof: baseline run {i} of {runs} (without nsys: the workload runs again, ended once "
-            f"{BASELINE_STEPS} marked steps are timed; files it writes are written again)",
+            f"launchprof: baseline run {i} of {runs} (without nsys: the workload runs again, {ends}; files it writes "
+            "are written again)",
             markup=False,
             soft_wrap=True,
         )
@@ -115,6 +147,8 @@ def run_baselines(
         try:
             stop = f"{BASELINE_STEPS}:{step or STEP_NAME}"
             env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), STOP_AFTER_ENV: stop}
+            if timed == "module-calls":
+                env[MODULE_CALLS_ENV] = "1"
             done = subprocess.run(argv, env=env, check=False)
         except OSError as exc:
             raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None
@@ -124,17 +158,39 @@ def run_baselines(
                 path.replace(path.with_name(path.name + ".failed"))
             console.print(f"launchprof: baseline run {i} exited with code {done.returncode}; left out", markup=False)
             continue
-        try:
-            times = read_step_times(path, step or STEP_NAME)
-            region = region_step_times(path)
-        except StepTimesError as exc:
-            console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
-            continue
-        timed = f", profiler regions {(region[:, 1] - region[:, 0]).sum() / 1e9:.3f} s" if len(region) else ""
-        ended = f" (ended there: {BASELINE_STEPS} steps are enough to time)" if len(times) >= BASELINE_STEPS else ""
-        console.print(
-            f"launchprof: baseline run {i}: {len(times)} steps{timed}{ended}; the run took {wall:.2f} s", markup=False
+        read = _read_run(path, step or STEP_NAME, i, wall, console)
+        if read is not None:
+            got.append(read[0])
+            regions.append(read[1])
+            modules.append(read[2])
+    return runs_of(got, regions, modules)
+
+
+def _read_run(
+    path: Path, step: str, i: int, wall: float, console: Console
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    """Baseline run ``i``'s step times (:mod:`launchprof.trace.steptimes`): its ``step``
+    steps, profiler regions and module calls, with one line saying what it timed; None (and
+    the line why) for a malformed file."""
+    from launchprof.defaults import BASELINE_STEPS
+    from launchprof.profiler_region import MODULE_PREFIX
+    from launchprof.trace.steptimes import StepTimesError, module_step_times, read_step_times, region_step_times
+
+    try:
+        times = read_step_times(path, step)
+        region = region_step_times(path)
+        calls = module_step_times(path)
+    except StepTimesError as exc:
+        console.print(f"launchprof: baseline run {i} left out: {exc}", markup=False, soft_wrap=True)
+        return None
+    said = f"{len(times)} steps"
+    if len(region):
+        said += f", profiler regions {(region[:, 1] - region[:, 0]).sum() / 1e9:.3f} s"
+    if calls and not len(times):
+        said = "top-level module calls " + ", ".join(
+            f"{name.removeprefix(MODULE_PREFIX)} x{len(a)}" for name, a in calls.items()
         )
-        got.append(times)
-        regions.append(region)
-    return runs_of(got, regions)
+    most = max([len(times), *(len(a) - 1 for a in calls.values())])
+    ended = f" (ended there: {BASELINE_STEPS} steps are enough to time)" if most >= BASELINE_STEPS else ""
+    console.print(f"launchprof: baseline run {i}: {said}{ended}; the run took {wall:.2f} s", markup=False)
+    return times, region, calls

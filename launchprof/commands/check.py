@@ -90,8 +90,15 @@ def plan(words: Sequence[str], output: Path | None, label: str | None = None) ->
 
 
 def _has_step_times(folder: Path) -> bool:
-    """Whether a profile folder holds a non-empty step-times file of a run without nsys."""
-    return any(p.stat().st_size > 0 for p in folder.glob("baseline-*.steps"))
+    """Whether a profile folder's runs without nsys gave a step time (its summary.json's
+    ``baseline.period_p50_ns``)."""
+    import json
+
+    try:
+        section = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("baseline") or {}
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(section, dict) and bool(section.get("period_p50_ns"))
 
 
 def run_check(
@@ -137,7 +144,8 @@ def run_check(
     if runs and missing:
         console.print(
             f"launchprof check: no step times from the runs without nsys of {' and '.join(missing)} (no steps "
-            "marked with launchprof.step(), no torch.cuda.profiler region timed): the speedup is the one measured "
+            "marked with launchprof.step(), no torch.cuda.profiler region, no top-level module call at the steps' "
+            "pace): the speedup is the one measured "
             "under nsys",
             markup=False,
             soft_wrap=True,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from launchprof.commands.baseline import nothing_to_time, run_baselines
+from launchprof.commands.baseline import nothing_to_time, run_baselines, timing
 from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
 from launchprof.commands.folders import claim_default_folder, claim_folder
 from launchprof.commands.warmup import WARM_ARROW, WARM_MODULES, WARM_SQLITE, WarmUp
@@ -260,7 +260,9 @@ def _after_recording(
             soft_wrap=True,
         )
         runs = 0
-    baseline = run_baselines(run.work, folder, runs, console, run.step) if (runs and code == 0) else None
+    baseline = (
+        run_baselines(run.work, folder, runs, console, run.step, timing(files.sqlite)) if (runs and code == 0) else None
+    )
     if runs and code != 0:
         console.print(
             f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",

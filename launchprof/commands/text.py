@@ -129,8 +129,18 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
     """One line for the terminal: the step period without nsys vs under nsys."""
     unprof, prof = section.get("period_p50_ns"), section.get("profiled_period_p50_ns")
     region = section.get("source") == "profiler-region"
+    module = section.get("module") if section.get("source") == "module-calls" else None
     if unprof is None or prof is None:
         runs = int(section.get("runs", 0) or 0)
+        if section.get("source") == "module-calls" and not module:
+            periods = section.get("module_periods") or {}
+            seen = ", ".join(f"{_module(n)} every {v / 1e3:,.1f} us" for n, v in list(periods.items())[:4])
+            under = f" ({prof / 1e3:,.1f} us under nsys)" if prof else ""
+            return (
+                f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys timed the top-level module calls "
+                f"({seen or 'none'}); none at the pace of the trace's steps{under}: no step time without nsys "
+                "(mark the loop with launchprof.step() to measure it)"
+            )
         if region:
             return (
                 f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys timed the workload's profiler region, "
@@ -158,6 +168,12 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
         f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
         f"(under nsys / without: {section['overhead_ratio']:.2f}x; {_runs(section['runs'])}, steps {section['steps']})"
     )
+    if module:
+        line = (
+            f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the period of the top-level "
+            f"{_module(module)} calls, {_runs(section['runs'])}) vs {prof / 1e3:,.1f} us under nsys (under nsys / "
+            f"without: {section['overhead_ratio']:.2f}x)"
+        )
     if region:
         line = (
             f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
@@ -167,6 +183,11 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
     # The speedup with this measured step is the verdict line's expected one
     # (recommendation.expected): the one prediction, not repeated here.
     return line
+
+
+def _module(name: str) -> str:
+    """A module of the ``module-calls`` baseline by its class name (``module NAME``)."""
+    return name.removeprefix("module ")
 
 
 def _runs(n: int) -> str:

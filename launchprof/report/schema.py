@@ -229,14 +229,17 @@ class Workload(_Model):
 
 
 REGION_KEYS = ("region_ns", "regions", "region_steps", "trace_regions")
+MODULE_KEYS = ("module", "module_periods")
 
 
 class Baseline(_Model):
     """The ``baseline`` section: the runs without nsys against the profiled steps
     (:func:`launchprof.analysis.baseline.baseline_section`; ns). The :data:`REGION_KEYS`
-    are written only for ``source`` ``profiler-region``."""
+    are written only for ``source`` ``profiler-region``, the :data:`MODULE_KEYS` only for
+    ``module-calls`` (``module``: the ``module NAME`` whose outermost calls are the steps,
+    None when none fits; ``module_periods``: each module's period, ns)."""
 
-    source: Literal["step-markers", "profiler-region"]
+    source: Literal["step-markers", "profiler-region", "module-calls"]
     runs: int
     steps: list[int]
     warmup_per_run: int
@@ -249,6 +252,8 @@ class Baseline(_Model):
     regions: list[int] | None = None
     region_steps: int | None = None
     trace_regions: int | None = None
+    module: str | None = None
+    module_periods: dict[str, float] | None = None
     profiled_period_p50_ns: float | None
     profiled_source: Literal["steps", "nvtx"] | None
     host_ahead_of_gpu: bool
@@ -262,6 +267,9 @@ class Baseline(_Model):
         data: dict[str, Any] = handler(self)
         if self.source != "profiler-region":
             for key in REGION_KEYS:
+                data.pop(key, None)
+        if self.source != "module-calls":
+            for key in MODULE_KEYS:
                 data.pop(key, None)
         return data
 

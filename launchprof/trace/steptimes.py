@@ -12,7 +12,7 @@ import numpy as np
 
 from launchprof.defaults import STEP_DOMAIN
 from launchprof.errors import LaunchprofError
-from launchprof.profiler_region import REGION_NAME
+from launchprof.profiler_region import MODULE_PREFIX, REGION_NAME
 from launchprof.trace.columns import NVTX_DOMAIN_CREATE, ro_uri
 
 
@@ -62,6 +62,19 @@ def region_step_times(path: Path) -> np.ndarray:
     return read_step_times(path, REGION_NAME)
 
 
+def module_step_times(path: Path) -> dict[str, np.ndarray]:
+    """The top-level module calls of one run's step-times file
+    (:mod:`launchprof.profiler_region`): per line name (``module NAME``), its
+    ``(start_ns, end_ns)`` rows in start order (:func:`read_step_times`)."""
+    if not path.is_file():
+        return {}
+    names = set()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith(MODULE_PREFIX):
+            names.add(line.rsplit(maxsplit=2)[0])
+    return {name: read_step_times(path, name) for name in sorted(names)}
+
+
 def run_files(folder: Path, runs: int) -> list[Path]:
     """Where baseline run ``i`` (1-based) writes its step times: ``FOLDER/baseline-I.steps``."""
     return [folder / f"baseline-{i}.steps" for i in range(1, runs + 1)]
@@ -72,10 +85,12 @@ def timed_sources(sqlite: Path) -> frozenset[str] | None:
     ``"markers"`` when it created the NVTX domain of :func:`launchprof.step`
     (:data:`~launchprof.defaults.STEP_DOMAIN`; the markers write step times), and
     ``"profiler-region"`` when it called ``cudaProfilerStart`` or ``cuProfilerStart``
-    (:mod:`launchprof.profiler_region` times those regions of a Python workload). Two small
-    queries (the domain-creation rows of ``NVTX_EVENTS`` and the ``StringIds`` table: nsys
-    interns a call's name only when the call was traced); empty when neither is there,
-    None when the file cannot be read as a trace."""
+    (:mod:`launchprof.profiler_region` times those regions of a Python workload), and
+    ``"pytorch"`` when a kernel of PyTorch's own (a name holding ``at::native::``) ran
+    (that module times the top-level module calls of a PyTorch workload). Small queries
+    (the domain-creation rows of ``NVTX_EVENTS`` and the ``StringIds`` table: nsys interns
+    a call's name only when the call was traced); empty when none is there, None when the
+    file cannot be read as a trace."""
     found = set()
     try:
         con = sqlite3.connect(ro_uri(sqlite), uri=True)
@@ -97,6 +112,11 @@ def timed_sources(sqlite: Path) -> frozenset[str] | None:
                 ).fetchone()
             ):
                 found.add("profiler-region")
+            if (
+                "StringIds" in tables
+                and con.execute("SELECT 1 FROM StringIds WHERE value LIKE '%at::native::%' LIMIT 1").fetchone()
+            ):
+                found.add("pytorch")
         finally:
             con.close()
     except sqlite3.Error:
