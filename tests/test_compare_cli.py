@@ -59,10 +59,14 @@ def test_fail_on_verified_fails_a_verified_comparison(pair: tuple[Path, Path]) -
 
 def test_existing_folder_needs_force(pair: tuple[Path, Path]) -> None:
     assert runner.invoke(app, ["compare", *map(str, pair), "-o", "out"]).exit_code == 0
-    again = runner.invoke(app, ["compare", *map(str, pair), "-o", "out"])
-    assert again.exit_code == 2
-    assert "already holds a report; use --force" in again.output
-    assert runner.invoke(app, ["compare", *map(str, pair), "-o", "out", "--force"]).exit_code == 0
+    # The same two traces again: their comparison is replaced (a script run twice).
+    assert runner.invoke(app, ["compare", *map(str, pair), "-o", "out"]).exit_code == 0
+    other = runner.invoke(app, ["compare", *map(str, pair[::-1]), "-o", "out"])
+    assert other.exit_code == 2
+    assert "already holds a report of" in other.output and "use --force" in other.output
+    forced = runner.invoke(app, ["compare", *map(str, pair[::-1]), "-o", "out", "--force"])
+    assert forced.exit_code == 1  # written; the swapped pair is slower: --fail-on's default
+    assert json.loads(Path("out/compare.json").read_text())["before"]["path"] == str(pair[1])
 
 
 @pytest.mark.parametrize(

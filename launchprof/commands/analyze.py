@@ -119,7 +119,7 @@ def _write_early(
     rendered, analysis = early.rendered, early.analysis
     if baseline is not None:
         analysis, rendered = with_baseline(analysis, baseline), None
-    with open_report_folder(output, force) as writer:
+    with open_report_folder(output, force, trace) as writer:
         if rendered is None or workload is not None:
             rendered = render_files(analysis, str(trace), early.figures, workload)
         summary, page = rendered
@@ -158,7 +158,7 @@ def _analyse_and_write(
         )
         mark("analysis_done")
         status.update("writing report")
-        with open_report_folder(output, force) as writer:  # the staging folder goes, whatever happens
+        with open_report_folder(output, force, trace) as writer:  # the staging folder goes, whatever happens
             summary, page = render_files(analysis, trace_path=str(trace), workload=workload)
             stage_step_files(analysis, writer.staging)
             mark("step_files_done")

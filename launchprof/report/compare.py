@@ -184,15 +184,23 @@ def write_compare(
 ) -> CompareDoc:
     """Write ``compare.json``, ``compare.html`` and ``plotly.min.js`` into ``folder``.
 
+    A comparison of the same BEFORE and AFTER paths (compare.json's ``before.path`` and
+    ``after.path``) is replaced without ``force``.
+
     Raises:
-        OutputError: the folder holds a comparison and ``force`` is False, or cannot be
-            written.
+        OutputError: the folder holds a comparison of other paths and ``force`` is False,
+            or cannot be written.
     """
     doc = build_compare_doc(c, before_path, after_path)
     page = render_compare(c, doc)
-    from launchprof.report.folder import FolderWriter, stage_plotlyjs
+    from launchprof.report.folder import FolderWriter, report_of, stage_plotlyjs
 
-    with FolderWriter(folder, force, COMPARE_FILES, (*COMPARE_FILES, "plotly.min.js")) as writer:
+    same = (
+        report_of("compare.json", {("before", "path"): Path(before_path), ("after", "path"): Path(after_path)})
+        if before_path is not None and after_path is not None
+        else None
+    )
+    with FolderWriter(folder, force, COMPARE_FILES, (*COMPARE_FILES, "plotly.min.js"), same_input=same) as writer:
         writer.stage("compare.html", page)
         writer.stage("compare.json", doc.to_json())
         stage_plotlyjs(writer)

@@ -35,7 +35,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,36 @@ def _oserror(what: str, path: Path, exc: OSError) -> OutputError:
     return OutputError(f"cannot {what} {path}: {exc.strerror or exc}")
 
 
+def report_of(name: str, inputs: Mapping[tuple[str, ...], Path]) -> Callable[[Path], str | None]:
+    """A ``same_input`` check for :class:`FolderWriter`: the folder's report is of this
+    run's input when its JSON file ``name`` holds, at each key path of ``inputs`` (e.g.
+    ``("trace", "path")`` in summary.json), a path naming the same file as the input
+    (both resolved from the working folder). Else it says what the report is of: the
+    other paths, or "another run" when the file cannot be read."""
+
+    def check(folder: Path) -> str | None:
+        import json
+
+        try:
+            doc = json.loads((folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "another run"
+        others = []
+        for keys, wanted in inputs.items():
+            value: Any = doc
+            for key in keys:
+                value = value.get(key) if isinstance(value, dict) else None
+            try:
+                same = isinstance(value, str) and Path(value).resolve() == Path(wanted).resolve()
+            except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+                same = False
+            if not same:
+                others.append(str(value) if isinstance(value, str) else "another run")
+        return " and ".join(others) if others else None
+
+    return check
+
+
 class FolderWriter:
     """The files of one run for ``folder``, staged, then committed under the folder's lock.
 
@@ -133,15 +163,26 @@ class FolderWriter:
         owned: every name a run of this kind may write; those not staged are removed from
             ``folder`` on commit (a step file of an earlier report must not stay beside
             this one's summary).
+        same_input: given the folder, None when the report it holds is of this run's input
+            (the same trace analysed again: it is replaced without ``force``), else what it
+            is of (a short text for the refusal, e.g. the other trace's path).
 
     Raises:
         OutputError: ``folder`` is a file, holds a report and ``force`` is False, or
             neither it nor its parent can be written.
     """
 
-    def __init__(self, folder: Path, force: bool, produced: Iterable[str], owned: Iterable[str]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        force: bool,
+        produced: Iterable[str],
+        owned: Iterable[str],
+        same_input: Callable[[Path], str | None] | None = None,
+    ) -> None:
         self.folder = folder
         self.force = force
+        self.same_input = same_input
         self.produced = tuple(produced)
         self.owned = tuple(owned)
         self._committed = False
@@ -195,9 +236,13 @@ class FolderWriter:
         if folder.exists() and not folder.is_dir():
             raise OutputError(f"{folder} exists and is not a folder")
         if not self.force and folder.is_dir() and any((folder / n).exists() for n in self.produced):
-            raise OutputError(
-                f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
-            )
+            other = self.same_input(folder) if self.same_input is not None else ""
+            if other is not None:
+                of = f" of {other}" if other else ""
+                raise OutputError(
+                    f"{folder} already holds a report{of}; use --force to overwrite or --output to choose another "
+                    "folder"
+                )
         ours = any((folder / n).exists() for n in ("summary.json", "compare.json", "combined.json"))
         names = [n for n in self.owned if n != "plotly.min.js"]  # every kind of report writes that one
         foreign = [n for n in names if (folder / n).exists()] if not (self.force or ours) and folder.is_dir() else []

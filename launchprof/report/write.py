@@ -12,7 +12,7 @@ from launchprof.analysis import Analysis
 from launchprof.analysis.result import AnalysisResult
 from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
-from launchprof.report.folder import FolderWriter, stage_plotlyjs
+from launchprof.report.folder import FolderWriter, report_of, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
 from launchprof.report.schema import Summary, Workload
 from launchprof.report.stepfiles import STEP_FILES, step_file_texts
@@ -52,13 +52,17 @@ def _process_names(analysis: Analysis, pids: list[int]) -> dict[int, str]:
     return {int(p): str(n) for p, n in zip(wanted["pid"], wanted["name"], strict=False)}
 
 
-def open_report_folder(folder: Path, force: bool = False) -> FolderWriter:
-    """A :class:`~launchprof.report.folder.FolderWriter` for a report folder.
+def open_report_folder(folder: Path, force: bool = False, trace: Path | None = None) -> FolderWriter:
+    """A :class:`~launchprof.report.folder.FolderWriter` for a report folder; with ``trace``
+    (the path analysed, as given), a report of that same trace is replaced without
+    ``force`` (its summary.json's ``trace.path``: :func:`~launchprof.report.folder.report_of`).
 
     Raises:
-        OutputError: ``folder`` holds a report and ``force`` is False, or cannot be written.
+        OutputError: ``folder`` holds a report (of another trace, with ``trace``) and
+            ``force`` is False, or cannot be written.
     """
-    return FolderWriter(folder, force, REPORT_FILES, OWNED_FILES)
+    same = report_of("summary.json", {("trace", "path"): trace}) if trace is not None else None
+    return FolderWriter(folder, force, REPORT_FILES, OWNED_FILES, same_input=same)
 
 
 def _sha256(path: Path) -> str:

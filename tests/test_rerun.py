@@ -1,0 +1,67 @@
+"""Running a command again, as a script or CI job does: the report of the same trace (or the
+comparison of the same two traces) is replaced without ``--force``; a folder holding the
+report of another trace is refused with the other trace named. Through the installed
+command, on real traces (tests/data/gpu and tests/data/frameworks both hold a
+``matmul_eager``: the same default folder)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+LAUNCHPROF = str(Path(sys.executable).parent / "launchprof")
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([LAUNCHPROF, *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+
+
+def _traces(tmp_path: Path) -> tuple[Path, Path, Path]:
+    (tmp_path / "gpu").mkdir()
+    (tmp_path / "frameworks").mkdir()
+    a = shutil.copy(DATA / "gpu" / "matmul_eager.sqlite.xz", tmp_path / "gpu")
+    b = shutil.copy(DATA / "frameworks" / "matmul_eager.sqlite.xz", tmp_path / "frameworks")
+    c = shutil.copy(DATA / "gpu" / "matmul_graph.sqlite.xz", tmp_path / "gpu")
+    return Path(a), Path(b), Path(c)
+
+
+def test_analyze_twice_with_json_gives_the_document_both_times(tmp_path: Path) -> None:
+    _traces(tmp_path)
+    first = _run(tmp_path, "analyze", "gpu/matmul_eager.sqlite.xz", "--json", "-q")
+    again = _run(tmp_path, "analyze", "gpu/matmul_eager.sqlite.xz", "--json", "-q")
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["headline"]["verdict"] == json.loads(first.stdout)["headline"]["verdict"]
+    # The same file by another spelling of its path (resolved from the working folder) is the same trace.
+    third = _run(tmp_path, "analyze", "./gpu/../gpu/matmul_eager.sqlite.xz", "-q", "-o", "reports/matmul_eager")
+    assert third.returncode == 0, third.stderr
+
+
+def test_a_folder_holding_another_traces_report_is_refused_with_its_name(tmp_path: Path) -> None:
+    _traces(tmp_path)
+    assert _run(tmp_path, "analyze", "gpu/matmul_eager.sqlite.xz", "-q").returncode == 0
+    before = (tmp_path / "reports" / "matmul_eager" / "summary.json").read_bytes()
+    other = _run(tmp_path, "analyze", "frameworks/matmul_eager.sqlite.xz", "-q", "--json")
+    assert other.returncode == 2 and other.stdout == ""
+    assert other.stderr.strip() == (
+        "launchprof: error: reports/matmul_eager already holds a report of gpu/matmul_eager.sqlite.xz; use --force "
+        "to overwrite or --output to choose another folder"
+    )
+    assert (tmp_path / "reports" / "matmul_eager" / "summary.json").read_bytes() == before
+    forced = _run(tmp_path, "analyze", "frameworks/matmul_eager.sqlite.xz", "-q", "--force")
+    assert forced.returncode == 0, forced.stderr
+    summary = json.loads((tmp_path / "reports" / "matmul_eager" / "summary.json").read_text())
+    assert summary["trace"]["path"] == "frameworks/matmul_eager.sqlite.xz"
+
+
+def test_compare_twice_replaces_its_own_comparison_only(tmp_path: Path) -> None:
+    _traces(tmp_path)
+    args = ("compare", "gpu/matmul_eager.sqlite.xz", "gpu/matmul_graph.sqlite.xz", "-o", "cmp", "-q", "--json")
+    first, again = _run(tmp_path, *args), _run(tmp_path, *args)
+    assert first.stdout and json.loads(again.stdout)["verdict"] == json.loads(first.stdout)["verdict"], again.stderr
+    swapped = _run(tmp_path, "compare", "gpu/matmul_graph.sqlite.xz", "gpu/matmul_eager.sqlite.xz", "-o", "cmp", "-q")
+    assert swapped.returncode == 2
+    assert "cmp already holds a report of gpu/matmul_eager.sqlite.xz and gpu/matmul_graph.sqlite.xz" in swapped.stderr
