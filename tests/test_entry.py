@@ -129,7 +129,7 @@ def test_nsys_starts_before_typer_is_imported(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "import launchprof.nsys.profile as p\n"
-        "def seen(argv):\n"
+        "def seen(argv, stdout=None):\n"
         "    print(sorted(m for m in ('typer', 'click', 'rich', 'pandas', 'numpy') if m in sys.modules))\n"
         "    print(argv[1])\n"
         "    raise SystemExit(0)\n"

@@ -86,6 +86,14 @@ err = cast("Console", _LazyConsole(stderr=True, highlight=False))
 out = cast("Console", _LazyConsole(highlight=False, soft_wrap=True))
 
 
+def terminal(json_out: bool, quiet: bool) -> Console:
+    """Where a command's lines go: nowhere with ``-q``; stderr with ``--json`` (stdout
+    holds the document alone); else stdout."""
+    if quiet:
+        return make_console(quiet=True)
+    return err if json_out else out
+
+
 def print_error(exc: LaunchprofError) -> int:
     """Print ``launchprof: error: ...`` on one line (stderr); return the exit code to use."""
     err.print(f"launchprof: error: {exc}", markup=False, soft_wrap=True)

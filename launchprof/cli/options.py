@@ -152,13 +152,35 @@ def min_gain(pct: float | None) -> float | None:
 
 def options_after_target(words: list[str], options: set[str] | frozenset[str]) -> list[str]:
     """The words after a ``profile`` TARGET that are launchprof options (``--open``,
-    ``--output=DIR``, ...): they go to the workload, which is rarely what was meant."""
+    ``--output=DIR``, ``-o``, ...): they go to the workload, which is rarely what was meant."""
     found = []
     for word in words:
         name = word.partition("=")[0] if word.startswith("--") else word
         if name in options and name not in found:
             found.append(name)
     return found
+
+
+def meant_command(target: Sequence[str], options: set[str] | frozenset[str]) -> list[str]:
+    """The ``launchprof profile`` command line probably meant when launchprof's ``options``
+    were written after TARGET: those options (with their values, per
+    :data:`PROFILE_OPTIONS`) moved before TARGET, the rest left in order."""
+    moved: list[str] = []
+    rest: list[str] = [target[0]] if target else []
+    words = list(target[1:])
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name = word.partition("=")[0] if word.startswith("--") else word
+        opt = _PROFILE_BY_NAME.get(name)
+        if name in options and opt is not None:
+            takes = opt.kind != "flag" and "=" not in word
+            moved += words[i : i + 1 + int(takes)]
+            i += 1 + int(takes)
+            continue
+        rest.append(word)
+        i += 1
+    return ["launchprof", "profile", *moved, *rest]
 
 
 @dataclass(frozen=True)
@@ -197,13 +219,28 @@ PROFILE_OPTIONS = (
     Option(
         "no_baseline", ("--no-baseline",), "no run without nsys: the expected speedup stays an estimate", "flag", False
     ),
+    Option(
+        "json_out",
+        ("--json",),
+        "print summary.json on stdout, nothing else (the workload's own output goes to stderr)",
+        "flag",
+        False,
+    ),
+    Option(
+        "quiet", ("--quiet", "-q"), "print nothing but errors (and --json); the workload's output stays", "flag", False
+    ),
+    Option(
+        "fail_on",
+        ("--fail-on",),
+        "exit 1 when the workload exited 0 and the verdict is one of these (comma separated: launch-bound, "
+        "sync-bound, host-bound, gpu-bound, no-gpu-work)",
+        "text",
+    ),
 )
 _PROFILE_BY_NAME = {name: opt for opt in PROFILE_OPTIONS for name in opt.names}
-# launchprof options that, written after TARGET, go to the workload: worth a warning
-# (a workload's own `-o` is common, so only the long names are).
-AFTER_TARGET_WARNED = frozenset(
-    [name for opt in PROFILE_OPTIONS for name in opt.names if name.startswith("--")] + ["--json", "--quiet", "--force"]
-)
+# launchprof options that, written after TARGET, go to the workload: worth a warning, with the
+# command line that was probably meant (a workload's own `-o` gets the line too: one line).
+AFTER_TARGET_WARNED = frozenset([name for opt in PROFILE_OPTIONS for name in opt.names])
 
 
 def profile_defaults() -> dict[str, Any]:

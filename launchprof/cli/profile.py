@@ -10,7 +10,9 @@ from pathlib import Path
 
 from launchprof.cli.options import (
     AFTER_TARGET_WARNED,
+    analyze_fail_on,
     bubble_threshold_ns,
+    meant_command,
     non_empty,
     options_after_target,
     output_folder,
@@ -25,6 +27,12 @@ def _as_ctrl_c(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _print_document(text: str) -> None:
+    from launchprof.commands.common import print_document  # imports rich: not before nsys starts
+
+    print_document(text)
+
+
 def profile_command(
     target: Sequence[str],
     output: str | None,
@@ -35,24 +43,35 @@ def profile_command(
     open_report: bool,
     baseline_runs: int,
     no_baseline: bool = False,
+    json_out: bool = False,
+    quiet: bool = False,
+    fail_on: str | None = None,
 ) -> Outcome:
     """``launchprof profile`` once its command line is read: run it
     (:func:`launchprof.commands.profile.run_profile`) and return its outcome: the
-    workload's exit status (said in one line when not 0), or the error's after its one
-    line; once the run is done, the process may leave at once (nothing left to tear down)."""
-    from launchprof.cli.consoles import err, out, print_error
+    workload's exit status (said in one line when not 0), else 1 when the verdict is one
+    of ``fail_on`` (:func:`launchprof.commands.analyze.gate`), else 0; or the error's
+    after its one line; once the run is done, the process may leave at once (nothing left
+    to tear down). ``json_out``: summary.json alone on stdout, launchprof's lines and the
+    workload's own output on stderr; ``quiet``: no launchprof line but errors."""
+    import shlex
+    import sys
+
+    from launchprof.cli.consoles import err, print_error, terminal
     from launchprof.commands.profile import run_profile
     from launchprof.errors import LaunchprofError
 
     mark("parsed")
     late = options_after_target(list(target[1:]), AFTER_TARGET_WARNED)
     if late:
+        meant = " ".join(shlex.quote(w) for w in meant_command(target, frozenset(late)))
         err.print(
             f"launchprof: warning: {', '.join(late)} after the target go{'es' if len(late) == 1 else ''} to the "
-            "workload, not to launchprof; put launchprof's options before the target",
+            f"workload, not to launchprof; put launchprof's options before the target: {meant}",
             markup=False,
             soft_wrap=True,
         )
+    console = terminal(json_out, quiet)
     # SIGTERM and SIGHUP (a closed terminal) unwind like Ctrl-C: forwarded to nsys while it
     # runs (launchprof.nsys.profile.run_nsys), later a baseline run is stopped and what was
     # recorded is kept, as after Ctrl-C (they ended launchprof silently, leaving children).
@@ -60,9 +79,10 @@ def profile_command(
         if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup's ignored SIGHUP stays ignored
             signal.signal(sig, _as_ctrl_c)
     try:
+        failing = analyze_fail_on(fail_on)
         result = run_profile(
             target,
-            out,
+            console,
             None if output is None else Path(output_folder("--output", non_empty("--output", output, "a folder"))),
             None if nsys is None else non_empty("--nsys", nsys, "the path of the nsys executable"),
             nsys_arg or (),
@@ -71,6 +91,8 @@ def profile_command(
             open_report,
             baseline_runs=0 if no_baseline else baseline_runs,
             memory=MallocTuning(),  # this process is the command line's: tune malloc for the analysis
+            document=_print_document if json_out else None,
+            workload_stdout=sys.stderr if json_out else None,
         )
     except LaunchprofError as exc:
         return Outcome(print_error(exc))
@@ -85,4 +107,8 @@ def profile_command(
             markup=False,
             soft_wrap=True,
         )
+    elif failing and result.summary is not None:
+        from launchprof.commands.analyze import gate
+
+        return Outcome(gate(result.summary, failing, None, err), quick_exit=True)
     return Outcome(result.exit_code, quick_exit=True)

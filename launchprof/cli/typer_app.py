@@ -71,7 +71,7 @@ app = typer.Typer(
 )
 
 
-err, out = consoles.err, consoles.out
+err, out, terminal = consoles.err, consoles.out, consoles.terminal
 
 
 def fail(exc: LaunchprofError) -> typer.Exit:
@@ -459,16 +459,6 @@ def calibrate(
         run_calibrate(output, out, profiler=profiler, nsys=nsys)
     except LaunchprofError as exc:
         raise fail(exc) from None
-
-
-def terminal(json_out: bool, quiet: bool) -> Console:
-    """Where a command's lines go: nowhere with ``-q``; stderr with ``--json`` (stdout
-    holds the document alone); else stdout."""
-    if quiet:
-        from launchprof.cli.consoles import make_console
-
-        return make_console(quiet=True)
-    return err if json_out else out
 
 
 def _unwind_on_termination() -> None:

@@ -12,7 +12,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from launchprof.nsys.profile import TargetError, Workload
 
@@ -104,7 +104,13 @@ def timing(sqlite: Path) -> str:
 
 
 def run_baselines(
-    work: Workload, folder: Path, runs: int, console: Console, step: str | None = None, timed: str = "markers"
+    work: Workload,
+    folder: Path,
+    runs: int,
+    console: Console,
+    step: str | None = None,
+    timed: str = "markers",
+    stdout: IO[Any] | None = None,
 ) -> list[Any] | Any:
     """Run ``work`` ``runs`` times without nsys (:func:`baseline_argv`), each with
     ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.trace.steptimes.run_files`)
@@ -117,7 +123,8 @@ def run_baselines(
     0 (failed runs and unreadable step files are reported and left out, so the analysis of
     the recorded trace always runs), or the profiler regions
     (:class:`~launchprof.analysis.baseline.RegionRuns`) or module calls
-    (:class:`~launchprof.analysis.baseline.ModuleRuns`) when no run recorded a step."""
+    (:class:`~launchprof.analysis.baseline.ModuleRuns`) when no run recorded a step. The
+    workload's standard output goes to ``stdout`` (default: ours)."""
     from launchprof.analysis.baseline import runs_of
     from launchprof.defaults import BASELINE_STEPS, STEP_NAME, STOP_AFTER_ENV
     from launchprof.marker import STEP_TIMES_ENV
@@ -149,7 +156,7 @@ def run_baselines(
             env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), STOP_AFTER_ENV: stop}
             if timed == "module-calls":
                 env[MODULE_CALLS_ENV] = "1"
-            done = subprocess.run(argv, env=env, check=False)
+            done = subprocess.run(argv, env=env, check=False, stdout=stdout)
         except OSError as exc:
             raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None
         wall = time.perf_counter() - began

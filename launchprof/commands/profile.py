@@ -18,10 +18,10 @@ import shlex
 import shutil
 import time
 import webbrowser
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from launchprof.commands.baseline import nothing_to_time, run_baselines, timing
 from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
@@ -61,6 +61,7 @@ class ProfileResult:
     folder: Path
     exit_code: int
     analysed: bool
+    summary: Any = None  # the report's Summary, when analysed
 
 
 def split_nsys_args(values: Sequence[str]) -> list[str]:
@@ -96,6 +97,8 @@ class _Run:
     open_report: bool
     baseline_runs: int
     memory: MallocTuning | None
+    document: Callable[[str], None] | None = None
+    workload_stdout: IO[Any] | None = None
 
 
 def run_profile(
@@ -109,6 +112,8 @@ def run_profile(
     open_report: bool = False,
     baseline_runs: int = 0,
     memory: MallocTuning | None = None,
+    document: Callable[[str], None] | None = None,
+    workload_stdout: IO[Any] | None = None,
 ) -> ProfileResult:
     """Profile ``target`` (see :func:`launchprof.nsys.profile.workload`) and write
     ``trace.nsys-rep``, ``trace.sqlite``, ``summary.json``, ``report.html`` into ``output``
@@ -119,10 +124,13 @@ def run_profile(
     section (:mod:`launchprof.analysis.baseline`), unless the trace shows no step those
     runs could time (:func:`launchprof.commands.baseline.nothing_to_time`: then a line
     says so and none runs). ``memory``: malloc settings for the
-    analysis (:func:`launchprof.api.analyze`).
+    analysis (:func:`launchprof.api.analyze`). ``document``: called with summary.json's
+    text once written (``--json``). ``workload_stdout``: where the workload's (and nsys's)
+    standard output goes, in the nsys run and the runs without nsys (default: ours).
 
     Returns:
-        :class:`ProfileResult` with the workload's exit code (nsys passes it on).
+        :class:`ProfileResult` with the workload's exit code (nsys passes it on) and the
+        summary.
 
     Raises:
         TargetError, OutputError: before anything runs.
@@ -138,7 +146,20 @@ def run_profile(
         created = claim_folder(folder)
     else:
         folder, created = claim_default_folder(work.label), True
-    run = _Run(work, folder, created, nsys_path, console, bubble_threshold_ns, step, open_report, baseline_runs, memory)
+    run = _Run(
+        work,
+        folder,
+        created,
+        nsys_path,
+        console,
+        bubble_threshold_ns,
+        step,
+        open_report,
+        baseline_runs,
+        memory,
+        document,
+        workload_stdout,
+    )
     cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
     if cmd.dropped:
         version = nsys_info(nsys_path).version
@@ -153,7 +174,7 @@ def run_profile(
     started = time.time()
     mark("nsys_start")
     try:
-        code = _record(cmd.argv, console, warm, interrupts)
+        code = _record(cmd.argv, console, warm, interrupts, run.workload_stdout)
     finally:
         warm.nsys_exited()
     mark("nsys_end")
@@ -197,11 +218,14 @@ def _start_background(run: _Run, nsys_argv: list[str]) -> tuple[WarmUp, EarlyAna
     return warm, early
 
 
-def _record(argv: list[str], console: Console, warm: WarmUp, interrupts: list[int]) -> int:
+def _record(
+    argv: list[str], console: Console, warm: WarmUp, interrupts: list[int], stdout: IO[Any] | None = None
+) -> int:
     """Run ``nsys profile`` (:func:`launchprof.nsys.profile.run_nsys`), saying what each
     Ctrl-C does; its exit code (the workload's). ``interrupts`` collects the Ctrl-Cs."""
     return run_nsys(
         argv,
+        stdout=stdout,
         on_interrupt=lambda: console.print(
             "launchprof: interrupted: stopping the workload; nsys is writing the trace",
             markup=False,
@@ -261,7 +285,9 @@ def _after_recording(
         )
         runs = 0
     baseline = (
-        run_baselines(run.work, folder, runs, console, run.step, timing(files.sqlite)) if (runs and code == 0) else None
+        run_baselines(run.work, folder, runs, console, run.step, timing(files.sqlite), run.workload_stdout)
+        if (runs and code == 0)
+        else None
     )
     if runs and code != 0:
         console.print(
@@ -273,9 +299,9 @@ def _after_recording(
     from launchprof.trace.columns import prefetch
 
     prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
-    analysed = True
+    analysed, summary = True, None
     try:
-        run_analyze(
+        summary = run_analyze(
             files.sqlite,
             folder,
             False,
@@ -287,6 +313,7 @@ def _after_recording(
             early=ready if (ready is not None and not files.imported and not files.exported) else None,
             workload={"exit_code": code} if code != 0 else None,
             memory=run.memory,
+            document=run.document,
         )
     except LaunchprofError as exc:
         if code == 0:
@@ -303,7 +330,7 @@ def _after_recording(
         uri = (folder / "report.html").resolve().as_uri()
         if not webbrowser.open(uri):
             console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
-    return ProfileResult(folder, code, analysed)
+    return ProfileResult(folder, code, analysed, summary)
 
 
 def _trace_files(run: _Run, code: int, started: float, interrupted: bool) -> TraceFiles:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import IO, Any
 
 from launchprof.errors import LaunchprofError, NsysError
 from launchprof.nsys.export import export_sqlite
@@ -186,12 +187,13 @@ def nsys_command(nsys: Path, output_stem: Path, work: Workload, extra: Sequence[
     return NsysCommand(argv, dropped)
 
 
-def start_group(argv: list[str]) -> subprocess.Popen[bytes]:
+def start_group(argv: list[str], stdout: IO[Any] | None = None) -> subprocess.Popen[bytes]:
     """Start ``argv`` (nsys) in a process group of its own, so that a signal meant for it
-    and its workload can be sent to the group (:func:`run_nsys`)."""
+    and its workload can be sent to the group (:func:`run_nsys`); its standard output goes
+    to ``stdout`` (default: ours)."""
     if sys.version_info >= (3, 11):
-        return subprocess.Popen(argv, process_group=0)
-    return subprocess.Popen(argv, preexec_fn=os.setpgrp)  # pragma: no cover - Python 3.10
+        return subprocess.Popen(argv, process_group=0, stdout=stdout)
+    return subprocess.Popen(argv, preexec_fn=os.setpgrp, stdout=stdout)  # pragma: no cover - Python 3.10
 
 
 def run_nsys(
@@ -202,25 +204,26 @@ def run_nsys(
     on_start: Callable[[int], None] | None = None,
     hold: Callable[[], bool] | None = None,
     on_hold: Callable[[], None] | None = None,
+    stdout: IO[Any] | None = None,
 ) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
-    through live) and return its exit code (128 + N when nsys itself dies of signal N;
-    130 when it was interrupted and exited 0). The first SIGINT/SIGTERM/SIGHUP received meanwhile
-    is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later
-    ones are not forwarded (a second SIGINT makes nsys abandon the trace it is writing)
-    and ``on_repeat`` is called. The signal numbers received are appended to
-    ``interrupts``. ``on_start`` is called with nsys's process id once it runs. When
-    ``hold()`` is true (the workload has exited and nsys is writing the trace, which a
-    SIGINT made nsys 2022.4 abandon: it left an incomplete recording in /tmp), the first
-    signal is not forwarded: ``on_hold`` is called and nsys goes on; a second one is
-    (nsys still waits out a workload's daemon child, which only it can stop). nsys gets
-    one SIGINT at most.
+    through live; its standard output to ``stdout`` when given) and return its exit code
+    (128 + N when nsys itself dies of signal N; 130 when it was interrupted and exited
+    0). The first SIGINT/SIGTERM/SIGHUP received meanwhile is forwarded to nsys's
+    process group as SIGINT and ``on_interrupt`` is called; later ones are not forwarded
+    (a second SIGINT makes nsys abandon the trace it is writing) and ``on_repeat`` is
+    called. The signal numbers received are appended to ``interrupts``. ``on_start`` is
+    called with nsys's process id once it runs. When ``hold()`` is true (the workload
+    has exited and nsys is writing the trace, which a SIGINT made nsys 2022.4 abandon:
+    it left an incomplete recording in /tmp), the first signal is not forwarded:
+    ``on_hold`` is called and nsys goes on; a second one is (nsys still waits out a
+    workload's daemon child, which only it can stop). nsys gets one SIGINT at most.
 
     Raises:
         NsysError: nsys cannot be started.
     """
     try:
-        proc = start_group(argv)
+        proc = start_group(argv, stdout)
     except OSError as exc:
         raise NsysError(f"cannot run {argv[0]}: {exc.strerror}") from None
     if on_start is not None:
