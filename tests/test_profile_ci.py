@@ -67,3 +67,20 @@ def test_an_option_after_the_target_is_warned_with_the_command_probably_meant() 
         "5",
         "-x",
     ]
+
+
+@pytest.mark.nsys
+@nsys
+def test_analyze_of_a_report_says_when_it_reads_an_earlier_export(tmp_path: Path) -> None:
+    done = run_nsys_retrying(
+        [LAUNCHPROF, "profile", "-q", "-o", "out", LOOP, "--steps", "3"], cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    again = run_nsys_retrying([LAUNCHPROF, "analyze", "out/trace.nsys-rep", "-o", "a"], cwd=tmp_path, timeout=300)
+    assert again.returncode == 2  # no GPU work: the report is written, the status says so
+    assert "note: out/trace.sqlite (exported from trace.nsys-rep on " in again.stdout
+    assert "delete it to export the report again" in again.stdout
+    (tmp_path / "out" / "trace.sqlite").unlink()
+    fresh = run_nsys_retrying([LAUNCHPROF, "analyze", "out/trace.nsys-rep", "-o", "b"], cwd=tmp_path, timeout=300)
+    assert "was read as it is" not in fresh.stdout, fresh.stderr
+    assert (tmp_path / "out" / "trace.sqlite").is_file()  # exported again

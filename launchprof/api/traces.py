@@ -58,6 +58,28 @@ def _decompress_xz(path: Path, folder: Path) -> Path:
     return target
 
 
+def reused_export(path: Path) -> str | None:
+    """A note when ``path`` is a ``.nsys-rep`` whose SQLite export beside it, newer than the
+    report, will be read as it is (:func:`launchprof.nsys.export.export_sqlite` reuses it,
+    whatever nsys wrote it); None otherwise."""
+    if path.suffix != ".nsys-rep":
+        return None
+    export = path.with_suffix(".sqlite")
+    try:
+        when = export.stat().st_mtime
+        if when < path.stat().st_mtime:
+            return None
+    except OSError:
+        return None
+    import time
+
+    stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+    return (
+        f"{export} (exported from {path.name} on {stamp}, after the report was written) was read as it is; "
+        "delete it to export the report again (with another --nsys, say)"
+    )
+
+
 def resolve_trace(path: str | Path, nsys: str | None = None) -> Path:
     """The SQLite file to read for ``path``: itself, the export of a ``.nsys-rep``, or of
     the ``.nsys-rep`` imported from a ``.qdstrm`` (an nsys recording not yet imported, as
@@ -154,6 +176,7 @@ def analyze(
     ``ranks`` holds the cross-rank view, a
     :class:`~launchprof.analysis.ranks.CrossRank`.
     """
+    reused = reused_export(Path(path))
     sqlite = resolve_trace(path, nsys)
     if sqlite.name.endswith(".xz"):
         with _temporary_folder() as tmp:
@@ -162,7 +185,7 @@ def analyze(
             trace = _load(_decompress_xz(sqlite, Path(tmp)), progress, memory)
     else:
         trace = _load(sqlite, progress, memory)
-    trace = dataclasses.replace(trace, path=Path(path))
+    trace = dataclasses.replace(trace, path=Path(path), notes=(*trace.notes, *([reused] if reused else [])))
     return analyze_loaded(trace, bubble_threshold_ns, progress, step, baseline)
 
 
