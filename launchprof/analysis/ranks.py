@@ -378,3 +378,64 @@ def rank_view(analysis: Analysis, step_name: str | None = None) -> CrossRank | N
     if pairs == 0 or (pairs == 1 and comm_kernel_ids(analysis).size == 0):
         return None
     return cross_rank(find_ranks(analysis, step_name))
+
+
+@dataclass(frozen=True)
+class ProgramSignature:
+    """What a trace's program is, to tell whether several traces are ranks of one job
+    (:func:`not_one_job`): the names of the kernels it ran and whether it replays CUDA
+    graphs (``cudaGraphLaunch`` calls, or kernels run as graph nodes). Small and picklable."""
+
+    kernels: frozenset[str]
+    replays_graphs: bool
+
+
+def program_signature(analysis: Analysis) -> ProgramSignature:
+    """The :class:`ProgramSignature` of an analysed trace."""
+    trace = analysis.trace
+    ids = pd.unique(trace.kernels["name_id"].dropna()) if len(trace.kernels) else []
+    names = frozenset(str(trace.string(int(i))) for i in ids)
+    calls = trace.api["call"].astype(str) if len(trace.api) else pd.Series(dtype=str)
+    nodes = trace.kernels["graph_node_id"] if "graph_node_id" in trace.kernels else pd.Series(dtype=float)
+    graphs = bool(calls.str.startswith(("cudaGraphLaunch", "cuGraphLaunch")).any() or nodes.notna().any())
+    return ProgramSignature(names, graphs)
+
+
+# Ranks of one data- or tensor-parallel job run the same code: their kernel-name sets are
+# nearly equal (the two DDP ranks of tests/data/gpu/ddp_mlp_x2: the same set). Below half in
+# common (Jaccard index) they are different programs; a pipeline's stages share most names
+# (the same layer kinds), so half leaves them room.
+SAME_PROGRAM_MIN_SHARED = 0.5
+
+
+def not_one_job(signatures: Sequence[tuple[str, ProgramSignature]]) -> list[str]:
+    """Why traces (each ``(label, signature)``) do not look like the ranks of one job, one
+    sentence per reason; empty when they do (or there is one). Each is held against the
+    first: kernel names in common below :data:`SAME_PROGRAM_MIN_SHARED` (Jaccard index),
+    or CUDA graphs replayed by some and not others."""
+    if len(signatures) < 2:
+        return []
+    (first, ref), rest = signatures[0], signatures[1:]
+    reasons = []
+    different = []
+    for label, sig in rest:
+        union_ = ref.kernels | sig.kernels
+        shared = len(ref.kernels & sig.kernels) / len(union_) if union_ else 1.0
+        if shared < SAME_PROGRAM_MIN_SHARED:
+            different.append(f"{label} ({shared:.0%})")
+    if different:
+        reasons.append(
+            f"these traces do not look like ranks of one job: kernel names in common with {first}: "
+            + ", ".join(different)
+            + f" (ranks of one job run the same kernels; below {SAME_PROGRAM_MIN_SHARED:.0%} they are different "
+            "programs): the per-trace reports stand, the job view (straggler, critical rank) may mean nothing"
+        )
+    replaying = [label for label, sig in signatures if sig.replays_graphs]
+    if replaying and len(replaying) < len(signatures):
+        reasons.append(
+            f"these traces do not look like ranks of one job: {', '.join(replaying)} replay"
+            f"{'s' if len(replaying) == 1 else ''} CUDA graphs, the others launch each kernel (a conversion's "
+            "BEFORE and AFTER? compare them with launchprof compare): the per-trace reports stand, the job view may "
+            "mean nothing"
+        )
+    return reasons

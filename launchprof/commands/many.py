@@ -37,7 +37,7 @@ from typing import Any
 
 from rich.console import Console
 
-from launchprof.analysis.ranks import cross_rank, find_ranks
+from launchprof.analysis.ranks import cross_rank, find_ranks, not_one_job, program_signature
 from launchprof.commands.analyze import update_index
 from launchprof.commands.folders import trace_stem
 from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
@@ -126,7 +126,7 @@ def analyze_one(
         return ReportResult(path, folder, [], str(exc))
     single = len(ranks) == 1
     labelled = [replace(r, path=path, label=folder if single else f"{folder} {r.label}") for r in ranks]
-    return ReportResult(path, folder, labelled)
+    return ReportResult(path, folder, labelled, signature=program_signature(analysis))
 
 
 @contextmanager
@@ -318,7 +318,8 @@ def analyze_many(
     reports = [results[i] for i in range(len(args))]
     ranks = [r for rep in reports for r in rep.ranks]
     view = cross_rank(ranks) if ranks else None
-    combined = Combined(reports, view)
+    notes = not_one_job([(rep.folder, rep.signature) for rep in reports if rep.signature is not None])
+    combined = Combined(reports, view, notes)
     write_combined(combined, output)
     for rep in reports:
         if rep.error is None:
@@ -398,6 +399,8 @@ def run_analyze_many(
         )
     if len(ranks) > MAX_RANK_LINES:
         console.print(f"... and {len(ranks) - MAX_RANK_LINES} more ranks in combined.json", markup=False)
+    for note in combined.notes:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     console.print(f"combined report: {output / 'combined.html'}", markup=False)
     update_index(output)
     failed = [r for r in combined.reports if r.error is not None]

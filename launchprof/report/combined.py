@@ -1,7 +1,8 @@
 """The combined report of many per-rank traces: ``combined.json`` and ``combined.html``.
 
 ``combined.json`` (schema ``launchprof.combined/1``): ``reports[]`` (``path`` as given,
-``folder`` of its report, ``ranks`` found in it, ``error`` or null) and ``ranks``, the
+``folder`` of its report, ``ranks`` found in it, ``error`` or null), ``notes`` (why the
+traces do not look like the ranks of one job, if so) and ``ranks``, the
 cross-rank view over all ranks of the reports that worked (the same object as the
 ``ranks`` section of summary.json, see :meth:`launchprof.analysis.ranks.CrossRank.to_dict`;
 each rank carries the ``path`` of its report). Deterministic: the same traces in the same
@@ -10,13 +11,14 @@ order give the same bytes, whatever the number of workers.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from launchprof.analysis.ranks import RankRecord
+from launchprof.analysis.ranks import ProgramSignature, RankRecord
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
 from launchprof.report.html import atomic_write, embed, render, write_plotlyjs
 
@@ -35,16 +37,19 @@ class ReportResult:
     folder: str
     ranks: list[RankRecord]
     error: str | None = None
+    signature: ProgramSignature | None = None
 
 
 @dataclass(frozen=True)
 class Combined:
     """The result of :func:`launchprof.commands.many.analyze_many`: one :class:`ReportResult` per trace, in the
-    order given, and the cross-rank view over all ranks of the traces that worked
-    (None when none did)."""
+    order given, the cross-rank view over all ranks of the traces that worked
+    (None when none did), and ``notes``: why the traces do not look like one job
+    (:func:`launchprof.analysis.ranks.not_one_job`), if so."""
 
     reports: list[ReportResult]
     view: CrossRank | None
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 class ReportEntry(BaseModel):
@@ -61,6 +66,7 @@ class CombinedSummary(BaseModel):
     reports: list[ReportEntry]
     failed: int = Field(ge=0)
     ranks: dict[str, Any] | None
+    notes: list[str] = []
 
     def to_json(self) -> str:
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
@@ -75,6 +81,7 @@ def build_combined(combined: Combined) -> CombinedSummary:
         ],
         failed=sum(1 for r in combined.reports if r.error is not None),
         ranks=combined.view.to_dict() if combined.view is not None else None,
+        notes=list(combined.notes),
     )
 
 
