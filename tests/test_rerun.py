@@ -65,3 +65,19 @@ def test_compare_twice_replaces_its_own_comparison_only(tmp_path: Path) -> None:
     swapped = _run(tmp_path, "compare", "gpu/matmul_graph.sqlite.xz", "gpu/matmul_eager.sqlite.xz", "-o", "cmp", "-q")
     assert swapped.returncode == 2
     assert "cmp already holds a report of gpu/matmul_eager.sqlite.xz and gpu/matmul_graph.sqlite.xz" in swapped.stderr
+
+
+def test_help_at_80_columns_cuts_nothing(tmp_path: Path) -> None:
+    import os
+
+    for command in ("analyze", "compare", "check", "profile", "doctor", "calibrate"):
+        done = subprocess.run(
+            [LAUNCHPROF, command, "--help"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "80"},
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "…" not in done.stdout, (command, [line for line in done.stdout.splitlines() if "…" in line])
+        assert max(len(line) for line in done.stdout.splitlines()) <= 80

@@ -54,7 +54,14 @@ def click_context_obj() -> Any:
 StepOption = Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)]
 BubbleThresholdOption = Annotated[float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)]
 FailOnOption = Annotated[
-    str, typer.Option("--fail-on", help="comma-separated verdicts that exit with status 1 (or 'none')")
+    str,
+    typer.Option(
+        "--fail-on",
+        help="comma-separated verdicts that exit with status 1, or 'none' (default: "
+        + options.DEFAULT_COMPARE_FAIL_ON.replace(",", ", ")
+        + ")",
+        show_default=False,
+    ),
 ]
 MinEffectOption = Annotated[
     float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
@@ -348,7 +355,11 @@ def compare(
     after: Annotated[Path, typer.Argument(help="AFTER (the graph conversion): trace or report folder")],
     output: Annotated[
         Optional[str],
-        typer.Option("--output", "-o", help="comparison folder (default: reports/compare-<before>-vs-<after>)"),
+        typer.Option(
+            "--output",
+            "-o",
+            help="comparison folder (default: reports/compare-B-vs-A; B, A: the BEFORE and AFTER stems)",
+        ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing comparison folder")] = False,
     step: StepOption = None,
@@ -403,7 +414,10 @@ def check(
         typer.Argument(help="BEFORE [ARGS] -- AFTER [ARGS]: two workloads as profile takes them", show_default=False),
     ],
     output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="folder (default: reports/check-<before>-<UTC time>)")
+        Optional[str],
+        typer.Option(
+            "--output", "-o", help="folder (default: reports/check-B-TIME, B the BEFORE workload, TIME in UTC)"
+        ),
     ] = None,
     runs: Annotated[
         int,
