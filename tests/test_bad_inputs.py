@@ -471,7 +471,8 @@ def test_existing_report_needs_force(tmp_path: Path) -> None:
     trace = base(tmp_path / "t.sqlite")
     runner = CliRunner()
     assert runner.invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "out")]).exit_code == 0
-    again = runner.invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "out")])
+    other = shutil.copy(trace, tmp_path / "other.sqlite")  # another trace: its report would replace this one
+    again = runner.invoke(app, ["analyze", str(other), "-o", str(tmp_path / "out")])
     assert again.exit_code != 0
     assert "--force" in again.output and "Traceback" not in again.output
 

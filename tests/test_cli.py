@@ -90,15 +90,21 @@ def test_existing_report_is_refused_without_force_and_overwritten_with_it(tmp_pa
     trace, out = _trace(tmp_path), tmp_path / "out"
     assert runner.invoke(app, ["analyze", str(trace), "-o", str(out)]).exit_code == 0
     first = (out / "summary.json").read_text()
-    # Different threshold: a rewritten summary.json would differ.
-    refused = runner.invoke(app, ["analyze", str(trace), "-o", str(out), "--bubble-threshold", "0"])
+    # Another trace (a copy under another name) into the same folder: refused.
+    other = shutil.copy(trace, tmp_path / "other.sqlite")
+    refused = runner.invoke(app, ["analyze", str(other), "-o", str(out), "--bubble-threshold", "0"])
     assert refused.exit_code != 0
     _assert_one_error_line(refused.stderr, "--force")
+    assert f"already holds a report of {trace}" in refused.stderr
     assert (out / "summary.json").read_text() == first
-    forced = runner.invoke(app, ["analyze", str(trace), "-o", str(out), "--bubble-threshold", "0", "--force"])
+    forced = runner.invoke(app, ["analyze", str(other), "-o", str(out), "--bubble-threshold", "0", "--force"])
     assert forced.exit_code == 0, forced.output
     assert json.loads((out / "summary.json").read_text())["devices"][0]["bubbles"]["threshold_ns"] == 0
     assert trace.exists()  # never delete a recorded trace
+    # The same trace again (a script run twice): its report is replaced, no --force needed.
+    again = runner.invoke(app, ["analyze", str(other), "-o", str(out), "--bubble-threshold", "5"])
+    assert again.exit_code == 0, again.output
+    assert json.loads((out / "summary.json").read_text())["devices"][0]["bubbles"]["threshold_ns"] == 5000
 
 
 def test_existing_empty_folder_is_used(tmp_path: Path) -> None:
@@ -235,9 +241,8 @@ def test_installed_command_on_the_bundled_real_trace(tmp_path: Path) -> None:
     assert f"GPU 0, whole trace (incl. start-up): 10801 kernels over {(last - first) / 1e9:.3f} s," in proc.stdout
     assert proc.stdout.startswith("verdict: launch-bound")  # the verdict first
     assert trace.exists()
-    again = _installed("analyze", str(trace), cwd=tmp_path)
-    assert again.returncode != 0
-    _assert_one_error_line(again.stderr, "--force")
+    again = _installed("analyze", str(trace), cwd=tmp_path)  # run again as written: the report is replaced
+    assert again.returncode == 0, again.stderr
     assert _installed("analyze", str(trace), "--force", cwd=tmp_path).returncode == 0
 
 

@@ -39,7 +39,8 @@ def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
                                        break_even_iterations=1, expected_speedup=None, blockers=[]),
         steps=SimpleNamespace(**STEPS),  # the typed steps section: attributes
         ranks=SimpleNamespace(  # the typed ranks section: attributes
-            count=RANKS["count"], ranks=[SimpleNamespace(**r) for r in RANKS["ranks"]]
+            count=RANKS["count"], ranks=[SimpleNamespace(**r) for r in RANKS["ranks"]], critical_rank=None,
+            aligned_steps=56,
         ),
     )  # fmt: skip
     line = verdict_line(summary)
@@ -65,8 +66,17 @@ def test_the_report_page_gives_every_reason_of_the_summary(tmp_path) -> None:  #
     shutil.copy(Path(__file__).parent / "data" / "gpu" / trace.name, trace)
     result = CliRunner().invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    reasons = json.loads((tmp_path / "out" / "summary.json").read_text())["diagnosis"]["reasons"]
-    assert any(r.startswith("This verdict judges rank 0 (GPU 0, pid 719) of 2 ranks.") for r in reasons)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    reasons = summary["diagnosis"]["reasons"]
+    # Rank 1 sleeps in every 10th step (examples/ddp_mlp.py): it paces the job, the headline is its.
+    assert summary["ranks"]["critical_rank"] == 1 and summary["headline"]["verdict"] == "launch-bound"
+    assert any(
+        r.startswith(
+            "This verdict judges rank 1 (GPU 1, pid 720) of 2 ranks. It is the critical rank: the slowest in 56 of 56 "
+            "steps"
+        )
+        for r in reasons
+    )
     page = (tmp_path / "out" / "report.html").read_text()
     paragraphs = {html.unescape(p) for p in re.findall(r"<p>(.*?)</p>", page, re.S)}
     from launchprof.report.html import micro

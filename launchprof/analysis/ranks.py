@@ -227,6 +227,18 @@ class CrossRank:
         r = self.rows["steady_host_wait_ratio"]
         return None if r.dropna().empty else int(self.rows.loc[r.idxmax(), "rank"])
 
+    @property
+    def critical(self) -> int | None:
+        """The critical rank: the one slowest in the most aligned steps (it paces the job:
+        the others wait for it in their collectives); the lowest rank on ties; None with
+        fewer than two ranks or no aligned step."""
+        if len(self.ranks) < 2 or self.per_step.empty:
+            return None
+        slowest = self.rows["slowest_steps"]
+        if slowest.dropna().empty or not (slowest > 0).any():
+            return None
+        return int(self.rows.loc[slowest.idxmax(), "rank"])
+
     def to_dict(self, max_stragglers: int = 50) -> dict[str, Any]:
         """The ``ranks`` section of summary.json / combined.json (see README)."""
         ranks = []
@@ -262,6 +274,7 @@ class CrossRank:
             "ranks": ranks,
             "launch_bound_ranks": [int(r) for r in self.rows.loc[self.rows["launch_bound"], "rank"]],
             "most_launch_bound_rank": self.most_launch_bound,
+            "critical_rank": self.critical,
             "aligned_steps": int(len(ps)),
             "straggler_count": int(len(self.stragglers)),
             "stragglers": [

@@ -17,7 +17,9 @@ import pandas as pd
 
 from launchprof.analysis import analyze_trace
 from launchprof.analysis.baseline import ModuleRuns, RegionRuns, runs_of
+from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
@@ -290,7 +292,8 @@ def analyze_loaded(
     ranks = rank_view(analysis, step_name=step)
     if progress:
         progress("finding steps")
-    steps = find_steps(analysis, step_name=step)
+    device_id, pid = _critical_rank(analysis, ranks)
+    steps = find_steps(analysis, step_name=step, device_id=device_id, pid=pid)
     note = no_gpu_work_note(steps)
     if note is not None:
         analysis.notes.append(note)
@@ -300,6 +303,21 @@ def analyze_loaded(
         analysis, steps, calibration=calibration, calibration_source=source, baseline=runs
     )
     return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)
+
+
+def _critical_rank(analysis: Analysis, ranks: CrossRank | None) -> tuple[int | None, int | None]:
+    """Where the job's headline comes from: the critical rank's device and process
+    (:attr:`~launchprof.analysis.ranks.CrossRank.critical`: the others wait for it in
+    their collectives) when it has its GPU to itself (one rank per GPU, as a multi-GPU
+    job runs); else, as for one process, the busiest device (``(None, None)``)."""
+    critical = ranks.critical if ranks is not None else None
+    if critical is None or ranks is None:
+        return None, None
+    rank = ranks.ranks[critical]
+    device = next((d for d in analysis.devices if d.device_id == rank.device_id), None)
+    if device is None or len(device.processes) != 1:
+        return None, None
+    return rank.device_id, rank.pid
 
 
 def _runs_of(

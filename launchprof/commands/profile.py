@@ -274,27 +274,7 @@ def _after_recording(
     warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
     gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
     mark("imports_done")
-    runs = run.baseline_runs
-    why = nothing_to_time(run.work, files.sqlite, run.step) if (runs and code == 0) else None
-    if why is not None:
-        hint = "" if "launchprof.step(" in why else " (mark the loop's body with launchprof.step() to measure it)"
-        console.print(
-            f"launchprof: no baseline runs: {why}; the expected speedup is an estimate{hint}",
-            markup=False,
-            soft_wrap=True,
-        )
-        runs = 0
-    baseline = (
-        run_baselines(run.work, folder, runs, console, run.step, timing(files.sqlite), run.workload_stdout)
-        if (runs and code == 0)
-        else None
-    )
-    if runs and code != 0:
-        console.print(
-            f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",
-            markup=False,
-            soft_wrap=True,
-        )
+    baseline = _baseline(run, code, files.sqlite)
     from launchprof.commands.analyze import run_analyze
     from launchprof.trace.columns import prefetch
 
@@ -331,6 +311,30 @@ def _after_recording(
         if not webbrowser.open(uri):
             console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
     return ProfileResult(folder, code, analysed, summary)
+
+
+def _baseline(run: _Run, code: int, sqlite: Path) -> Any:
+    """The runs without nsys (:func:`launchprof.commands.baseline.run_baselines`) after a
+    successful nsys run, or None, with a line saying why there are none."""
+    runs, console = run.baseline_runs, run.console
+    if runs and code != 0:
+        console.print(
+            f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",
+            markup=False,
+            soft_wrap=True,
+        )
+    if not runs or code != 0:
+        return None
+    why = nothing_to_time(run.work, sqlite, run.step)
+    if why is not None:
+        hint = "" if "launchprof.step(" in why else " (mark the loop's body with launchprof.step() to measure it)"
+        console.print(
+            f"launchprof: no baseline runs: {why}; the expected speedup is an estimate{hint}",
+            markup=False,
+            soft_wrap=True,
+        )
+        return None
+    return run_baselines(run.work, run.folder, runs, console, run.step, timing(sqlite), run.workload_stdout)
 
 
 def _trace_files(run: _Run, code: int, started: float, interrupted: bool) -> TraceFiles:

@@ -19,6 +19,10 @@ def verdict_line(summary: Any) -> str | None:
     ranks = summary.ranks
     if steps and ranks is not None and ranks.count > 1:
         line += f" on GPU {steps.device_id} pid {steps.pid} of {ranks.count} ranks"
+        crit = ranks.critical_rank
+        if crit is not None and 0 <= crit < len(ranks.ranks) and ranks.ranks[crit].pid == steps.pid:
+            slowest = ranks.ranks[crit].slowest_steps
+            line += f", the critical rank (slowest in {slowest} of {ranks.aligned_steps} steps)"
     if steps and steps.period_p50_ns:
         line += f" (step period p50 {steps.period_p50_ns / 1e3:,.1f} us over {steps.steady} steady steps)"
     graphs = (diag.figures or {}).get("graph_launches_per_step_p50") or 0

@@ -368,6 +368,9 @@ class RanksSection(_Model):
     ranks: list[RankEntry]
     launch_bound_ranks: list[int]
     most_launch_bound_rank: int | None
+    critical_rank: int | None = Field(
+        None, description="the rank slowest in the most aligned steps: the headline is its (None: one rank)"
+    )
     aligned_steps: int = Field(ge=0)
     straggler_count: int = Field(ge=0)
     stragglers: list[Straggler] = Field(description="the first 50 at most")

@@ -130,8 +130,8 @@ def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> st
     Args:
         steps: the summary's ``steps`` section (``device_id``, ``pid``).
         ranks: the summary's ``ranks`` section (``count``, ``ranks[]`` with ``rank``,
-            ``device_id``, ``pid``, ``launch_bound``, ``straggler_steps``;
-            ``aligned_steps``).
+            ``device_id``, ``pid``, ``launch_bound``, ``straggler_steps``,
+            ``slowest_steps``; ``aligned_steps``, ``critical_rank``).
     """
     if not steps or not ranks or int(ranks.get("count") or 0) < 2:
         return None
@@ -145,6 +145,11 @@ def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> st
         f"This verdict judges rank {judged['rank']} (GPU {judged['device_id']}, pid {judged['pid']}) of "
         f"{ranks['count']} ranks."
     )
+    if ranks.get("critical_rank") == judged["rank"]:
+        text += (
+            f" It is the critical rank: the slowest in {judged.get('slowest_steps')} of {ranks.get('aligned_steps')} "
+            "steps, so the others wait for it in their collectives and the job's step is its step."
+        )
     others = [r for r in rows if r is not judged]
     bound = [str(r["rank"]) for r in others if r.get("launch_bound") and not judged.get("launch_bound")]
     if bound:
