@@ -49,6 +49,7 @@ from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
+from launchprof.analysis.toptables import top_tables
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
@@ -72,6 +73,9 @@ class Diagnosis:
             ``launch_call_ns`` (one row per kernel joined to its call).
         baseline: the ``baseline`` section of the runs without nsys
             (:func:`launchprof.analysis.baseline.baseline_section`), None without runs.
+        top: the top kernels and CUDA API calls of the steady steps
+            (:func:`launchprof.analysis.toptables.top_tables`; ``to_dict``:
+            ``top_kernels``, ``top_calls``).
     """
 
     verdict: str
@@ -83,6 +87,7 @@ class Diagnosis:
     per_step: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     durations: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     baseline: dict[str, Any] | None = field(default=None, repr=False)
+    top: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +97,8 @@ class Diagnosis:
             "figures": dict(self.figures),
             "thresholds": dict(self.thresholds),
             "framework": self.framework,
+            "top_kernels": list(self.top.get("kernels", [])),
+            "top_calls": list(self.top.get("calls", [])),
         }
 
 
@@ -464,6 +471,7 @@ def diagnose(
         per_step=_per_step(ctx),
         durations=launch_durations(ctx, analysis),
         baseline=section,
+        top=top_tables(ctx, analysis.trace),
     )
     rec = _recommend(ctx, fig, verdict, findings, pred, single, calib, exp)
     return diagnosis, dataclasses.replace(rec, step_without_profiler=unprofiled)

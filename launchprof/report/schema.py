@@ -152,6 +152,28 @@ class FindingDoc(_Model):
     figures: dict[str, Any]
 
 
+class TopKernel(_Model):
+    """One kernel name of the steady steps (:mod:`launchprof.analysis.toptables`; ns)."""
+
+    name: str
+    per_step: float = Field(ge=0)
+    time_per_step_ns: float = Field(ge=0)
+    share: float = Field(ge=0, le=1)
+    trace_count: int = Field(ge=0)
+    trace_time_ns: float = Field(ge=0)
+
+
+class TopCall(_Model):
+    """One CUDA API call of the steady steps (:mod:`launchprof.analysis.toptables`; ns)."""
+
+    call: str
+    per_step: float = Field(ge=0)
+    time_per_step_ns: float = Field(ge=0)
+    share: float = Field(ge=0, le=1)
+    trace_count: int = Field(ge=0)
+    trace_time_ns: float = Field(ge=0)
+
+
 class DiagnosisSection(_Model):
     """The ``diagnosis`` section (:meth:`launchprof.analysis.diagnose.Diagnosis.to_dict`):
     the steady steps' verdict, the reasons (with, for several ranks, which rank was
@@ -163,6 +185,10 @@ class DiagnosisSection(_Model):
     figures: dict[str, Any]
     thresholds: dict[str, float]
     framework: str
+    top_kernels: list[TopKernel] = Field(
+        [], description="the steady steps' top kernels by time (launchprof.analysis.toptables)"
+    )
+    top_calls: list[TopCall] = Field([], description="the steady steps' top CUDA API calls by time")
 
 
 class Blocker(_Model):
