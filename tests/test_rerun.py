@@ -81,3 +81,18 @@ def test_help_at_80_columns_cuts_nothing(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         assert "…" not in done.stdout, (command, [line for line in done.stdout.splitlines() if "…" in line])
         assert max(len(line) for line in done.stdout.splitlines()) <= 80
+
+
+def test_the_index_headlines_a_comparisons_speedup_without_nsys(tmp_path: Path) -> None:
+    import html
+
+    _traces(tmp_path)
+    done = _run(
+        tmp_path, "compare", "gpu/matmul_eager.sqlite.xz", "gpu/matmul_graph.sqlite.xz", "-o", "reports/c", "-q"
+    )
+    assert done.returncode in (0, 1), done.stderr
+    doc = json.loads((tmp_path / "reports" / "c" / "compare.json").read_text())
+    page = html.unescape((tmp_path / "reports" / "index.html").read_text())
+    assert "speedup without nsys (range)" in page and "under nsys (95 % CI)" in page
+    assert f"{doc['speedup_unprofiled']:.2f}x" in page and doc["speedup_unprofiled_source"] in page
+    assert f"{doc['speedup']:.2f}x" in page

@@ -62,6 +62,9 @@ class CompareRow:
     before_period_ns: float | None
     after_period_ns: float | None
     problem: str | None = None
+    unprofiled: float | None = None  # the speedup without nsys (compare's headline)
+    unprofiled_range: tuple[float, float] | None = None
+    unprofiled_source: str | None = None  # measured, runs or estimate
 
 
 @dataclass(frozen=True)
@@ -138,8 +141,7 @@ def _compare_row(folder: Path) -> CompareRow:
     c = _load(folder / "compare.json")
     if c is None:
         return CompareRow(folder.name, page, "", "", None, None, None, None, None, "unreadable compare.json")
-    ci = c.get("speedup_ci")
-    ci_pair = (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 and None not in ci else None
+    source = c.get("speedup_unprofiled_source")
     return CompareRow(
         folder=folder.name,
         page=page,
@@ -147,10 +149,23 @@ def _compare_row(folder: Path) -> CompareRow:
         after=str(_dict(c.get("after")).get("path", "")),
         verdict=c.get("verdict") if isinstance(c.get("verdict"), str) else None,
         speedup=_num(c, "speedup"),
-        speedup_ci=ci_pair,
+        speedup_ci=_pair(c.get("speedup_ci")),
         before_period_ns=_num(c, "before", "period_p50_ns"),
         after_period_ns=_num(c, "after", "period_p50_ns"),
+        unprofiled=_num(c, "speedup_unprofiled"),
+        unprofiled_range=_pair(c.get("speedup_unprofiled_ci")),
+        unprofiled_source=source if isinstance(source, str) else None,
     )
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    """A ``[low, high]`` of compare.json as floats, or None."""
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    try:
+        return float(value[0]), float(value[1])
+    except (TypeError, ValueError):
+        return None
 
 
 def _multi_row(folder: Path) -> MultiRow:
