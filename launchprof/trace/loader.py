@@ -58,16 +58,13 @@ from launchprof.trace.columns import (
     take_prefetched_rows,
 )
 from launchprof.trace.model import Trace, TraceSchema
+from launchprof.trace.pids import pid_array, plain_pids
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 
 # Columns that older nsys exports lack (2022.4 has no graphNodeId): absent without a note.
 _OPTIONAL_BY_VERSION = {"graphNodeId", "graphId"}
-
-
-def _pid_array(values: np.ndarray) -> np.ndarray:
-    return ((values >> 24) & 0xFFFFFF).astype(np.int32)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -187,7 +184,7 @@ def _frame(
         if null is not None:
             values = np.where(null, fills.get(name, -1), values)
         if name == "global_pid":
-            data["pid"] = _pid_array(values)
+            data["pid"] = pid_array(values)
             continue
         data[name] = narrow(values) if name in NARROW else values
     return pd.DataFrame(data, copy=False)
@@ -366,7 +363,7 @@ def _load_api(reader: Reader, schema: TraceSchema, strings: pd.Series, notes: li
         out["call"] = pd.Categorical([])
         return out
     frame = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    frame["pid"] = _pid_array(frame["tid"].to_numpy())
+    frame["pid"] = pid_array(frame["tid"].to_numpy())
     frame["call"] = call_names(frame["name_id"].to_numpy(), strings)
     start = frame["start"].to_numpy()
     if start.size > 1 and (start[1:] < start[:-1]).any():
@@ -432,7 +429,7 @@ def _load_nvtx(
             "start": np.fromiter((r[0] for r in valid), np.int64, n),
             "end": np.fromiter((r[1] for r in valid), np.int64, n),
             "tid": tid,
-            "pid": ((tid >> 24) & 0xFFFFFF).astype(np.int64),
+            "pid": pid_array(tid),
             "text": [text_of(r[3], r[4]) for r in valid],
             "domain": [domain_names.get(r[6], "") if type(r[6]) is int else "" for r in valid],
         }
@@ -571,6 +568,7 @@ def load_tables(
         )
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
+    plain_pids([kernels, memops, graph_execs, api, nvtx], notes)
     return Trace(
         path=path,
         schema=schema,

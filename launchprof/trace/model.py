@@ -31,8 +31,11 @@ int64; ``device_id``, ``stream_id``, ``pid`` and the grid/block sizes of kernels
 when every value fits (int64 otherwise); a NULL id reads as -1 (``pid`` 0 when the
 globalPid is missing). ``Trace.gpu_activity()``'s ``kind`` is categorical.
 
-The process id of a globalTid/globalPid is ``(value >> 24) & 0xFFFFFF`` (the nsys
-"Serialized GlobalId" layout); correlation ids are unique only within one process.
+The process of a globalTid/globalPid is ``value >> 24`` (the nsys "Serialized GlobalId"
+layout: host and VM ids above the 24-bit pid, the 24-bit tid below): the pid itself for
+the host's own processes, a larger number when host or VM bits are set, so that two
+processes with one pid on two hosts or VMs stay apart; correlation ids are unique only
+within one process.
 """
 
 from __future__ import annotations
