@@ -337,13 +337,16 @@ def test_a_large_bubble_threshold_the_command_line_takes_is_analysed(tmp_path: P
     assert result.exit_code == 0, result.output
 
 
-def test_another_kind_of_report_in_the_folder_is_not_taken_for_the_users_files(tmp_path: Path) -> None:
-    """compare -o into an analyze report folder (its plotly.min.js and summary.json) still
-    writes: those files are launchprof's."""
+def test_another_kind_of_report_in_the_folder_is_refused_by_kind_even_with_force(tmp_path: Path) -> None:
+    """compare -o into an analyze report folder would leave summary.json and report.html
+    beside compare.json (half one report, half another): refused by kind, not as the
+    user's files, and --force does not mix them either."""
     eager, graph, out = TRACES / "mlp_eager.sqlite.xz", TRACES / "mlp_graph.sqlite.xz", tmp_path / "r"
     assert runner.invoke(app, ["analyze", str(eager), "-o", str(out)]).exit_code == 0
-    result = runner.invoke(app, ["compare", str(eager), str(graph), "-o", str(out)])
-    assert "no report" not in result.output and (out / "compare.json").exists(), result.output
+    for force in ([], ["--force"]):
+        result = runner.invoke(app, ["compare", str(eager), str(graph), "-o", str(out), *force])
+        assert result.exit_code == 2 and "holds an analyze report (summary.json)" in result.output, result.output
+        assert "no report" not in result.output and not (out / "compare.json").exists()
 
 
 def test_an_output_through_a_symlink_loop_is_one_line(tmp_path: Path) -> None:

@@ -96,3 +96,22 @@ def test_the_index_headlines_a_comparisons_speedup_without_nsys(tmp_path: Path) 
     assert "speedup without nsys (range)" in page and "under nsys (95 % CI)" in page
     assert f"{doc['speedup_unprofiled']:.2f}x" in page and doc["speedup_unprofiled_source"] in page
     assert f"{doc['speedup']:.2f}x" in page
+
+
+def test_two_kinds_of_report_never_share_a_folder(tmp_path: Path) -> None:
+    a, _, c = _traces(tmp_path)
+    shutil.copy(a, tmp_path / "combined.sqlite.xz")
+    assert _run(tmp_path, "analyze", "combined.sqlite.xz", "-q").returncode == 0  # reports/combined
+    many = _run(tmp_path, "analyze", str(a), str(c), "-q", "--workers", "0")  # default folder reports/combined
+    assert many.returncode == 2
+    assert many.stderr.strip() == (
+        "launchprof: error: reports/combined holds an analyze report (summary.json); remove it or use --output "
+        "to choose another folder"
+    )
+    assert not (tmp_path / "reports" / "combined" / "combined.json").exists()
+    assert _run(tmp_path, "analyze", str(a), str(c), "-q", "--workers", "0", "-o", "m").returncode == 0
+    single = _run(tmp_path, "analyze", str(a), "-q", "-o", "m")
+    assert single.returncode == 2 and "m holds a multi-trace report (combined.json)" in single.stderr
+    cmp = _run(tmp_path, "compare", str(a), str(c), "-q", "-o", "m")
+    assert cmp.returncode == 2 and "m holds a multi-trace report (combined.json)" in cmp.stderr
+    assert not (tmp_path / "m" / "summary.json").exists() and not (tmp_path / "m" / "compare.json").exists()

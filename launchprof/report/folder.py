@@ -118,6 +118,25 @@ def _oserror(what: str, path: Path, exc: OSError) -> OutputError:
     return OutputError(f"cannot {what} {path}: {exc.strerror or exc}")
 
 
+# The document each kind of report writes: a folder holding one holds that kind of report.
+REPORT_DOCUMENTS = {
+    "summary.json": "an analyze report",
+    "compare.json": "a comparison",
+    "combined.json": "a multi-trace report",
+}
+
+
+def other_kind(folder: Path, produced: Iterable[str]) -> str | None:
+    """What other kind of report ``folder`` holds (its document name and kind), when it
+    holds one of :data:`REPORT_DOCUMENTS` that this run, writing ``produced``, would not
+    replace: writing beside it would mix two reports in one folder; else None."""
+    mine = set(produced)
+    for name, kind in REPORT_DOCUMENTS.items():
+        if name not in mine and (folder / name).exists():
+            return f"{kind} ({name})"
+    return None
+
+
 def report_of(name: str, inputs: Mapping[tuple[str, ...], Path]) -> Callable[[Path], str | None]:
     """A ``same_input`` check for :class:`FolderWriter`: the folder's report is of this
     run's input when its JSON file ``name`` holds, at each key path of ``inputs`` (e.g.
@@ -243,6 +262,9 @@ class FolderWriter:
                     f"{folder} already holds a report{of}; use --force to overwrite or --output to choose another "
                     "folder"
                 )
+        other = other_kind(folder, self.produced) if folder.is_dir() else None
+        if other is not None:
+            raise OutputError(f"{folder} holds {other}; remove it or use --output to choose another folder")
         ours = any((folder / n).exists() for n in ("summary.json", "compare.json", "combined.json"))
         names = [n for n in self.owned if n != "plotly.min.js"]  # every kind of report writes that one
         foreign = [n for n in names if (folder / n).exists()] if not (self.force or ours) and folder.is_dir() else []
