@@ -36,9 +36,14 @@ registered on the modules seen there alone (``Module.register_forward_pre_hook``
 outermost call of those modules is written as ``module NAME START_NS END_NS`` (NAME: the
 class's qualified name, ``#2``, ``#3`` for further instances of one class; host times,
 no synchronisation: in a steady loop the period between calls is the step's pace). Hooks
-do nothing while ``torch.compile`` traces (``torch.compiler.is_compiling()``). With
-``LAUNCHPROF_STOP_AFTER=N`` too, the process writes its times and leaves (``os._exit(0)``)
-once one module has N + 1 outermost calls (N periods), as the step markers do. Which
+do nothing while ``torch.compile`` traces (``torch.compiler.is_compiling()``). The
+calls are appended to the file every :data:`FLUSH_CALLS` calls and at exit. ``launchprof``
+runs such a program to its end (a warm-up, e.g. a first ``generate()`` that meets every
+sequence length for the first time, can outlast any fixed count of calls; the analysis takes
+the later half of the calls, :func:`launchprof.analysis.baseline.later_half`); with
+``LAUNCHPROF_STOP_AFTER=N`` set by hand, the process writes its times and leaves
+(``os._exit(0)``) once one module has N + 1 outermost calls (N periods), as the step
+markers do. Which
 module's period is the step's is decided against the trace
 (:func:`launchprof.analysis.baseline.module_match`).
 
@@ -68,6 +73,7 @@ MODULE_PREFIX = "module "
 # Outermost module calls watched by the global hooks before they move to the modules seen:
 # a few steps of a loop that calls one to three top-level modules (model, loss, a head).
 OBSERVE_CALLS = 8
+FLUSH_CALLS = 10_000
 TARGET = "torch.cuda.profiler"
 MODULE_TARGET = "torch.nn.modules.module"
 
@@ -149,6 +155,8 @@ class _ModuleTimer:
         count = self.counts[name] = self.counts.get(name, 0) + 1
         if self.handles and len(self.calls) >= OBSERVE_CALLS:
             self._narrow()
+        if len(self.calls) >= FLUSH_CALLS:  # a long run's calls go to the file as it runs
+            _write()
         if self.stop_after and count > self.stop_after:
             _write()
             for stream in (sys.stdout, sys.stderr):

@@ -74,12 +74,25 @@ def test_the_module_whose_period_fits_the_steps_is_taken() -> None:
     assert module_match(runs, None) is None
 
 
+def test_a_warm_up_longer_than_any_fixed_count_is_left_out() -> None:
+    """A plain generate() script timed on an H200: its first generate() call (32 tokens) met
+    every sequence length for the first time and ran about 7x slower a token; with those
+    calls pooled the model's period was 50 ms, the trace's step 16.7 ms, and no module
+    matched. The later half of the run stands for the steady steps."""
+    warm, steady = _calls(50e6, 32, seed=5), _calls(7e6, 96, seed=6)
+    run = np.concatenate([warm, steady + warm[-1, 0] + int(50e6)])
+    runs = ModuleRuns([{"module LlamaForCausalLM": run}])
+    assert np.median(np.diff(run[:51, 0])) > 40e6  # the first 51 calls: what a stop after 50 periods kept
+    assert module_periods(runs)["module LlamaForCausalLM"] == pytest.approx(7e6, rel=0.05)
+    assert module_match(runs, 16.7e6) == "module LlamaForCausalLM"
+
+
 def test_the_baseline_section_of_module_calls() -> None:
     runs = _runs()
     steps = {"period_p50_ns": 16e6, "busy_p50_ns": 3e6}
     section = baseline_section(runs, steps)
     assert section["source"] == "module-calls" and section["module"] == "module LlamaForCausalLM"
-    assert section["runs"] == 2 and section["steps"] == [51, 51]
+    assert section["runs"] == 2 and section["steps"] == [26, 26]  # the later half of each run's 51 calls
     assert section["overhead_ratio"] == pytest.approx(16e6 / section["period_p50_ns"])
     dumped = Baseline.model_validate(section).model_dump()
     assert dumped["module"] == "module LlamaForCausalLM" and "region_ns" not in dumped

@@ -121,29 +121,42 @@ def runs_of(
 MODULE_MATCH = (1.0 / 1.15, 2.9 * 1.15)
 
 
-def module_periods(runs: ModuleRuns, warmup: int = 1) -> dict[str, float]:
-    """Each module's median period without nsys (ns), pooled over the runs like the step
-    markers' (:func:`summarize_runs`); modules with no period left out."""
+def later_half(calls: np.ndarray) -> np.ndarray:
+    """The later half of one run's calls of a module (rows of ``(start_ns, end_ns)``): the
+    part of a whole program's run without nsys that stands for its steady steps. A program
+    timed by its module calls runs to its end (:mod:`launchprof.profiler_region`), and its
+    warm-up can be many calls long - a first ``generate()`` meets every sequence length for
+    the first time (cuBLAS and attention kernels chosen and loaded per shape) - so a fixed
+    count of warm-up periods does not leave it out; the step table's warm-up rule takes the
+    same reference (:func:`launchprof.analysis.steps.table.mark_warmup`: the later half's
+    median)."""
+    return calls[len(calls) // 2 :]
+
+
+def module_periods(runs: ModuleRuns) -> dict[str, float]:
+    """Each module's median period without nsys (ns) over the later half of each run's
+    calls (:func:`later_half`), pooled over the runs like the step markers'
+    (:func:`summarize_runs`); modules with no period left out."""
     out = {}
     for name in sorted({n for r in runs.runs for n in r}):
-        figure = summarize_runs([r[name] for r in runs.runs if name in r], warmup)["period_p50_ns"]
+        figure = summarize_runs([later_half(r[name]) for r in runs.runs if name in r], 0)["period_p50_ns"]
         if figure:
             out[name] = float(figure)
     return out
 
 
-def module_match(runs: ModuleRuns, profiled_period_ns: float | None, warmup: int = 1) -> str | None:
+def module_match(runs: ModuleRuns, profiled_period_ns: float | None) -> str | None:
     """The module (``module NAME``) whose outermost calls are the trace's steps: of the
-    modules whose period without nsys is within :data:`MODULE_MATCH` of the step period
-    under nsys, the one with the most periods (then the first name); None when none is, or
-    without a profiled period."""
+    modules whose period without nsys (:func:`module_periods`) is within
+    :data:`MODULE_MATCH` of the step period under nsys, the one with the most calls (then
+    the first name); None when none is, or without a profiled period."""
     if not profiled_period_ns:
         return None
     low, high = MODULE_MATCH
     best: tuple[int, str] | None = None
-    for name, period in module_periods(runs, warmup).items():
+    for name, period in module_periods(runs).items():
         if low <= profiled_period_ns / period <= high:
-            count = sum(max(len(r[name]) - 1 - warmup, 0) for r in runs.runs if name in r)
+            count = sum(len(r[name]) for r in runs.runs if name in r)
             if best is None or count > best[0]:
                 best = (count, name)
     return best[1] if best else None
@@ -250,9 +263,10 @@ def baseline_section(
     """The ``baseline`` section of summary.json: :func:`summarize_runs` (or, for
     :class:`RegionRuns`, :func:`region_section` with ``regions`` = (steps found inside the
     trace's profiler regions, the trace's region count); for :class:`ModuleRuns`, of the
-    calls of the module :func:`module_match` picks, with ``module`` (its ``module NAME``,
-    None when no module's period fits the steps) and ``module_periods`` (every module's
-    period, :func:`module_periods`), source ``module-calls``) plus
+    later half of the calls (:func:`later_half`) of the module :func:`module_match` picks,
+    with ``module`` (its ``module NAME``, None when no module's period fits the steps) and
+    ``module_periods`` (every module's period, :func:`module_periods`), source
+    ``module-calls``) plus
     ``profiled_period_p50_ns`` (the steps' ``period_p50_ns``, else ``nvtx_period_ns`` -
     the marker ranges' period in the trace, :func:`nvtx_period_p50`, for traces without
     GPU steps) and its ``profiled_source``, ``overhead_ratio``, ``correction`` and
@@ -267,8 +281,8 @@ def baseline_section(
         section = region_section(runs, *(regions or (0, 0)))
     elif isinstance(runs, ModuleRuns):
         module = module_match(runs, (steps or {}).get("period_p50_ns"))
-        chosen = [r.get(module, np.empty((0, 2), dtype=np.int64)) for r in runs.runs] if module else []
-        section = {"source": "module-calls", **summarize_runs(chosen)}
+        chosen = [later_half(r.get(module, np.empty((0, 2), dtype=np.int64))) for r in runs.runs] if module else []
+        section = {"source": "module-calls", **summarize_runs(chosen, 0)}
         section["runs"] = len(runs.runs)
         section["module"] = module
         section["module_periods"] = module_periods(runs)

@@ -116,9 +116,8 @@ def run_baselines(
     ``LAUNCHPROF_STEP_TIMES`` set to its own file (:func:`launchprof.trace.steptimes.run_files`)
     and ``LAUNCHPROF_STOP_AFTER`` to :data:`~launchprof.defaults.BASELINE_STEPS`: the step
     markers end the run once that many steps are timed; with ``timed`` ``"module-calls"``
-    (:func:`timing`) ``LAUNCHPROF_MODULE_CALLS`` is set too and the run ends once one
-    module has that many outermost calls timed (:mod:`launchprof.profiler_region`); a
-    profiler region is timed whole. Returns the times read back
+    (:func:`timing`) ``LAUNCHPROF_MODULE_CALLS`` is set instead of the stop and the program
+    runs to its end (:mod:`launchprof.profiler_region`); a profiler region is timed whole. Returns the times read back
     (:func:`launchprof.analysis.baseline.runs_of`): one array of steps per run that exited
     0 (failed runs and unreadable step files are reported and left out, so the analysis of
     the recorded trace always runs), or the profiler regions
@@ -136,8 +135,8 @@ def run_baselines(
         "markers": f"ended once {BASELINE_STEPS} marked steps are timed",
         "profiler-region": "its profiler region timed",
         "module-calls": (
-            f"no step markers: its top-level torch.nn.Module calls timed, ended once one module has {BASELINE_STEPS} "
-            "calls"
+            "no step markers: its top-level torch.nn.Module calls timed, run to its end (the later half of the calls "
+            "stands for the steady steps)"
         ),
     }[timed]
     got, regions, modules = [], [], []
@@ -154,8 +153,9 @@ def run_baselines(
         try:
             stop = f"{BASELINE_STEPS}:{step or STEP_NAME}"
             env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), STOP_AFTER_ENV: stop}
-            if timed == "module-calls":
+            if timed == "module-calls":  # to its end: a warm-up can outlast any fixed count of calls
                 env[MODULE_CALLS_ENV] = "1"
+                del env[STOP_AFTER_ENV]
             done = subprocess.run(argv, env=env, check=False, stdout=stdout)
         except OSError as exc:
             raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None
@@ -197,7 +197,6 @@ def _read_run(
         said = "top-level module calls " + ", ".join(
             f"{name.removeprefix(MODULE_PREFIX)} x{len(a)}" for name, a in calls.items()
         )
-    most = max([len(times), *(len(a) - 1 for a in calls.values())])
-    ended = f" (ended there: {BASELINE_STEPS} steps are enough to time)" if most >= BASELINE_STEPS else ""
+    ended = f" (ended there: {BASELINE_STEPS} steps are enough to time)" if len(times) >= BASELINE_STEPS else ""
     console.print(f"launchprof: baseline run {i}: {said}{ended}; the run took {wall:.2f} s", markup=False)
     return times, region, calls
