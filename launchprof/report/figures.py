@@ -433,7 +433,12 @@ def _step_title(label: str, side: SideData) -> str:
     if side.sample is None:
         return f"{label}: no step timeline available"
     shift = int(side.sample["shift_ns"].max()) if len(side.sample) else 0
-    extra = f"; GPU rows drawn {shift / 1e3:,.1f} µs earlier (work queued ahead)" if shift else ""
+    # The GPU ran the step's work well after the CPU launched it: its rows are moved left.
+    extra = (
+        f"; the GPU ran it {shift / 1e3:,.1f} µs after the CPU (queued ahead): GPU rows moved left by that"
+        if shift
+        else ""
+    )
     return f"{label}: step {side.sample_step}{extra}"
 
 
