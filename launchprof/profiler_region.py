@@ -43,8 +43,7 @@ sequence length for the first time, can outlast any fixed count of calls; the an
 the later half of the calls, :func:`launchprof.analysis.baseline.later_half`); with
 ``LAUNCHPROF_STOP_AFTER=N`` set by hand, the process writes its times and leaves
 (``os._exit(0)``) once one module has N + 1 outermost calls (N periods), as the step
-markers do. Which
-module's period is the step's is decided against the trace
+markers do. Which module's period is the step's is decided against the trace
 (:func:`launchprof.analysis.baseline.module_match`).
 
 This file is run by path and imports nothing but the standard library (and torch, when

@@ -152,10 +152,11 @@ def run_baselines(
         began = time.perf_counter()
         try:
             stop = f"{BASELINE_STEPS}:{step or STEP_NAME}"
-            env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), STOP_AFTER_ENV: stop}
+            env = {**os.environ, STEP_TIMES_ENV: str(path.resolve())}
             if timed == "module-calls":  # to its end: a warm-up can outlast any fixed count of calls
                 env[MODULE_CALLS_ENV] = "1"
-                del env[STOP_AFTER_ENV]
+            else:
+                env[STOP_AFTER_ENV] = stop
             done = subprocess.run(argv, env=env, check=False, stdout=stdout)
         except OSError as exc:
             raise TargetError(f"cannot run {argv[0]}: {exc.strerror}") from None

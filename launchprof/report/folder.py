@@ -126,15 +126,20 @@ REPORT_DOCUMENTS = {
 }
 
 
-def other_kind(folder: Path, produced: Iterable[str]) -> str | None:
-    """What other kind of report ``folder`` holds (its document name and kind), when it
-    holds one of :data:`REPORT_DOCUMENTS` that this run, writing ``produced``, would not
-    replace: writing beside it would mix two reports in one folder; else None."""
+def refuse_other_kind(folder: Path, produced: Iterable[str]) -> None:
+    """Refuse ``folder`` when it holds another kind of report: one of
+    :data:`REPORT_DOCUMENTS` that this run, writing ``produced``, would not replace
+    (writing beside it would mix two reports in one folder), ``--force`` or not.
+
+    Raises:
+        OutputError: naming the other report's kind and document.
+    """
+    if not folder.is_dir():
+        return
     mine = set(produced)
     for name, kind in REPORT_DOCUMENTS.items():
         if name not in mine and (folder / name).exists():
-            return f"{kind} ({name})"
-    return None
+            raise OutputError(f"{folder} holds {kind} ({name}); remove it or use --output to choose another folder")
 
 
 def report_of(name: str, inputs: Mapping[tuple[str, ...], Path]) -> Callable[[Path], str | None]:
@@ -262,10 +267,8 @@ class FolderWriter:
                     f"{folder} already holds a report{of}; use --force to overwrite or --output to choose another "
                     "folder"
                 )
-        other = other_kind(folder, self.produced) if folder.is_dir() else None
-        if other is not None:
-            raise OutputError(f"{folder} holds {other}; remove it or use --output to choose another folder")
-        ours = any((folder / n).exists() for n in ("summary.json", "compare.json", "combined.json"))
+        refuse_other_kind(folder, self.produced)
+        ours = any((folder / n).exists() for n in REPORT_DOCUMENTS)
         names = [n for n in self.owned if n != "plotly.min.js"]  # every kind of report writes that one
         foreign = [n for n in names if (folder / n).exists()] if not (self.force or ours) and folder.is_dir() else []
         if foreign:  # files of these names, but no report of launchprof's beside them: the user's

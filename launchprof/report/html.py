@@ -22,7 +22,7 @@ from typing import Any
 import jinja2
 
 from launchprof.errors import OutputError
-from launchprof.report.folder import other_kind
+from launchprof.report.folder import refuse_other_kind
 from launchprof.report.plainfig import Figure, plotly_package_file
 
 
@@ -253,9 +253,7 @@ def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
         raise OutputError(
             f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
         )
-    other = other_kind(folder, produced) if folder.is_dir() else None
-    if other is not None:
-        raise OutputError(f"{folder} holds {other}; remove it or use --output to choose another folder")
+    refuse_other_kind(folder, produced)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
