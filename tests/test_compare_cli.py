@@ -4,6 +4,7 @@ installed script."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -124,3 +125,23 @@ def test_summary_only_folders_say_the_speedup_is_a_ratio_of_means(real_trace, tm
              ("mlp_eager", "mlp_graph")]  # fmt: skip
     (line,) = [ln for ln in result.output.splitlines() if "Step period" in ln]
     assert f"Step period mean {means[0] / 1e3:,.1f} us -> {means[1] / 1e3:,.1f} us: {means[0] / means[1]:.2f}x" in line
+
+
+def test_two_traces_headline_the_speedup_without_nsys_first(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A compare of two traces leads, on the terminal and on the page, with the speedup
+    without nsys (compare.json's ``speedup_unprofiled``, an estimate here), the under-nsys
+    ratio after it: under nsys the launch-heavy BEFORE is inflated more than the graph."""
+    out = tmp_path / "c"
+    result = runner.invoke(app, ["compare", str(real_trace("mlp_eager")), str(real_trace("mlp_graph")), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((out / "compare.json").read_text())
+    unprofiled, under = doc["speedup_unprofiled"], doc["speedup"]
+    assert doc["speedup_unprofiled_source"] == "estimate" and unprofiled < under
+    first = result.output.splitlines()[0]
+    assert first.index(f"{unprofiled:.2f}x per step without nsys") < first.index(f"{under:.2f}x under nsys")
+    page = (out / "compare.html").read_text()
+    box = page[page.index('<div class="verdict') : page.index("</div>", page.index('<div class="verdict'))]
+    bold = re.findall(r"<b>([0-9.]+)x</b>", box)
+    assert bold[:2] == [f"{unprofiled:.2f}", f"{under:.2f}"], bold
+    headline = re.search(r"<h2>verified</h2>\s*<p>([^<]*)</p>", box)
+    assert headline and headline.group(1).startswith(f"{unprofiled:.2f}x per step without nsys (estimate, range ")

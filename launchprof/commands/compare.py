@@ -30,7 +30,7 @@ def run_compare(
     """Compare ``before`` and ``after``, write the comparison into ``output``, print the
     verdict and the checks; return the exit code (1 when the verdict is in ``fail_on``)."""
     from launchprof.api.compare_runs import compare, parse_fail_on
-    from launchprof.report.compare import write_compare
+    from launchprof.report.compare import speedup_phrase, write_compare
 
     failing = parse_fail_on(fail_on)
     with console.status("loading") as status:
@@ -48,22 +48,8 @@ def run_compare(
         doc = write_compare(result, output, force=force, before_path=str(before), after_path=str(after))
         update_index(output)
 
-    def per_step(x: float, ci: tuple[float, float] | None, where: str) -> str:
-        return f": {x:.2f}x per step {where}" + (f" (95% CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci is not None else "")
-
-    speed = ""
-    if doc.speedup_unprofiled is not None and doc.speedup_unprofiled_source in ("estimate", "runs"):
-        lo, hi = doc.speedup_unprofiled_ci or (doc.speedup_unprofiled, doc.speedup_unprofiled)
-        what = "estimate" if doc.speedup_unprofiled_source == "estimate" else "each side's runs without nsys"
-        speed = f": {doc.speedup_unprofiled:.2f}x per step without nsys ({what}, range {lo:.2f}-{hi:.2f}x)"
-        if doc.speedup is not None:
-            speed += f", {doc.speedup:.2f}x under nsys (measured)"
-    elif doc.speedup_unprofiled is not None:  # measured: the faster check decided on it
-        speed = per_step(doc.speedup_unprofiled, doc.speedup_unprofiled_ci, "without nsys")
-        if doc.speedup is not None:
-            speed += f", {doc.speedup:.2f}x under nsys"
-    elif doc.speedup is not None:
-        speed = per_step(doc.speedup, doc.speedup_ci, "under nsys")
+    phrase = speedup_phrase(doc)
+    speed = f": {phrase}" if phrase else ""
     console.print(f"verdict: {doc.verdict}{speed}", markup=False)
     for c in doc.checks:
         mark = "n/a " if c.passed is None else ("pass" if c.passed else ("off " if c.name in EVIDENCE else "FAIL"))

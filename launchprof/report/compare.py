@@ -133,11 +133,32 @@ def _work_change_doc(c: Comparison) -> WorkChangeDoc | None:
     )
 
 
+def speedup_phrase(doc: CompareDoc) -> str:
+    """The speedup a user acts on, first: without nsys when known (measured by ``check``,
+    from each side's runs without nsys, or estimated with its range), the under-nsys
+    ratio beside it; empty when there is no speedup. The terminal's verdict line and the
+    page's headline read it."""
+    under = doc.speedup
+    ci = doc.speedup_unprofiled_ci
+    if doc.speedup_unprofiled is not None and doc.speedup_unprofiled_source in ("estimate", "runs"):
+        lo, hi = ci or (doc.speedup_unprofiled, doc.speedup_unprofiled)
+        what = "estimate" if doc.speedup_unprofiled_source == "estimate" else "each side's runs without nsys"
+        text = f"{doc.speedup_unprofiled:.2f}x per step without nsys ({what}, range {lo:.2f}-{hi:.2f}x)"
+        return text + (f", {under:.2f}x under nsys (measured)" if under is not None else "")
+    if doc.speedup_unprofiled is not None:  # measured by check: the faster check decided on it
+        text = f"{doc.speedup_unprofiled:.2f}x per step without nsys"
+        text += f" ({CI_LEVEL:.0%} CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci is not None else ""
+        return text + (f", {under:.2f}x under nsys" if under is not None else "")
+    if under is not None:
+        lo, hi = doc.speedup_ci or (under, under)
+        return f"{under:.2f}x per step under nsys ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x)"
+    return ""
+
+
 def headline(doc: CompareDoc) -> str:
     """One sentence under the verdict: the figure or the check that decided it."""
     by = {k.name: k for k in doc.checks}
-    if doc.verdict == "verified" and doc.speedup is not None and doc.speedup_ci is not None:
-        lo, hi = doc.speedup_ci
+    if doc.verdict == "verified" and doc.speedup is not None:
         same = by["same_work"].passed if "same_work" in by else None
         change = doc.work_change.kind if doc.work_change is not None else None
         work = {
@@ -147,7 +168,7 @@ def headline(doc: CompareDoc) -> str:
         }.get(change or "", "the same kernels" if same else "the kernels could not be compared (see same_work)")
         launches = doc.after.graph_launches_per_step or 0
         return (
-            f"{doc.speedup:.2f}x faster per step ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x): "
+            f"{speedup_phrase(doc)}; step period p50 under nsys "
             f"{fmt_us(doc.before.period_p50_ns)} -> {fmt_us(doc.after.period_p50_ns)}, {work}, "
             f"run as {launches:g} graph launch{'' if launches == 1 else 'es'} per step."
         )
