@@ -1,5 +1,5 @@
 """The pages of a first hour in a real headless Chromium at 800 and 1300 px: nothing overflows
-the window, no number wraps in the middle, the per-step chart keeps every marker inside its
+the window and no table needs sideways scrolling, no number wraps in the middle, the per-step chart keeps every marker inside its
 plot, the duration histogram has no long empty tail and one label format.
 
 A copy of each page gets a probe script that measures the laid-out page and writes what it
@@ -53,7 +53,11 @@ window.addEventListener("load", function () { setTimeout(function () {
   var hist = document.getElementById("diagfig2");
   if (hist) hist.querySelectorAll(".xtick text").forEach(function (t) { ticks.push(t.textContent); });
   var out = document.createElement("pre"); out.id = "probe";
-  out.textContent = JSON.stringify({scrollWidth: doc.scrollWidth, width: window.innerWidth,
+  var clipped = [];
+  document.querySelectorAll(".wide").forEach(function (el) {
+    if (el.scrollWidth > el.clientWidth + 1) clipped.push((el.querySelector("th") || el).textContent.trim().slice(0, 40));
+  });
+  out.textContent = JSON.stringify({scrollWidth: doc.scrollWidth, width: window.innerWidth, clipped: clipped,
                                     wrapped: wrapped, points: points, ticks: ticks});
   document.body.appendChild(out);
 }, 3000); });
@@ -87,11 +91,13 @@ def _probe(page: Path, width: int, tmp_path: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Reports of an eager, a graph and a CPU-only trace, a comparison and a combined run, in reports/."""
+    """Reports of an eager, a graph, a CPU-only and a two-rank trace, a comparison and a combined run, in reports/."""
     root = tmp_path_factory.mktemp("pages")
     runner = CliRunner()
     out = root / "reports"
-    for trace in ("traces/mlp_eager", "traces/mlp_graph", "cpu/steps_loop_2022", "gpu/small_kernels_reinstantiate"):
+    for trace in (
+        "traces/mlp_eager", "traces/mlp_graph", "cpu/steps_loop_2022", "gpu/small_kernels_reinstantiate", "gpu/ddp_mlp_x2"
+    ):  # fmt: skip
         name = trace.split("/")[1]
         result = runner.invoke(app, ["analyze", str(DATA / f"{trace}.sqlite.xz"), "-q", "-o", str(out / name)])
         assert result.exit_code in (0, 2), result.output
@@ -109,6 +115,7 @@ PAGES = [
     "mlp_graph/report.html",
     "steps_loop_2022/report.html",
     "small_kernels_reinstantiate/report.html",
+    "ddp_mlp_x2/report.html",
     "cmp/compare.html",
     "comb/combined.html",
     "index.html",
@@ -121,6 +128,7 @@ def test_no_overflow_and_no_number_wrapped(reports: Path, tmp_path: Path, page: 
     got = _probe(reports / page, width, tmp_path)
     assert got["scrollWidth"] <= got["width"], f"{page} is {got['scrollWidth']} px wide in a {width} px window"
     assert got["wrapped"] == [], f"{page}: numbers broken over two lines: {got['wrapped'][:5]}"
+    assert got["clipped"] == [], f"{page}: tables that need sideways scrolling in a {width} px window: {got['clipped']}"
 
 
 def test_warmup_and_cut_off_steps_stay_inside_the_chart(reports: Path, tmp_path: Path) -> None:
