@@ -253,6 +253,13 @@ def test_real_legacy_stream_is_read_from_target_info(real_trace) -> None:  # typ
     assert "TARGET_INFO_CUDA_STREAM" in f.evidence and f.figures["streams"] == [7]
 
 
+def test_legacy_stream_in_pytorch_is_a_note(real_trace) -> None:  # type: ignore[no-untyped-def]
+    """A PyTorch step on the legacy stream changes nothing for the user (torch.cuda.graph
+    captures on a side stream of its own): an ``info`` note, not a warning."""
+    f = _findings(real_trace("mlp_eager"))["legacy-stream"]
+    assert f.severity == "info" and f.fix.startswith("Nothing to change")
+
+
 def test_real_graph_pool_over_buckets_is_not_a_blocker(real_trace) -> None:  # type: ignore[no-untyped-def]
     f = _findings(real_trace("decode_buckets_graph", GPU))["dynamic-shapes"]
     # MANIFEST.md: 4 graphs over padded buckets; the steps' shapes vary between replays.

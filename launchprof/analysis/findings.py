@@ -276,13 +276,13 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
     torch = framework == "pytorch"
     return Finding(
         "legacy-stream",
-        "warning" if torch else "blocker",
+        "info" if torch else "blocker",  # PyTorch's capture moves to a side stream: nothing to change
         int(len(steps)),
         example_steps(steps),
         f"{n_on} of {n_per_launch} kernels of the steady steps ({share:.0%}) run on the legacy default "
         f"stream (stream {', '.join(map(str, sorted(streams)))}: {how})",
         (
-            "torch.cuda.graph captures on its own side stream, so this is handled for you; warm up on a side "
+            "Nothing to change: torch.cuda.graph captures on a side stream of its own. Warm up on a side "
             "stream before capture (torch.cuda.Stream + wait_stream) as in the code below."
             if torch
             else "Stream capture does not work on the legacy default stream: create a stream (cudaStreamCreate"
