@@ -15,6 +15,7 @@ from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.findings import Finding
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
+FRAMEWORKS = GPU.parent / "frameworks"
 FACTS = json.loads((GPU / "facts.json").read_text())
 
 
@@ -315,6 +316,27 @@ def test_a_cache_that_grows_every_step_is_told_to_be_static(tmp_path: Path) -> N
     f = _built(b, tmp_path)["dynamic-shapes"]
     assert f.figures["growing"] is True
     assert "cache_implementation='static'" in f.fix and "cat's grid grows" in f.fix
+
+
+def test_a_cache_that_grows_and_starts_over_each_sequence_is_told_to_be_static(tmp_path: Path) -> None:
+    # Four generate() calls: the cat kernel's grid climbs slowly (a block every 3 tokens)
+    # and drops back at each call's first token; a batch varying step to step is not this.
+    steps = [[("attention", 4), ("cat", 8 + i // 3), ("mlp", 8)] for _ in range(4) for i in range(24)]
+    b = TraceBuilder()
+    _shape_loop(b, steps)
+    f = _built(b, tmp_path)["dynamic-shapes"]
+    assert f.figures["growing"] is True and "cache_implementation='static'" in f.fix
+
+
+@pytest.mark.parametrize("name", ["llama_b1_eager", "llama_b1_eager_calls4_rec2"])
+def test_real_hf_kv_cache_gets_the_static_cache_advice(real_trace, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Hugging Face Llama greedy decode with its dynamic cache (one generate() call, and
+    four: the copy kernel's grid climbs 8 -> 24 blocks within each call and starts over):
+    the fix is a static cache, not buckets of a copy kernel's grid (issue: KV cache growth
+    was reported as buckets with 41 % padding)."""
+    f = _findings(real_trace(name, FRAMEWORKS))["dynamic-shapes"]
+    assert f.figures["growing"] is True
+    assert "cache_implementation='static'" in f.fix and "shape bucket" not in f.fix
 
 
 def test_real_graph_replay_loop_that_waits_for_the_host_is_host_bound(real_trace) -> None:  # type: ignore[no-untyped-def]

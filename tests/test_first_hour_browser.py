@@ -1,6 +1,7 @@
 """The pages of a first hour in a real headless Chromium at 800 and 1300 px: nothing overflows
-the window and no table needs sideways scrolling, no number wraps in the middle, the per-step chart keeps every marker inside its
-plot, the duration histogram has no long empty tail and one label format.
+the window and no table needs sideways scrolling, no number wraps in the middle, the
+per-step chart keeps every marker inside its plot, the duration histogram has no long
+empty tail and one label format.
 
 A copy of each page gets a probe script that measures the laid-out page and writes what it
 found into the DOM, which ``--dump-dom`` returns (the page's own CSP allows inline scripts;
@@ -55,7 +56,8 @@ window.addEventListener("load", function () { setTimeout(function () {
   var out = document.createElement("pre"); out.id = "probe";
   var clipped = [];
   document.querySelectorAll(".wide").forEach(function (el) {
-    if (el.scrollWidth > el.clientWidth + 1) clipped.push((el.querySelector("th") || el).textContent.trim().slice(0, 40));
+    var head = el.querySelector("th") || el;
+    if (el.scrollWidth > el.clientWidth + 1) clipped.push(head.textContent.trim().slice(0, 40));
   });
   out.textContent = JSON.stringify({scrollWidth: doc.scrollWidth, width: window.innerWidth, clipped: clipped,
                                     wrapped: wrapped, points: points, ticks: ticks});
@@ -95,9 +97,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("pages")
     runner = CliRunner()
     out = root / "reports"
-    for trace in (
-        "traces/mlp_eager", "traces/mlp_graph", "cpu/steps_loop_2022", "gpu/small_kernels_reinstantiate", "gpu/ddp_mlp_x2"
-    ):  # fmt: skip
+    traces = ("traces/mlp_eager", "traces/mlp_graph", "cpu/steps_loop_2022", "gpu/small_kernels_reinstantiate")
+    for trace in (*traces, "gpu/ddp_mlp_x2"):
         name = trace.split("/")[1]
         result = runner.invoke(app, ["analyze", str(DATA / f"{trace}.sqlite.xz"), "-q", "-o", str(out / name)])
         assert result.exit_code in (0, 2), result.output

@@ -83,11 +83,33 @@ def _common_config_varies(ctx: StepContext) -> bool:
 def _grows(size: pd.Series) -> bool:
     """True when a per-step size grows step after step (at least 90 % of consecutive
     steps do not shrink, and it takes at least half as many values as there are steps):
-    a buffer appended to every step, such as a KV cache extended with ``cat``."""
+    a buffer appended to every step, such as a KV cache extended with ``cat``; or when it
+    grows and starts over (:func:`_grows_and_restarts`: a KV cache per sequence)."""
     v = size.to_numpy()
     if v.size < 4:
         return False
-    return bool(np.mean(np.diff(v) >= 0) >= 0.9 and np.unique(v).size >= v.size / 2)
+    if np.mean(np.diff(v) >= 0) >= 0.9 and np.unique(v).size >= v.size / 2:
+        return True
+    return _grows_and_restarts(v)
+
+
+def _grows_and_restarts(v: np.ndarray) -> bool:
+    """True when the sizes climb, slowly, and may start over: cut where the size drops,
+    the runs of at least 4 steps hold at least 80 % of the steps, there is at most one run
+    per 4 steps, and each run climbs through at least 3 sizes and a new size at least
+    every 8 steps. A KV cache grown with ``cat`` over each ``generate()`` call has this
+    shape (tests/data/frameworks: llama_b1_eager, one call, the copy kernel's grid 8 -> 24
+    blocks over 31 steps; llama_b1_eager_calls4_rec2, the same over each of 4 calls); a
+    batch size that varies step to step drops about every other step and has no such run."""
+    cuts = np.flatnonzero(np.diff(v) < 0) + 1
+    if cuts.size + 1 > v.size / 4:
+        return False
+    runs = [r for r in np.split(v, cuts) if r.size >= 4]
+    return (
+        bool(runs)
+        and sum(r.size for r in runs) >= 0.8 * v.size
+        and all(np.unique(r).size >= max(3, r.size / 8) for r in runs)
+    )
 
 
 def _step_sizes(ctx: StepContext) -> np.ndarray:
@@ -148,11 +170,11 @@ def _shapes_fix(kernel: str, growing: bool, pooled: bool, n_buckets: int) -> str
     graph nodes), else one graph per power-of-two bucket (``n_buckets`` graphs)."""
     if growing:
         return (
-            f"{kernel}'s grid grows step after step: a buffer grows every step (a dynamic KV cache extended with "
-            "cat, a list of outputs). Preallocate it at its largest size and write each step's slice in place "
-            "(a static cache: index_copy_ or slice assignment; Hugging Face generate(): "
-            "cache_implementation='static'), so every step has one shape and one graph serves all; buckets of a "
-            "growing buffer would need a graph per size."
+            f"{kernel}'s grid grows step after step (starting over where a new sequence starts): a buffer "
+            "grows every step (a dynamic KV cache extended with cat, a list of outputs). Preallocate it at its "
+            "largest size and write each step's slice in place (a static cache: index_copy_ or slice assignment; "
+            "Hugging Face generate(): cache_implementation='static'), so every step has one shape and one graph "
+            "serves all; buckets of a growing buffer would need a graph per size."
         )
     if pooled:
         return (
