@@ -8,8 +8,9 @@ Usage (on a GPU machine, from the repository root, launchprof importable, nsys o
 
 Every (round, mode) is one fresh process that builds all workloads and times each one:
 ``--loops`` loops of ``--steps`` steps after 3 warm-up steps, the GPU drained at both ends
-of a loop (``perf_counter_ns``), the median loop's step kept. Modes, their order rotated
-by round (a machine's drift falls on all of them):
+of a loop (``perf_counter_ns``), the median loop's step kept; one bare process before the
+rounds warms the machine and is not counted. Modes, their order rotated by round (a
+machine's drift falls on all of them):
 
   bare      the loop as written
   markers   each step inside ``launchprof.step()`` with ``LAUNCHPROF_STEP_TIMES`` set
@@ -219,14 +220,16 @@ def main() -> None:
         return
     rows: list[dict[str, Any]] = []
     out = Path(tempfile.mkdtemp(prefix="timing_pass_"))
-    for r in range(a.rounds):
-        order = a.modes[r % len(a.modes) :] + a.modes[: r % len(a.modes)]
+    # One bare process first, its figures dropped: the first process of a fresh machine
+    # ran about 1.5x slower (GPU clocks and caches warming; 2026-12-03, an H200).
+    for r in range(-1, a.rounds):
+        order = ["bare"] if r < 0 else a.modes[r % len(a.modes) :] + a.modes[: r % len(a.modes)]
         for mode in order:
             cmd, env = _command(mode, inner, out)
             began = time.perf_counter()
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             for line in done.stdout.splitlines():
-                if line.startswith("ROW "):
+                if line.startswith("ROW ") and r >= 0:
                     rows.append({**json.loads(line[4:]), "round": r})
             tail = " | ".join(done.stderr.strip().splitlines()[-2:])[:300]
             print(f"round {r} {mode}: rc {done.returncode}, {time.perf_counter() - began:.1f} s {tail}", flush=True)
