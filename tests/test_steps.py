@@ -113,6 +113,24 @@ def test_inferred_steps_from_the_repeating_sequence(tmp_path: Path) -> None:
     assert int(s.table["period_ns"].dropna().median()) == 40_000
 
 
+def test_inferred_steps_of_a_decode_whose_launch_configurations_grow(tmp_path: Path) -> None:
+    """A decode step of 10 kernels whose attention and cache copy grow their grid with the
+    sequence (2 of 10 change every step: no period at 90 % on name and configuration):
+    the names repeat, and the steps are cut by them (a plain GPT-2 generate() trace had
+    'no steps found')."""
+    b = TraceBuilder()
+    t = 1_000_000
+    for token in range(40):
+        for k in range(10):
+            grid = 8 + token if k in (3, 7) else 4
+            b.launch(t, t + 5_000, t + 5_500, t + 6_000, name=f"k{k}", grid=(grid, 1, 1))
+            t += 5_000
+        t += 20_000
+    s = _analyze(b, tmp_path).found_steps
+    assert s.source == "inferred" and "kernel names" in s.reason and s.count == 40
+    assert s.table["kernels"].tolist()[:-1] == [10] * 39
+
+
 def test_slow_first_step_is_warmup(tmp_path: Path) -> None:
     b = TraceBuilder()
     launch_loop(b, steps=12, kernels=4, first_extra_ns=5_000_000)

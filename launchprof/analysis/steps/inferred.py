@@ -62,7 +62,8 @@ def inferred_steps(
     analysis: Analysis, device: DeviceAnalysis, pid: int, template: Sequence[str] | None
 ) -> Assignment | None:
     """Steps of process ``pid``'s kernels on ``device`` from their repeating sequence
-    (kernel name and launch configuration), or cut by ``template`` (kernel names of one
+    (kernel name and launch configuration; kernel names alone when that shows no period),
+    or cut by ``template`` (kernel names of one
     step); None when the process's kernels show no period (or do not line up with the
     device's activity)."""
     act = device.activity
@@ -89,14 +90,19 @@ def inferred_steps(
     else:
         cols = ["name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
         tokens = row_codes([kernels[c].to_numpy()[rows] for c in cols])
-        found = _period(tokens)
+        found, by = _period(tokens), ""
+        if found is None:
+            # Launch configurations that change every step (a decode step's attention and
+            # cache copy grow with the sequence) hide the period; the names repeat.
+            tokens = pd.factorize(kernels["name_id"].to_numpy()[rows])[0].astype(np.int64)
+            found, by = _period(tokens), " of kernel names (their launch configurations change from step to step)"
         if found is None:
             return None
         p = found
         step_of_kernel = _sequence_steps(start, end, tokens, p, None)
         how = (
             f"no NVTX step ranges and no graph launches: steps inferred from the repeating "
-            f"kernel sequence (period {p} kernels)"
+            f"kernel sequence{by} (period {p} kernels)"
         )
     # Map back to activity rows (same order: both sorted by (start, end) and stable).
     out = np.full(len(act), -1, dtype=np.int64)
