@@ -79,8 +79,9 @@ def test_sync_every_step_is_sync_bound(tmp_path: Path) -> None:
     assert d.verdict == "sync-bound"
     assert d.figures["sync_wait_ratio"] > d.figures["launch_wait_ratio"]
     assert not r.convert
-    assert [f.kind for f in d.findings][0] == "sync-in-step"
-    assert "sync-in-step" in [x["kind"] for x in r.blockers]
+    # The sync follows the step's launches: the GPU waits for it, no capture is broken by it.
+    f = {x.kind: x for x in d.findings}["sync-in-step"]
+    assert f.severity == "warning" and "sync-in-step" not in [x["kind"] for x in r.blockers]
 
 
 def test_host_work_between_steps_is_host_bound(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from launchprof.analysis.callkinds import api_classes
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.expect import Expectation
+from launchprof.analysis.expect import CYCLE_LAUNCH_SHARE, Expectation
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.timeline import corr_key
 
@@ -99,7 +99,15 @@ def _names(calls: pd.DataFrame) -> str:
 
 def sync_in_step(ctx: StepContext) -> Finding | None:
     """Synchronizing calls inside steady steps (stream/device/event synchronize,
-    synchronous copies), and device-to-host copies followed by one (``.item()``)."""
+    synchronous copies), and device-to-host copies followed by one (``.item()``).
+
+    A blocker when the syncs cut the step's launches apart; a warning when one stretch
+    of launches without a sync holds at least :data:`~launchprof.analysis.expect.CYCLE_LAUNCH_SHARE`
+    of them (median over steps, :func:`_region_launch_share`; the share that defines a
+    capture region in :func:`~launchprof.analysis.expect.capture_region`): the syncs lie
+    before or after the region a capture holds (a decode loop's stopping check
+    after the forward, an ``.item()`` at the end of the step), so the capture does not
+    fail; they still drain the GPU once a step."""
     sync = ctx.calls_where("sync")
     if sync.empty:
         return None
@@ -125,21 +133,59 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
     wait = ctx.steady["sync_wait_ns"] if "sync_wait_ns" in ctx.steady else pd.Series(dtype=float)
     if len(wait) and wait.median() > 0:
         evidence += f"; GPU idle after the sync p50 {_us(float(wait.median()))} per step"
+    share = _region_launch_share(ctx)
+    outside = share is not None and share >= CYCLE_LAUNCH_SHARE
+    if share is not None:
+        evidence += f"; {share:.1%} of a step's launches run in one stretch without a sync (p50)"
     return Finding(
         "sync-in-step",
-        "blocker",
+        "warning" if outside else "blocker",
         int(len(steps)),
         example_steps(steps),
         evidence,
-        "A synchronizing call cannot be captured (capture fails) and drains the GPU every step. Keep results on "
-        "the GPU (no .item()/.cpu() inside the step; check values every k steps, outside the captured region), "
-        "use cudaMemcpyAsync into pinned memory and synchronize once after the loop.",
+        (
+            "Not a blocker: the syncs come before or after the stretch of launches a graph would hold (a decode "
+            "loop's stopping check after the forward, an .item() at the end of the step); capture that stretch "
+            "and keep the sync outside the graph. It still drains the GPU once a step: if it only checks a value "
+            "(a stopping condition, a loss to print), check every k steps so the CPU can run ahead."
+            if outside
+            else "A synchronizing call cannot be captured (capture fails) and drains the GPU every step. Keep "
+            "results on the GPU (no .item()/.cpu() inside the step; check values every k steps, outside the "
+            "captured region), use cudaMemcpyAsync into pinned memory and synchronize once after the loop."
+        ),
         {
             "sync_calls_p50": float(per_step.median()),
             "blocked_p50_ns": float(blocked.median()),
             "d2h_steps": len(d2h_steps),
+            "region_launch_share": share,
         },
     )
+
+
+def _region_launch_share(ctx: StepContext) -> float | None:
+    """The median over steady steps of the share of a step's kernel launches in its
+    longest stretch without a synchronizing call: stretches are cut after each sync and,
+    for steps the user marked (NVTX), at the step's edges (a step found from the kernels
+    alone may start anywhere in the cycle, so a stretch runs on into the next step, as
+    :func:`~launchprof.analysis.expect.capture_region` takes it); each stretch counts for
+    the step of its first launch, at most all of that step's launches. None without
+    launches."""
+    calls = ctx.calls
+    if calls.empty or "launch" not in calls or not calls["launch"].any():
+        return None
+    calls = calls.sort_values("start", kind="stable")
+    step = calls["step"].to_numpy()
+    launch = calls["launch"].to_numpy(dtype=bool)
+    cut = calls["sync"].to_numpy(dtype=bool)[:-1]
+    if ctx.steps.source != "inferred":
+        cut = cut | (step[1:] != step[:-1])
+    stretch = np.cumsum(np.r_[False, cut])[launch]
+    sizes = pd.Series(step[launch]).groupby(stretch).agg(["first", "size"])
+    longest = sizes.groupby("first")["size"].max()
+    per_step = pd.Series(step[launch]).value_counts()
+    share = (longest / per_step.reindex(longest.index)).clip(upper=1.0)
+    share = share.reindex(ctx.steady["step"].to_numpy()).dropna()
+    return float(share.median()) if len(share) else None
 
 
 def alloc_in_step(ctx: StepContext) -> Finding | None:
