@@ -125,6 +125,9 @@ def test_summary_only_folders_say_the_speedup_is_a_ratio_of_means(real_trace, tm
              ("mlp_eager", "mlp_graph")]  # fmt: skip
     (line,) = [ln for ln in result.output.splitlines() if "Step period" in ln]
     assert f"Step period mean {means[0] / 1e3:,.1f} us -> {means[1] / 1e3:,.1f} us: {means[0] / means[1]:.2f}x" in line
+    # The page's headline names the same statistic as the ratio beside it (not the p50s).
+    page = (tmp_path / "c" / "compare.html").read_text()
+    assert "step period mean under nsys" in page and "step period p50 under nsys" not in page
 
 
 def test_two_traces_headline_the_speedup_without_nsys_first(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

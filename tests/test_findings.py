@@ -73,6 +73,30 @@ def test_a_sync_between_the_launches_of_a_step_is_a_blocker(tmp_path: Path) -> N
     assert "sync-in-step" in [x["kind"] for x in a.recommendation.blockers]
 
 
+@pytest.mark.parametrize("marked", [True, False])
+def test_one_sync_a_step_found_from_the_kernels_stays_a_blocker(tmp_path: Path, marked: bool) -> None:
+    """Steps found from the kernels start where the cycle's phase fell: one sync a step
+    always leaves a whole cycle between syncs, so where it sits in the loop body (the
+    middle of a forward, or after it) cannot be told: a blocker. With NVTX steps, the
+    same sync after the step's launches lies outside what a capture holds."""
+    b = TraceBuilder()
+    t = 1_000_000
+    for _ in range(12):
+        start = t
+        for _ in range(8):
+            b.launch(t, t + 2_000, t + 2_500, t + 3_500)
+            t += 2_000
+        b.call("cudaStreamSynchronize_v3020", t, t + 2_000)
+        t += 2_000
+        if marked:
+            b.range("step", start, t, domain="launchprof")
+        t += 30_000
+    a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
+    assert a.found_steps.source == ("nvtx" if marked else "inferred")
+    f = {x.kind: x for x in a.diagnosis.findings}["sync-in-step"]
+    assert f.severity == ("warning" if marked else "blocker")
+
+
 def test_alloc_in_step(tmp_path: Path) -> None:
     b = TraceBuilder()
 
@@ -352,6 +376,22 @@ def test_a_cache_that_grows_and_starts_over_each_sequence_is_told_to_be_static(t
     _shape_loop(b, steps)
     f = _built(b, tmp_path)["dynamic-shapes"]
     assert f.figures["growing"] is True and "cache_implementation='static'" in f.fix
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [1, 2, 4, 8] * 25,  # a round-robin batch size
+        ([1] * 8 + [2] * 8 + [4] * 8 + [8] * 8) * 3,  # a sweep of four sizes, 8 steps each, repeated
+        [100 + 10 * i + j for j in range(12) for i in range(8)],  # batches of 8 sorted by length
+    ],
+)
+def test_sizes_that_are_no_growing_cache_get_buckets(tmp_path: Path, sizes: list[int]) -> None:
+    steps = [[("attention", 4), ("pad_copy", n), ("mlp", 8)] for n in sizes]
+    b = TraceBuilder()
+    _shape_loop(b, steps)
+    f = _built(b, tmp_path)["dynamic-shapes"]
+    assert f.figures["growing"] is False and "cache_implementation='static'" not in f.fix
 
 
 @pytest.mark.parametrize("name", ["llama_b1_eager", "llama_b1_eager_calls4_rec2"])

@@ -73,7 +73,7 @@ def test_steps_are_the_workloads_steps(name: str) -> None:
         full = (
             s.table["kernels"] >= 0.5 * s.table["kernels"].mode().iloc[0]
         )  # a token (the prefill may differ a little)
-        if truth.get("capture_range", True):
+        if "baseline_folder" not in truth:
             assert int(full.sum()) == truth["steps_truth"]
         else:  # the whole program: a call's first forward runs a few more kernels (GPT-2: 293 of 284),
             # which shift a cut of fixed length by as many; one forward may fall before the first cut
@@ -374,9 +374,10 @@ def test_a_plain_generate_script_is_timed_by_its_module_calls(name: str) -> None
     """A user's generate() script with nothing added (examples/frameworks/hf_generate_plain.py),
     the whole program traced: its steps are found (one a forward, as many as the run without
     nsys counted module calls, within the one that a fixed-length cut can leave before the
-    first step), and that run's module-call period is the eager step without
-    nsys, within 5 % of the script's own wall clock per forward in that run (its RESULT:
-    a generate() call / 33 forwards)."""
+    first step), and that run's module-call period is the eager step without nsys: at
+    most the script's own wall clock per forward in that run (its RESULT: a generate()
+    call / its 32 forwards, which also holds generate()'s set-up and a prefill longer than
+    a decode step) and at least 90 % of it."""
     truth = MANIFEST["traces"][name]
     folder = CORPUS / truth["baseline_folder"]
     calls = [ln.split()[1] for ln in (folder / "baseline-1.steps").read_text().splitlines()]
@@ -388,4 +389,4 @@ def test_a_plain_generate_script_is_timed_by_its_module_calls(name: str) -> None
     assert b is not None and b.source == "module-calls" and b.module == f"module {calls[0]}"
     e = a.recommendation.expected
     assert e is not None and e.eager_source == "measured" and e.eager_timed_by == "module-calls"
-    assert e.eager_step_ns / 1e3 == pytest.approx(truth["plain_step_us"], rel=0.05)
+    assert 0.90 * truth["plain_step_us"] <= e.eager_step_ns / 1e3 <= 1.01 * truth["plain_step_us"]

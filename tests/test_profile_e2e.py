@@ -361,17 +361,17 @@ def test_ctrl_c_in_nsys_first_second_leaves_no_agent_behind(tmp_path: Path) -> N
 
 
 def test_stop_leftovers_stops_the_group_and_the_agent_of_that_nsys_only(tmp_path: Path) -> None:
-    from launchprof.nsys.profile import stop_leftovers
+    from launchprof.nsys.watch import stop_leftovers
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
-    group = subprocess.Popen(["sh", "-c", f"{' '.join(map(repr, sleeper))} & wait"], process_group=0)
+    group = subprocess.Popen(["sh", "-c", f"{' '.join(map(repr, sleeper))} & wait"], preexec_fn=os.setpgrp)
     other = subprocess.Popen([*sleeper, "--start-agent", "--session-name=profile-python3-1"])  # another nsys's
     try:
         agent = subprocess.Popen([*sleeper, "--start-agent", f"--session-name=profile-python3-{group.pid}"])
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # the group's child started, the agent past its exec
             children = [int(p) for p in Path(f"/proc/{group.pid}/task/{group.pid}/children").read_text().split()]
-            if children:
+            if children and b"--start-agent" in Path(f"/proc/{agent.pid}/cmdline").read_bytes():
                 break
             time.sleep(0.05)
         stopped = stop_leftovers(group.pid, grace_s=5)

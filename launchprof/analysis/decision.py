@@ -113,9 +113,15 @@ def decide(
             if x < 1
             else f"a graph is expected to gain only {x:.2f}x{where}{under}"
         )
+        breaks = any(f.kind == "sync-in-step" and f.severity == "blocker" for f in findings)
         return False, {
             "gpu-bound": f"GPU-bound: {gain}; the GPU's work sets the pace.",
-            "sync-bound": "Sync-bound: remove the synchronizing calls from the step first (they also break capture).",
+            "sync-bound": "Sync-bound: remove the synchronizing calls from the step first"
+            + (
+                " (they also break capture)."
+                if breaks
+                else " (a graph would keep them: they lie outside what it holds)."
+            ),
             "host-bound": f"Host-bound: {gain}; the CPU's own work that a graph keeps sets the pace.",
         }[verdict]
     return _launch_bound(pred, exp, n_blockers)

@@ -101,13 +101,15 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
     """Synchronizing calls inside steady steps (stream/device/event synchronize,
     synchronous copies), and device-to-host copies followed by one (``.item()``).
 
-    A blocker when the syncs cut the step's launches apart; a warning when one stretch
-    of launches without a sync holds at least :data:`~launchprof.analysis.expect.CYCLE_LAUNCH_SHARE`
-    of them (median over steps, :func:`_region_launch_share`; the share that defines a
-    capture region in :func:`~launchprof.analysis.expect.capture_region`): the syncs lie
-    before or after the region a capture holds (a decode loop's stopping check
-    after the forward, an ``.item()`` at the end of the step), so the capture does not
-    fail; they still drain the GPU once a step."""
+    A blocker when the syncs cut the step's launches apart, or when a step found from the
+    kernels alone has fewer than two (where one sits in the loop body cannot be told); a
+    warning when one stretch of launches without a sync holds at least
+    :data:`~launchprof.analysis.expect.CYCLE_LAUNCH_SHARE` of them (median over steps,
+    :func:`_region_launch_share`; the share that defines a capture region in
+    :func:`~launchprof.analysis.expect.capture_region`): the syncs lie before or after
+    the region a capture holds (a decode loop's stopping check after the forward, an
+    ``.item()`` at the end of the step), so the capture does not fail; they still drain
+    the GPU once a step."""
     sync = ctx.calls_where("sync")
     if sync.empty:
         return None
@@ -134,9 +136,14 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
     if len(wait) and wait.median() > 0:
         evidence += f"; GPU idle after the sync p50 {_us(float(wait.median()))} per step"
     share = _region_launch_share(ctx)
-    outside = share is not None and share >= CYCLE_LAUNCH_SHARE
+    # Steps found from the kernels start where the phase fell: one sync a cycle always
+    # leaves one whole cycle between syncs, wherever it sits in the user's loop body.
+    placed = ctx.steps.source != "inferred" or float(per_step.median()) >= 2
+    outside = share is not None and share >= CYCLE_LAUNCH_SHARE and placed
     if share is not None:
         evidence += f"; {share:.1%} of a step's launches run in one stretch without a sync (p50)"
+        if ctx.steps.source == "inferred":
+            evidence += " (steps found from the kernels: a stretch may run on into the next step)"
     return Finding(
         "sync-in-step",
         "warning" if outside else "blocker",
@@ -164,12 +171,13 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
 
 def _region_launch_share(ctx: StepContext) -> float | None:
     """The median over steady steps of the share of a step's kernel launches in its
-    longest stretch without a synchronizing call: stretches are cut after each sync and,
-    for steps the user marked (NVTX), at the step's edges (a step found from the kernels
-    alone may start anywhere in the cycle, so a stretch runs on into the next step, as
-    :func:`~launchprof.analysis.expect.capture_region` takes it); each stretch counts for
-    the step of its first launch, at most all of that step's launches. None without
-    launches."""
+    longest stretch without a synchronizing call; None without launches. Stretches are
+    cut after each sync and, for steps the user marked (NVTX, graph launches), at the
+    step's edges: the user's loop body. A step found from the kernels alone may start
+    anywhere in the cycle, so there a stretch runs on into the next step (as
+    :func:`~launchprof.analysis.expect.capture_region` takes it), which only tells where
+    the syncs are when a step has two or more (:func:`sync_in_step`). Each stretch counts
+    for the step of its first launch, at most all of that step's launches."""
     calls = ctx.calls
     if calls.empty or "launch" not in calls or not calls["launch"].any():
         return None
@@ -328,8 +336,9 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
         f"{n_on} of {n_per_launch} kernels of the steady steps ({share:.0%}) run on the legacy default "
         f"stream (stream {', '.join(map(str, sorted(streams)))}: {how})",
         (
-            "Nothing to change: torch.cuda.graph captures on a side stream of its own. Warm up on a side "
-            "stream before capture (torch.cuda.Stream + wait_stream) as in the code below."
+            "Nothing to change for the stream: torch.cuda.graph captures on a side stream of its own. When "
+            "converting, warm up on a side stream before capture (torch.cuda.Stream + wait_stream), as in the "
+            "code below."
             if torch
             else "Stream capture does not work on the legacy default stream: create a stream (cudaStreamCreate"
             "WithFlags(&s, cudaStreamNonBlocking)), launch the step's work on it and capture that stream."

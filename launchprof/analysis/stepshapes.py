@@ -80,6 +80,9 @@ def _common_config_varies(ctx: StepContext) -> bool:
     return bool(ctx.cached("common_config_varies", varies))
 
 
+GROW_RUN = 16  # steps of one sequence at least: decode loops generate tens to thousands of tokens
+
+
 def _grows(size: pd.Series) -> bool:
     """True when a per-step size grows step after step (at least 90 % of consecutive
     steps do not shrink, and it takes at least half as many values as there are steps):
@@ -94,22 +97,28 @@ def _grows(size: pd.Series) -> bool:
 
 
 def _grows_and_restarts(v: np.ndarray) -> bool:
-    """True when the sizes climb, slowly, and may start over: cut where the size drops,
-    the runs of at least 4 steps hold at least 80 % of the steps, there is at most one run
-    per 4 steps, and each run climbs through at least 3 sizes and a new size at least
-    every 8 steps. A KV cache grown with ``cat`` over each ``generate()`` call has this
-    shape (tests/data/frameworks: llama_b1_eager, one call, the copy kernel's grid 8 -> 24
-    blocks over 31 steps; llama_b1_eager_calls4_rec2, the same over each of 4 calls); a
-    batch size that varies step to step drops about every other step and has no such run."""
+    """True when the sizes climb slowly and may start over: cut where the size drops,
+    the runs of at least ``GROW_RUN`` steps hold at least 80 % of the steps, there is at
+    most one run per ``GROW_RUN`` steps, and each run climbs through at least 3 sizes, on
+    average a new one at least every 8 steps, by increments whose median is at most a
+    quarter of the run's range. A KV cache grown with ``cat`` over each ``generate()``
+    call has this shape (tests/data/frameworks: llama_b1_eager, one call, the copy
+    kernel's grid 8 -> 24 blocks in steps of 2 over 31 steps; llama_b1_eager_calls4_rec2,
+    the same over each of 4 calls); a batch size that varies step to step, a sweep of a
+    few sizes held for several steps each, or batches of 8 sorted by length do not (test_findings)."""
     cuts = np.flatnonzero(np.diff(v) < 0) + 1
-    if cuts.size + 1 > v.size / 4:
+    if cuts.size + 1 > v.size / GROW_RUN:
         return False
-    runs = [r for r in np.split(v, cuts) if r.size >= 4]
-    return (
-        bool(runs)
-        and sum(r.size for r in runs) >= 0.8 * v.size
-        and all(np.unique(r).size >= max(3, r.size / 8) for r in runs)
-    )
+    runs = [r for r in np.split(v, cuts) if r.size >= GROW_RUN]
+    if not runs or sum(r.size for r in runs) < 0.8 * v.size:
+        return False
+    for r in runs:
+        steps = np.diff(r)
+        rises = steps[steps > 0]
+        sizes = np.unique(r).size
+        if sizes < max(3, r.size / 8) or float(np.median(rises)) > 0.25 * float(r.max() - r.min()):
+            return False
+    return True
 
 
 def _step_sizes(ctx: StepContext) -> np.ndarray:
@@ -170,7 +179,7 @@ def _shapes_fix(kernel: str, growing: bool, pooled: bool, n_buckets: int) -> str
     graph nodes), else one graph per power-of-two bucket (``n_buckets`` graphs)."""
     if growing:
         return (
-            f"{kernel}'s grid grows step after step (starting over where a new sequence starts): a buffer "
+            f"{kernel}'s grid grows step after step (where it drops back, a new sequence starts): a buffer "
             "grows every step (a dynamic KV cache extended with cat, a list of outputs). Preallocate it at its "
             "largest size and write each step's slice in place (a static cache: index_copy_ or slice assignment; "
             "Hugging Face generate(): cache_implementation='static'), so every step has one shape and one graph "

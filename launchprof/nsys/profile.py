@@ -20,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import IO, Any
 from launchprof.errors import LaunchprofError, NsysError
 from launchprof.nsys.export import export_sqlite
 from launchprof.nsys.importer import import_qdstrm
+from launchprof.nsys.watch import stop_leftovers
 
 PROFILE_FLAGS = (
     "--trace=cuda,nvtx",
@@ -278,58 +278,18 @@ def run_nsys(
     except ValueError:  # not the main thread: signals cannot be handled here
         pass
     try:
-        code = proc.wait()
+        if len(interrupted) == first and hasattr(os, "waitid"):
+            with contextlib.suppress(ChildProcessError):  # exited, not reaped: its pid is not reused meanwhile
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
         if len(interrupted) > first:
             stop_leftovers(proc.pid)
+        code = proc.wait()
         if code == 0 and len(interrupted) > first:
             return 130
         return 128 - code if code < 0 else code  # nsys itself killed by a signal: shell convention
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def stop_leftovers(nsys_pid: int, grace_s: float = 2.0) -> list[int]:
-    """Stop what an interrupted nsys left running after it exited; return their pids.
-
-    A Ctrl-C in nsys's first second (2022.4, this project's CI) left its agent (``nsys
-    --start-agent --session-name=profile-NAME-<nsys pid>``, a session of its own) for
-    minutes, and its launcher and ``nsys-tee`` in nsys's process group. Those two are
-    found by process group, the agent by that session name; each gets SIGTERM, then
-    SIGKILL after ``grace_s``. Linux only (``/proc``); elsewhere, nothing is done."""
-    mine: list[int] = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            pid = int(entry.name)
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-            ours = os.getpgid(pid) == nsys_pid and pid != nsys_pid
-            agent = b"--start-agent" in cmd and any(
-                a.startswith(b"--session-name=profile-") and a.endswith(b"-%d" % nsys_pid) for a in cmd
-            )
-        except (OSError, ValueError):
-            continue  # ended meanwhile, or another user's
-        if (ours or agent) and pid != os.getpid():
-            mine.append(pid)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        alive = []
-        for pid in mine:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-                alive.append(pid)
-        if not alive or sig == signal.SIGKILL:
-            break
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and any(_running(p) for p in alive):
-            time.sleep(0.05)
-    return mine
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
 
 
 def open_by_a_process(path: Path) -> bool:

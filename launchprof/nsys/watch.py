@@ -14,9 +14,11 @@ Linux only (``/proc``); elsewhere the wait ends at once with ``"no-proc"``.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import select
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -175,3 +177,43 @@ def wait_for_workload_exit(
 
 
 __all__ = ["LAUNCHER", "children", "comm", "find_launcher", "open_pidfds", "process_parents", "wait_for_workload_exit"]
+
+
+def stop_leftovers(nsys_pid: int, grace_s: float = 2.0) -> list[int]:
+    """Stop what an interrupted nsys left running after it exited; return their pids.
+
+    Call it before nsys is reaped (its zombie keeps ``nsys_pid`` from being reused). A
+    Ctrl-C in nsys's first second (2022.4, this project's CI) left its agent (``nsys
+    --start-agent --session-name=profile-NAME-<nsys pid>``, a session of its own) for
+    minutes, and its launcher and ``nsys-tee`` in nsys's process group. Every process
+    still in that group (those two, and the workload or its children where they outlived
+    the interrupt) and that agent get SIGTERM, then SIGKILL after ``grace_s``. Linux only
+    (``/proc``); elsewhere nothing is done and the list is empty."""
+    if not os.path.isdir("/proc"):
+        return []
+    mine: list[int] = []
+    for entry in glob.glob("/proc/[0-9]*"):
+        try:
+            pid = int(os.path.basename(entry))
+            with open(f"{entry}/cmdline", "rb") as fh:
+                cmd = fh.read().split(b"\0")
+            ours = pid != nsys_pid and os.getpgid(pid) == nsys_pid
+            agent = b"--start-agent" in cmd and any(
+                a.startswith(b"--session-name=profile-") and a.endswith(b"-%d" % nsys_pid) for a in cmd
+            )
+        except (OSError, ValueError):
+            continue  # ended meanwhile, or another user's
+        if (ours or agent) and pid != os.getpid():
+            mine.append(pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in mine:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+                alive.append(pid)
+        if not alive or sig == signal.SIGKILL:
+            break
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(_state(p) not in (None, "Z") for p in alive):
+            time.sleep(0.05)
+    return mine

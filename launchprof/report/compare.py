@@ -150,8 +150,8 @@ def speedup_phrase(doc: CompareDoc) -> str:
         text += f" ({CI_LEVEL:.0%} CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci is not None else ""
         return text + (f", {under:.2f}x under nsys" if under is not None else "")
     if under is not None:
-        lo, hi = doc.speedup_ci or (under, under)
-        return f"{under:.2f}x per step under nsys ({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x)"
+        ci = doc.speedup_ci
+        return f"{under:.2f}x per step under nsys" + (f" ({CI_LEVEL:.0%} CI {ci[0]:.2f}-{ci[1]:.2f}x)" if ci else "")
     return ""
 
 
@@ -167,9 +167,12 @@ def headline(doc: CompareDoc) -> str:
             "fused": "the work fused by a compiler (other kernels by design)",
         }.get(change or "", "the same kernels" if same else "the kernels could not be compared (see same_work)")
         launches = doc.after.graph_launches_per_step or 0
+        b, a = doc.before, doc.after
+        means = doc.speedup_method.startswith("ratio of mean") and b.period_mean_ns and a.period_mean_ns
+        before, after = (b.period_mean_ns, a.period_mean_ns) if means else (b.period_p50_ns, a.period_p50_ns)
         return (
-            f"{speedup_phrase(doc)}; step period p50 under nsys "
-            f"{fmt_us(doc.before.period_p50_ns)} -> {fmt_us(doc.after.period_p50_ns)}, {work}, "
+            f"{speedup_phrase(doc)}; step period {'mean' if means else 'p50'} under nsys "
+            f"{fmt_us(before)} -> {fmt_us(after)}, {work}, "
             f"run as {launches:g} graph launch{'' if launches == 1 else 'es'} per step."
         )
     decisive = {
