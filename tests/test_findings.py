@@ -67,10 +67,22 @@ def test_a_sync_between_the_launches_of_a_step_is_a_blocker(tmp_path: Path) -> N
                 t += 2_000
         b.range("step", start, t, domain="launchprof")
         t += 5_000
-    a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
+    path = b.write(tmp_path / "t.sqlite")
+    a = launchprof.analyze(path)
     f = {x.kind: x for x in a.diagnosis.findings}["sync-in-step"]
     assert f.severity == "blocker" and f.figures["region_launch_share"] == 0.5
     assert "sync-in-step" in [x["kind"] for x in a.recommendation.blockers]
+    # The prediction's capture region agrees: one half of the user's step, not the
+    # second half of one step and the first of the next.
+    from launchprof.analysis.core import analyze_trace
+    from launchprof.analysis.expect import capture_region
+    from launchprof.analysis.stepdata import step_context
+    from launchprof.analysis.steps import find_steps
+    from launchprof.trace import load_trace
+
+    analysis = analyze_trace(load_trace(path), 1_000)
+    region = capture_region(step_context(analysis, find_steps(analysis)), True)
+    assert set(region["region_launches"].dropna()) == {4.0}
 
 
 @pytest.mark.parametrize("marked", [True, False])

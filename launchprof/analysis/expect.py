@@ -220,8 +220,9 @@ def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
 
     The region is one run of kernel launches: for a step that synchronizes, runs are cut
     after each synchronizing call (a capture cannot hold one; a decode step's forward
-    lies between two), and the region is the shortest stretch of consecutive launches
-    holding :data:`CYCLE_LAUNCH_SHARE` of its run's (the forward without the few launches
+    lies between two) and, for steps the user marked, at the step's edges; the region
+    is the shortest stretch of consecutive launches holding :data:`CYCLE_LAUNCH_SHARE`
+    of its run's (the forward without the few launches
     of the loop around it), in the run with the most launches, wherever the step's edge
     falls in it (an inferred step starts at any kernel of the cycle); for other steps the
     run is the step, all its launches. The region spans from the start of its first
@@ -259,20 +260,28 @@ def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
     per["cpu_ns"] = (nxt - first_call).reindex(steps).to_numpy(dtype=float)
     if "period_ns" in ctx.steady:  # the last step (no next call): its period on the GPU instead
         per["cpu_ns"] = per["cpu_ns"].fillna(pd.Series(ctx.steady["period_ns"].to_numpy(dtype=float)))
-    region = _regions(start, end, step, launch, sync, synchronizing)
+    region = _regions(start, end, step, launch, sync, synchronizing, marked=ctx.steps.source != "inferred")
     per["region_ns"] = region["span"].reindex(steps).to_numpy(dtype=float)
     per["region_launches"] = region["launches"].reindex(steps).to_numpy(dtype=float)
     return per
 
 
 def _regions(
-    start: np.ndarray, end: np.ndarray, step: np.ndarray, launch: np.ndarray, sync: np.ndarray, synchronizing: bool
+    start: np.ndarray,
+    end: np.ndarray,
+    step: np.ndarray,
+    launch: np.ndarray,
+    sync: np.ndarray,
+    synchronizing: bool,
+    marked: bool = False,
 ) -> pd.DataFrame:
     """Per step (index), its region (:func:`capture_region`): ``start``, ``end``, ``span``
-    (ns) and ``launches`` (of its run); empty without kernel launches."""
+    (ns) and ``launches`` (of its run); empty without kernel launches. ``marked``: the
+    steps are the user's (NVTX, graph launches), so a run also ends at a step's edge."""
     if not launch.any():
         return pd.DataFrame(columns=["start", "end", "span", "launches"], dtype=float)
-    edge = sync[:-1] if synchronizing else step[1:] != step[:-1]
+    edge = step[1:] != step[:-1]
+    edge = (sync[:-1] | edge if marked else sync[:-1]) if synchronizing else edge
     run = (np.cumsum(np.r_[True, edge]) - 1)[launch]
     # The region of a run: the shortest stretch of consecutive launches holding ``share``
     # of the run's launches (all of them for a step that does not synchronize).
