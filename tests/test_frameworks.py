@@ -390,3 +390,22 @@ def test_a_plain_generate_script_is_timed_by_its_module_calls(name: str) -> None
     e = a.recommendation.expected
     assert e is not None and e.eager_source == "measured" and e.eager_timed_by == "module-calls"
     assert 0.90 * truth["plain_step_us"] <= e.eager_step_ns / 1e3 <= 1.01 * truth["plain_step_us"]
+
+
+def test_compare_of_folders_timed_by_module_calls_takes_the_summary_s_half(tmp_path: Path) -> None:
+    """compare reads a folder's module-call runs as its summary did, the later half of the
+    calls (a plain generate() script's first call met every sequence length first: 70 ms
+    a forward against 9 ms later); it pooled every call, 10.2 ms against the summary's 9.0."""
+    from launchprof.report.write import write_report
+
+    folders = []
+    for name in PLAIN:
+        baseline = CORPUS / MANIFEST["traces"][name]["baseline_folder"]
+        a = launchprof.analyze(CORPUS / f"{name}.sqlite.xz", baseline=baseline)
+        write_report(a, tmp_path / name)
+        (tmp_path / name / "baseline-1.steps").write_text((baseline / "baseline-1.steps").read_text())
+        folders.append((tmp_path / name, a.summary.baseline.period_p50_ns))
+    c = launchprof.compare(folders[0][0], folders[1][0])
+    for side, (_, period) in zip((c.before, c.after), folders, strict=True):
+        assert side.unprofiled_periods is not None
+        assert float(np.median(side.unprofiled_periods)) == pytest.approx(period, rel=0.01)

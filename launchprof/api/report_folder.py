@@ -120,14 +120,17 @@ def _baseline_periods(
 ) -> np.ndarray | None:
     """The pooled step periods of the folder's runs without nsys (``baseline-*.steps``,
     every file of a run that wrote one, the steps named ``step_name``, or for source
-    ``module-calls`` the calls of the section's ``module``), each run's first period left
-    out; None when the summary has no baseline, or no file holds two steps.
+    ``module-calls`` the later half of the calls of the section's ``module``, as the
+    summary took them: :func:`~launchprof.analysis.baseline.later_half`), each run's
+    first period left out; None when the summary has no baseline, or no file holds two
+    steps.
 
     A host that ran ahead of the GPU in those runs (``host_ahead_of_gpu``: its steps took
     less host time than the GPU's work, as a graph replay or GPU-bound work does) does not
     show the step's pace; the step is then GPU-bound, nsys does not slow the GPU's work,
     and the steady periods under nsys (``table``) stand for the unprofiled ones (said in
     ``notes``)."""
+    from launchprof.analysis.baseline import later_half
     from launchprof.trace.steptimes import StepTimesError, read_step_times
 
     if not isinstance(section, dict) or not section.get("runs"):
@@ -143,7 +146,8 @@ def _baseline_periods(
         return steady if steady.size >= 2 else None
     if section.get("source") == "profiler-region":
         return _region_periods(folder, section, notes)
-    if section.get("source") == "module-calls":  # the outermost calls of the module that matched the steps
+    modules = section.get("source") == "module-calls"
+    if modules:  # the outermost calls of the module that matched the steps
         step_name = section.get("module")
         if not isinstance(step_name, str):
             return None
@@ -154,6 +158,8 @@ def _baseline_periods(
         except (StepTimesError, OSError) as exc:
             notes.append(f"{path}: not read ({exc}); left out")
             continue
+        if modules:  # the later half of the calls, as the summary took them (a whole program's warm-up)
+            times = later_half(times)
         if len(times) > 2:
             periods.append(np.diff(times[:, 0])[1:])
     pooled = np.concatenate(periods) if periods else np.empty(0)
