@@ -274,7 +274,7 @@ def _after_recording(
     warm.join()  # before the baseline runs, so the imports do not compete with them for the CPU
     gc.freeze()  # as in `analyze`: the collector leaves the objects of the modules just imported alone
     mark("imports_done")
-    baseline = _baseline(run, code, files.sqlite)
+    baseline = _baseline(run, code, files.sqlite, interrupted)
     from launchprof.commands.analyze import run_analyze
     from launchprof.trace.columns import prefetch
 
@@ -313,10 +313,18 @@ def _after_recording(
     return ProfileResult(folder, code, analysed, summary)
 
 
-def _baseline(run: _Run, code: int, sqlite: Path) -> Any:
+def _baseline(run: _Run, code: int, sqlite: Path, interrupted: bool = False) -> Any:
     """The runs without nsys (:func:`launchprof.commands.baseline.run_baselines`) after a
-    successful nsys run, or None, with a line saying why there are none."""
+    successful nsys run, or None, with a line saying why there are none (a Ctrl-C while
+    nsys wrote the trace of a workload that had finished: none are started)."""
     runs, console = run.baseline_runs, run.console
+    if runs and code == 0 and interrupted:
+        console.print(
+            "launchprof: no baseline runs: interrupted (the workload had finished; its trace is analysed)",
+            markup=False,
+            soft_wrap=True,
+        )
+        return None
     if runs and code != 0:
         console.print(
             f"launchprof: no baseline runs: the workload failed under nsys (exit code {code})",

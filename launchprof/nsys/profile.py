@@ -209,9 +209,10 @@ def run_nsys(
 ) -> int:
     """Run nsys with the terminal's stdin/stdout/stderr (the workload's output passes
     through live; its standard output to ``stdout`` when given) and return its exit code
-    (128 + N when nsys itself dies of signal N; 130 when it was interrupted and exited
-    0). The first SIGINT/SIGTERM/SIGHUP received meanwhile is forwarded to nsys's
-    process group as SIGINT and ``on_interrupt`` is called; later ones are not forwarded
+    (128 + N when nsys itself dies of signal N; 130 when a signal was forwarded to it and
+    it exited 0; the workload's own code when the only signal came while nsys wrote the
+    trace of a workload that had finished). The first SIGINT/SIGTERM/SIGHUP received
+    meanwhile is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later ones are not forwarded
     (a second SIGINT makes nsys abandon the trace it is writing) and ``on_repeat`` is
     called. The signal numbers received are appended to ``interrupts``. ``on_start`` is
     called with nsys's process id once it runs. When ``hold()`` is true (the workload
@@ -284,7 +285,7 @@ def run_nsys(
         if len(interrupted) > first:
             stop_leftovers(proc.pid)
         code = proc.wait()
-        if code == 0 and len(interrupted) > first:
+        if code == 0 and forwarded:  # a signal held while nsys wrote a finished workload's trace is not its code
             return 130
         return 128 - code if code < 0 else code  # nsys itself killed by a signal: shell convention
     finally:
