@@ -408,3 +408,22 @@ def test_ctrl_c_after_the_workload_finished_keeps_its_exit_code(tmp_path: Path) 
     assert "exit code 130" not in out + err and "exited with code 130" not in out + err
     assert "no baseline runs: interrupted" in out
     assert (tmp_path / "out" / "summary.json").exists()
+
+
+def test_an_interrupted_recording_nsys_could_not_finish_says_so(tmp_path: Path) -> None:
+    """A Ctrl-C in nsys's first second can leave a .qdstrm its importer rejects ('Qdstrm file
+    is incomplete or invalid'): the error says the run was interrupted, with exit status
+    130, not a bad-input 2; the recording is kept."""
+    from rich.console import Console
+
+    from launchprof.commands.profile import _Run, _trace_files
+    from launchprof.errors import NsysError
+    from launchprof.nsys.locate import find_nsys
+
+    (tmp_path / "trace.qdstrm").write_bytes(b"not a recording")
+    nsys = find_nsys(None)
+    run = _Run(None, tmp_path, False, nsys, Console(), 1_000, None, False, 0, None)  # type: ignore[arg-type]
+    with pytest.raises(NsysError) as caught:
+        _trace_files(run, 130, time.time(), interrupted=True)
+    assert str(caught.value).startswith("interrupted before nsys finished the trace: ")
+    assert caught.value.exit_code == 130 and (tmp_path / "trace.qdstrm").exists()

@@ -350,7 +350,8 @@ def _trace_files(run: _Run, code: int, started: float, interrupted: bool) -> Tra
     (:func:`launchprof.nsys.profile.finish_trace`).
 
     Raises:
-        NsysError: nsys wrote no trace (its exit status is the workload's, when not 0).
+        NsysError: nsys wrote no trace (its exit status is the workload's, when not 0), or,
+            interrupted, one it could not finish (exit status 130).
     """
     console, folder = run.console, run.folder
     with contextlib.ExitStack() as stack:
@@ -361,7 +362,15 @@ def _trace_files(run: _Run, code: int, started: float, interrupted: bool) -> Tra
                 shown.append(stack.enter_context(console.status(f"{msg}...")))
             shown[0].update(f"{msg}...")
 
-        files = finish_trace(folder / TRACE_STEM, run.nsys_path, progress=progress)
+        try:
+            files = finish_trace(folder / TRACE_STEM, run.nsys_path, progress=progress)
+        except NsysError as exc:
+            if not interrupted:
+                raise
+            # nsys stopped before its recording was whole (a Ctrl-C in its first second)
+            error = NsysError(f"interrupted before nsys finished the trace: {exc}")
+            error.exit_code = 130
+            raise error from None
     if files is None:
         removed = ""
         if run.created:  # made by this run and still empty (e.g. a --nsys-arg nsys refused): not left behind

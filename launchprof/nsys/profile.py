@@ -212,9 +212,9 @@ def run_nsys(
     (128 + N when nsys itself dies of signal N; 130 when a signal was forwarded to it and
     it exited 0; the workload's own code when the only signal came while nsys wrote the
     trace of a workload that had finished). The first SIGINT/SIGTERM/SIGHUP received
-    meanwhile is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is called; later ones are not forwarded
-    (a second SIGINT makes nsys abandon the trace it is writing) and ``on_repeat`` is
-    called. The signal numbers received are appended to ``interrupts``. ``on_start`` is
+    meanwhile is forwarded to nsys's process group as SIGINT and ``on_interrupt`` is
+    called; later ones are not forwarded (a second SIGINT makes nsys abandon the trace it
+    is writing) and ``on_repeat`` is called. The signal numbers received are appended to ``interrupts``. ``on_start`` is
     called with nsys's process id once it runs. When ``hold()`` is true (the workload
     has exited and nsys is writing the trace, which a SIGINT made nsys 2022.4 abandon:
     it left an incomplete recording in /tmp), the first signal is not forwarded:
