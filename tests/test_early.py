@@ -106,7 +106,9 @@ def test_an_interrupted_run_analyses_the_sqlite_file(tmp_path: Path) -> None:
     assert b"interrupted" in stdout + stderr
     marks = json.loads(marks_file.read_text().splitlines()[-1])
     assert "analysis_done" in marks  # the usual path analysed trace.sqlite
-    same_report(out, tmp_path, exit_code=130)
+    # The workload had finished (exit 0) when the Ctrl-C came: the command exits 130, the
+    # report does not say the workload exited 130.
+    same_report(out, tmp_path)
 
 
 def same_report(out: Path, tmp: Path, exit_code: int = 0) -> None:

@@ -107,6 +107,14 @@ def profile_command(
             markup=False,
             soft_wrap=True,
         )
+    elif result.interrupted:  # a Ctrl-C while nsys wrote the trace of a workload that had finished
+        err.print(
+            f"launchprof: interrupted after the workload finished (exit code 0); its trace is analysed in "
+            f"{result.folder}",
+            markup=False,
+            soft_wrap=True,
+        )
+        return Outcome(130, quick_exit=True)
     elif failing and result.summary is not None:
         from launchprof.commands.analyze import gate
 

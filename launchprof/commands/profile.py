@@ -56,12 +56,14 @@ class Interrupted(LaunchprofError):
 
 @dataclass(frozen=True)
 class ProfileResult:
-    """Where the run's files went and the workload's exit code."""
+    """Where the run's files went, the workload's exit code, and whether a Ctrl-C came
+    (``interrupted``: the command then exits 130, whatever the workload's code)."""
 
     folder: Path
     exit_code: int
     analysed: bool
     summary: Any = None  # the report's Summary, when analysed
+    interrupted: bool = False
 
 
 def split_nsys_args(values: Sequence[str]) -> list[str]:
@@ -310,7 +312,7 @@ def _after_recording(
         uri = (folder / "report.html").resolve().as_uri()
         if not webbrowser.open(uri):
             console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
-    return ProfileResult(folder, code, analysed, summary)
+    return ProfileResult(folder, code, analysed, summary, interrupted)
 
 
 def _baseline(run: _Run, code: int, sqlite: Path, interrupted: bool = False) -> Any:
