@@ -52,9 +52,10 @@ def test_sync_in_step_with_a_device_to_host_copy(tmp_path: Path) -> None:
     assert f.severity == "warning" and f.figures["region_launch_share"] == 1.0 and f.fix.startswith("Not a blocker")
 
 
-def test_a_sync_between_the_launches_of_a_step_is_a_blocker(tmp_path: Path) -> None:
-    """A sync that cuts a step's launches in two (4 before it, 4 after): no capture of the
-    step can hold it."""
+def _sync_loop(after: int, marked: bool, pause_ns: int) -> TraceBuilder:
+    """12 steps of 8 launches (2 us calls, 1 us kernels) with a cudaStreamSynchronize after
+    launch ``after`` (0-based), ``pause_ns`` between steps; NVTX ``step`` ranges when
+    ``marked``."""
     b = TraceBuilder()
     t = 1_000_000
     for _ in range(12):
@@ -62,12 +63,19 @@ def test_a_sync_between_the_launches_of_a_step_is_a_blocker(tmp_path: Path) -> N
         for k in range(8):
             b.launch(t, t + 2_000, t + 2_500, t + 3_500)
             t += 2_000
-            if k == 3:
+            if k == after:
                 b.call("cudaStreamSynchronize_v3020", t, t + 2_000)
                 t += 2_000
-        b.range("step", start, t, domain="launchprof")
-        t += 5_000
-    path = b.write(tmp_path / "t.sqlite")
+        if marked:
+            b.range("step", start, t, domain="launchprof")
+        t += pause_ns
+    return b
+
+
+def test_a_sync_between_the_launches_of_a_step_is_a_blocker(tmp_path: Path) -> None:
+    """A sync that cuts a step's launches in two (4 before it, 4 after): no capture of the
+    step can hold it."""
+    path = _sync_loop(after=3, marked=True, pause_ns=5_000).write(tmp_path / "t.sqlite")
     a = launchprof.analyze(path)
     f = {x.kind: x for x in a.diagnosis.findings}["sync-in-step"]
     assert f.severity == "blocker" and f.figures["region_launch_share"] == 0.5
@@ -91,18 +99,7 @@ def test_one_sync_a_step_found_from_the_kernels_stays_a_blocker(tmp_path: Path, 
     always leaves a whole cycle between syncs, so where it sits in the loop body (the
     middle of a forward, or after it) cannot be told: a blocker. With NVTX steps, the
     same sync after the step's launches lies outside what a capture holds."""
-    b = TraceBuilder()
-    t = 1_000_000
-    for _ in range(12):
-        start = t
-        for _ in range(8):
-            b.launch(t, t + 2_000, t + 2_500, t + 3_500)
-            t += 2_000
-        b.call("cudaStreamSynchronize_v3020", t, t + 2_000)
-        t += 2_000
-        if marked:
-            b.range("step", start, t, domain="launchprof")
-        t += 30_000
+    b = _sync_loop(after=7, marked=marked, pause_ns=30_000)
     a = launchprof.analyze(b.write(tmp_path / "t.sqlite"))
     assert a.found_steps.source == ("nvtx" if marked else "inferred")
     f = {x.kind: x for x in a.diagnosis.findings}["sync-in-step"]
