@@ -279,8 +279,8 @@ def run_nsys(
     except ValueError:  # not the main thread: signals cannot be handled here
         pass
     try:
-        if len(interrupted) == first and hasattr(os, "waitid"):
-            with contextlib.suppress(ChildProcessError):  # exited, not reaped: its pid is not reused meanwhile
+        if hasattr(os, "waitid"):  # until nsys exits, not reaped: its pid is not reused meanwhile
+            with contextlib.suppress(ChildProcessError):
                 os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
         if len(interrupted) > first:
             stop_leftovers(proc.pid)
