@@ -1,7 +1,7 @@
 """The step marker the examples share: one NVTX push/pop range named ``step`` per iteration.
 
 launchprof finds the iterations of a loop by NVTX ranges named ``step`` in the NVTX domain
-``launchprof``. This helper uses the PyPI ``nvtx`` package when it is importable, else
+``launchprof``. This helper uses ``launchprof.step()`` when launchprof is importable, else
 ``torch.cuda.nvtx`` (default domain), else marks nothing and says so once on stderr.
 
     from _step import step
@@ -30,22 +30,6 @@ NAME = "step"
 
 def _pick() -> tuple[str, Callable[[], object], Callable[[], object]]:
     try:
-        from importlib.metadata import PackageNotFoundError, version
-
-        import nvtx  # type: ignore[import-not-found]
-
-        try:
-            found = version("nvtx")
-        except PackageNotFoundError:
-            found = "?"
-        return (
-            f"nvtx {found} (domain {DOMAIN})",
-            lambda: nvtx.push_range(NAME, domain=DOMAIN),
-            lambda: nvtx.pop_range(domain=DOMAIN),
-        )
-    except ImportError:
-        pass
-    try:
         import torch
 
         return (
@@ -54,12 +38,19 @@ def _pick() -> tuple[str, Callable[[], object], Callable[[], object]]:
             lambda: torch.cuda.nvtx.range_pop(),
         )
     except ImportError:
-        print("step marker: neither nvtx nor torch importable, steps are not marked", file=sys.stderr)
+        print("step marker: neither launchprof nor torch importable, steps are not marked", file=sys.stderr)
         return ("none", lambda: None, lambda: None)
 
 
-MARKER, _push, _pop = _pick()
-TIMES_PATH = os.environ.get("LAUNCHPROF_STEP_TIMES") or None
+try:
+    import launchprof
+
+    _STEP: object = launchprof.step(NAME)  # marks and times the steps itself
+    MARKER, _push, _pop = "launchprof.step (domain launchprof)", (lambda: None), (lambda: None)
+except ImportError:
+    _STEP = None
+    MARKER, _push, _pop = _pick()
+TIMES_PATH = None if _STEP is not None else (os.environ.get("LAUNCHPROF_STEP_TIMES") or None)
 _times: list[tuple[int, int]] = []
 
 
@@ -76,6 +67,10 @@ if TIMES_PATH:
 @contextlib.contextmanager
 def step() -> Iterator[None]:
     """Mark one iteration as an NVTX range ``step`` (and time it, see the module docstring)."""
+    if _STEP is not None:
+        with _STEP:  # type: ignore[attr-defined]
+            yield
+        return
     start = time.perf_counter_ns() if TIMES_PATH else 0
     _push()
     try:

@@ -1,7 +1,8 @@
 """``launchprof.step()``: mark one iteration of your loop so the analysis finds steps exactly.
 
 It opens an NVTX push/pop range with the text ``step`` (or the name given) in the NVTX
-domain ``launchprof``, through the PyPI ``nvtx`` package::
+domain ``launchprof``, through launchprof's own NVTX client (:mod:`launchprof.nvtx_api`: no
+NVTX package needed, and any version of the PyPI ``nvtx`` package may stay installed)::
 
     import launchprof
 
@@ -13,9 +14,8 @@ domain ``launchprof``, through the PyPI ``nvtx`` package::
     def decode(tokens): ...
 
 The analysis uses ranges named ``step`` in domain ``launchprof`` by default; another name
-is picked with ``--step NAME``. Without the ``nvtx`` package, or when no profiler is
-attached and nvtx reports itself disabled, a step does nothing but one attribute test
-(nvtx 0.2.11 reports itself enabled without a profiler: then it pushes and pops, ~0.6 us).
+is picked with ``--step NAME``. When no profiler that records NVTX is attached, a step
+does nothing but one attribute test.
 Ranges are per thread: open and close a step on the same thread.
 
 Step times without a profiler: when the environment variable ``LAUNCHPROF_STEP_TIMES``
@@ -42,19 +42,22 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
+from launchprof import nvtx_api
 from launchprof.defaults import STEP_DOMAIN, STEP_NAME, STOP_AFTER_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-try:  # pragma: no cover - depends on the environment
-    import nvtx as _nvtx
+_NVTX = nvtx_api.client()
+_ACTIVE = _NVTX is not None
+_DOMAIN = _NVTX.domain(STEP_DOMAIN) if _NVTX is not None else None
 
-    _enabled = getattr(_nvtx, "enabled", lambda: True)
-    _ACTIVE = bool(_enabled())
-    _push = _nvtx.push_range
-    _pop = _nvtx.pop_range
-except ImportError:  # pragma: no cover - depends on the environment
-    _ACTIVE = False
+
+def _push(name: str) -> None:
+    _NVTX.push(_DOMAIN, name)  # type: ignore[union-attr]
+
+
+def _pop() -> None:
+    _NVTX.pop(_DOMAIN)  # type: ignore[union-attr]
 
 
 STEP_TIMES_ENV = "LAUNCHPROF_STEP_TIMES"
@@ -134,12 +137,12 @@ class Step:
         if _TIMES_PATH:
             self._starts.append(_now())
         if _ACTIVE:
-            _push(self.name, domain=STEP_DOMAIN)
+            _push(self.name)
         return self
 
     def __exit__(self, *exc: object) -> None:
         if _ACTIVE:
-            _pop(domain=STEP_DOMAIN)
+            _pop()
         if _TIMES_PATH and self._starts:
             _recorded(self.name, self._starts.pop(), _now())
 
@@ -152,12 +155,12 @@ class Step:
                 return func(*args, **kwargs)
             start = _now() if _TIMES_PATH else 0
             if _ACTIVE:
-                _push(name, domain=STEP_DOMAIN)
+                _push(name)
             try:
                 return func(*args, **kwargs)
             finally:
                 if _ACTIVE:
-                    _pop(domain=STEP_DOMAIN)
+                    _pop()
                 if _TIMES_PATH:
                     _recorded(name, start, _now())
 
@@ -188,5 +191,5 @@ def step(name: Any = STEP_NAME) -> Any:
 
 
 def nvtx_active() -> bool:
-    """Whether step markers emit NVTX ranges in this process (nvtx installed and enabled)."""
+    """Whether step markers emit NVTX ranges in this process (a profiler's NVTX injection is loaded)."""
     return _ACTIVE

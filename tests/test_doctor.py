@@ -10,27 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from launchprof.cli import app
-from launchprof.commands.doctor import check_gpu, nvtx_recorded
+from launchprof.commands.doctor import check_gpu
 from launchprof.nsys.locate import find_importer, nsys_own_importer
 
 runner = CliRunner()
 NSYS = shutil.which("nsys")
 needs_nsys = pytest.mark.skipif(NSYS is None, reason="nsys is not installed")
-
-
-@pytest.mark.parametrize(
-    ("nsys", "nvtx", "expected"),
-    [
-        ((2022, 4, 2, 1), (0, 2, 10), True),
-        ((2022, 4, 2, 1), (0, 2, 11), True),
-        ((2022, 4, 2, 1), (0, 2, 12), False),
-        ((2022, 4, 2, 1), (0, 2, 17), False),
-        ((2025, 3, 2, 0), (0, 2, 17), None),
-        ((), (0, 2, 11), None),
-    ],
-)
-def test_nvtx_recording_rule(nsys: tuple[int, ...], nvtx: tuple[int, ...], expected: bool | None) -> None:
-    assert nvtx_recorded(nsys, nvtx) is expected
 
 
 @pytest.mark.nsys
@@ -80,14 +65,11 @@ def test_gpu_check_answers_without_crashing() -> None:
 
 @pytest.mark.nsys
 @needs_nsys
-def test_check_nvtx_probe_agrees_with_the_version_rule() -> None:
-    import importlib.metadata
-
-    nvtx_version = tuple(int(x) for x in importlib.metadata.version("nvtx").split(".")[:3])
+def test_check_nvtx_probes_that_this_nsys_records_the_steps() -> None:
+    """The probe profiles one ``launchprof.step()`` with this machine's nsys (2022.4 in CI,
+    which records no range from the PyPI nvtx package >= 0.2.12, installed here by the
+    test extra): the step is recorded."""
     result = runner.invoke(app, ["doctor", "--check-nvtx"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
-    nsys_version = subprocess.run([str(NSYS), "--version"], capture_output=True, text=True).stdout
-    if "2022." in nsys_version:
-        expected = "records its ranges (probed)" if nvtx_version <= (0, 2, 11) else "recorded no range (probed)"
-        line = next(ln for ln in result.output.splitlines() if "│ nvtx" in ln)
-        assert expected in line, line
+    line = next(ln for ln in result.output.splitlines() if "│ NVTX" in ln)
+    assert "records launchprof.step() (probed)" in line, line

@@ -51,8 +51,10 @@ LAYERS: dict[str, int] = {
     "launchprof.profiler_region": 6,
     "launchprof.malloc": 6,
     "launchprof.cache": 6,
-    # 7 constants: plain values several layers share, no import at all
+    # 7 constants: plain values several layers share, and the NVTX client under the
+    #   marker (ctypes only); no launchprof import at all
     "launchprof.defaults": 7,
+    "launchprof.nvtx_api": 7,
 }
 NAMES = ["cli", "commands", "api", "report", "analysis", "trace | nsys | calibrate", "leaves", "constants"]
 LEAF = 6

@@ -38,7 +38,7 @@ def test_lost_ranges_card_and_named_process_without_gpu(tmp_path: Path) -> None:
     assert summary.processes_without_gpu == [200]
     page = (tmp_path / "rep" / "report.html").read_text()
     assert page.index('id="nvtx-lost"') < page.index("<h2>GPU time")  # above the figures
-    assert "pip install nvtx==0.2.11" in page
+    assert "Fix: mark the loop with\n<code>launchprof.step()</code>" in page
     assert "200 (data&lt;loader&gt;)" in page  # named, escaped
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:

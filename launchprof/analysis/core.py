@@ -300,8 +300,9 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
     if lost:
         notes.append(
             "NVTX domains were created but no NVTX range was recorded: this nsys did not "
-            "capture the ranges (nsys 2022.4 drops ranges from the nvtx package >= 0.2.12; "
-            "use nvtx 0.2.11 or a newer nsys), or the process was killed before nsys collected them"
+            "capture the ranges (nsys 2022.4 drops ranges from the nvtx package >= 0.2.12, not "
+            "launchprof.step()'s: mark the loop with it, use nvtx 0.2.11 or a newer nsys), or the "
+            "process was killed before nsys collected them"
         )
     if not trace.has_cuda:
         ranges = len(trace.nvtx)

@@ -10,7 +10,6 @@ work); any ``fail`` makes the command exit 1.
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 import sys
 import tempfile
@@ -27,11 +26,6 @@ from launchprof.nsys import importer as imp
 from launchprof.nsys.locate import NsysInfo, find_importer, nsys_info, nsys_own_importer
 from launchprof.nsys.profile import PROFILE_FLAGS, profile_options, record_quietly
 
-# Seen on Debian's nsys 2022.4 (checked on a Debian machine):
-# ranges from PyPI nvtx 0.2.10 and 0.2.11 are recorded, from 0.2.12 .. 0.2.17 they are not
-# (only the domain-creation events reach NVTX_EVENTS).
-NVTX_LAST_GOOD_FOR_NSYS_2022 = (0, 2, 11)
-NSYS_FIRST_UNCHECKED = (2023,)
 PROBE_TEXT = "launchprof-doctor-probe"
 
 
@@ -130,20 +124,11 @@ def check_gpu() -> Check:
     return Check("GPU", "ok", f"{'; '.join(names)}; driver supports CUDA {drv_text}")
 
 
-def nvtx_recorded(nsys_version: tuple[int, ...], nvtx_version: tuple[int, ...]) -> bool | None:
-    """Whether nsys ``nsys_version`` records ranges from PyPI nvtx ``nvtx_version``: True/False
-    where seen (nsys 2022.x), None where launchprof has no observation (nsys >= 2023)."""
-    if not nsys_version or not nvtx_version:
-        return None
-    if nsys_version < NSYS_FIRST_UNCHECKED:
-        return nvtx_version <= NVTX_LAST_GOOD_FOR_NSYS_2022
-    return None
-
-
 def probe_nvtx(info: NsysInfo, attempts: int = 2) -> tuple[int, int]:
-    """Profile a script that opens one NVTX range in domain ``launchprof``; return
+    """Profile a script that opens one ``launchprof.step()`` (an NVTX range in domain
+    ``launchprof``, from launchprof's own NVTX client) in this Python; return
     ``(ranges, domain_events)`` found in the export: ``(1, 1)`` when this nsys records the
-    nvtx package's ranges, ``(0, 1)`` when it saw the domain but lost the range. A run with
+    steps, ``(0, 1)`` when it saw the domain but lost the range. A run with
     no NVTX event at all says nothing (nsys did not hook the process; seen once under load
     with nsys 2022.4) and is tried again, up to ``attempts`` runs.
 
@@ -156,11 +141,7 @@ def probe_nvtx(info: NsysInfo, attempts: int = 2) -> tuple[int, int]:
     for attempt in range(attempts):
         with tempfile.TemporaryDirectory(prefix="launchprof-doctor-") as tmp:
             script = Path(tmp) / "probe.py"
-            script.write_text(
-                "import nvtx\n"
-                f"nvtx.push_range({PROBE_TEXT!r}, domain={STEP_DOMAIN!r})\n"
-                f"nvtx.pop_range(domain={STEP_DOMAIN!r})\n"
-            )
+            script.write_text(f"import launchprof\nwith launchprof.step({PROBE_TEXT!r}):\n    pass\n")
             stem = Path(tmp) / f"probe{attempt}"
             flags = ["--trace=nvtx", "--sample=none", "--cpuctxsw=none"]
             files = record_quietly(info.path, stem, [sys.executable, str(script)], flags)
@@ -174,40 +155,28 @@ def probe_nvtx(info: NsysInfo, attempts: int = 2) -> tuple[int, int]:
 
 
 def check_nvtx(info: NsysInfo | None, probe: bool) -> Check:
-    """The nvtx package's version and whether this nsys records its ranges."""
-    try:
-        version = importlib.metadata.version("nvtx")
-    except importlib.metadata.PackageNotFoundError:
-        return Check(
-            "nvtx",
-            "warn",
-            "the nvtx package is not installed: launchprof.step() does nothing",
-            "pip install 'nvtx==0.2.11'",
-        )
-    fix_old = "pip install 'nvtx==0.2.11' (or a newer nsys)"
+    """Whether this nsys records ``launchprof.step()``: the steps go through launchprof's
+    own NVTX client (:mod:`launchprof.nvtx_api`), whatever NVTX package is installed; with
+    ``probe``, a one-step script is profiled to see it."""
     if info is None or info.version is None:
-        return Check("nvtx", "warn", f"nvtx {version}; nsys unknown, recording not checked")
-    if probe:
-        try:
-            n, domains = probe_nvtx(info)
-        except LaunchprofError as exc:
-            return Check("nvtx", "warn", f"nvtx {version}; the probe could not run: {exc}")
-        if n == 0 and domains == 0:
-            return Check("nvtx", "warn", f"nvtx {version}: the probe recorded no NVTX event at all (inconclusive)")
-        if n == 0:
-            return Check("nvtx", "warn", f"nvtx {version}: nsys {info.version} recorded no range (probed)", fix_old)
-        return Check("nvtx", "ok", f"nvtx {version}: nsys {info.version} records its ranges (probed)")
-    recorded = nvtx_recorded(info.version_tuple, _version_tuple(version))
-    if recorded is False:
+        return Check("NVTX", "warn", "nsys unknown: step markers not checked")
+    if not probe:
+        detail = f"steps marked through launchprof's own NVTX client; --check-nvtx probes nsys {info.version}"
+        return Check("NVTX", "ok", detail)
+    try:
+        n, domains = probe_nvtx(info)
+    except LaunchprofError as exc:
+        return Check("NVTX", "warn", f"the probe could not run: {exc}")
+    if n == 0 and domains == 0:
+        return Check("NVTX", "warn", "the probe recorded no NVTX event at all (inconclusive)")
+    if n == 0:
         return Check(
-            "nvtx",
+            "NVTX",
             "warn",
-            f"nvtx {version}: nsys {info.version} records no ranges from nvtx >= 0.2.12 (steps will be inferred)",
-            fix_old,
+            f"nsys {info.version} recorded no step range (probed): steps will be inferred from the kernels",
+            "report it with `nsys --version`",
         )
-    if recorded is True:
-        return Check("nvtx", "ok", f"nvtx {version}: recorded by nsys {info.version} (seen with 2022.4)")
-    return Check("nvtx", "ok", f"nvtx {version} with nsys {info.version}: expected to work; --check-nvtx to be sure")
+    return Check("NVTX", "ok", f"nsys {info.version} records launchprof.step() (probed)")
 
 
 def run_checks(nsys: str | None = None, probe_nvtx_ranges: bool = False) -> list[Check]:

@@ -1,0 +1,71 @@
+"""launchprof's own NVTX client (launchprof/nvtx_api.py) under this machine's real nsys.
+
+CI's nsys is Debian's 2022.4, which records no range from the PyPI ``nvtx`` package
+from 0.2.12 on (only its domain's creation); the test extra installs a current one. The
+ranges are counted with plain sqlite3 on the export."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from launchprof.nsys.profile import record_quietly
+
+NSYS = shutil.which("nsys")
+pytestmark = [pytest.mark.nsys, pytest.mark.skipif(NSYS is None, reason="nsys is not installed")]
+
+SCRIPT = """
+import threading
+import nvtx
+import launchprof
+
+for i in range(7):
+    with launchprof.step():
+        nvtx.push_range("users-own", domain="mine")
+        nvtx.pop_range(domain="mine")
+
+
+@launchprof.step("worker")
+def work():
+    pass
+
+
+def worker():
+    for i in range(3):
+        work()
+
+
+t = threading.Thread(target=worker)
+t.start()
+t.join()
+"""
+
+
+def _ranges(db: Path) -> list[tuple[str, str, int, int]]:
+    """(text, domain, duration ns, thread id) of every NVTX push/pop range (eventType 59)."""
+    with sqlite3.connect(db) as con:
+        return con.execute(
+            "SELECT COALESCE(e.text, s.value), COALESCE(d.text, ''), e.end - e.start, e.globalTid "
+            "FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId "
+            "LEFT JOIN (SELECT DISTINCT domainId, text FROM NVTX_EVENTS WHERE eventType = 75) d "
+            "ON d.domainId = e.domainId WHERE e.eventType = 59"
+        ).fetchall()
+
+
+def test_steps_are_recorded_beside_a_current_nvtx_package(tmp_path: Path) -> None:
+    version = tuple(int(x) for x in importlib.metadata.version("nvtx").split(".")[:3])
+    assert version >= (0, 2, 12), "the test extra installs a current nvtx"
+    script = tmp_path / "both.py"
+    script.write_text(SCRIPT)
+    files = record_quietly(Path(str(NSYS)), tmp_path / "t", [sys.executable, str(script)], ["--trace=nvtx"])
+    ranges = _ranges(files.sqlite)
+    ours = [r for r in ranges if r[1] == "launchprof"]
+    assert sorted(r[0] for r in ours) == ["step"] * 7 + ["worker"] * 3
+    assert all(r[2] > 0 for r in ours)
+    threads = {text: {r[3] for r in ours if r[0] == text} for text in ("step", "worker")}
+    assert len(threads["step"]) == len(threads["worker"]) == 1 and threads["step"] != threads["worker"]
