@@ -11,7 +11,7 @@ Inputs, all under docs/data/ unless given otherwise:
 - ``prediction_check_2026-11-29.json``: predicted vs measured speedups (source in its note);
 - ``tests/data/gpu/facts.json``: figures read from the bundled GPU traces with plain
   sqlite3 (tests/data/gpu/MANIFEST.md);
-- ``fidelity_2026-12-02.json``: ``benchmarks/fidelity.py --json`` on the real-framework
+- ``fidelity_2026-12-03.json``: ``benchmarks/fidelity.py --json`` on the real-framework
   corpus (tests/data/frameworks), the prediction against each pair's truth.
 
 Model used for the "by node count" table (calibration figures only, a step of N empty
@@ -40,7 +40,7 @@ CALIBRATION = DATA / "calibration_h200_2026-11-29.json"
 LOG = DATA / "gpu_log_2026-11-29.txt"
 CHECK = DATA / "prediction_check_2026-11-29.json"
 FACTS = ROOT / "tests" / "data" / "gpu" / "facts.json"
-FIDELITY = DATA / "fidelity_2026-12-02.json"
+FIDELITY = DATA / "fidelity_2026-12-03.json"
 RUNS = (
     ("small_launch", "examples/small_kernels.py launch"),
     ("small_graph", "examples/small_kernels.py graph"),
@@ -384,8 +384,9 @@ def fidelity_section(path: Path) -> list[str]:
         "the eager step measured without nsys (what `profile`'s run without nsys gives: here one run whose step "
         "is the workload's own clock), the profiled prediction, and `compare`'s headline without nsys (estimated "
         "from each side's step without the profiler: the corpus' traces carry no runs), beside the speedups "
-        "under nsys. The early-exit pair's steps take two paths: the medians compare the short one, the "
-        "workload's clock the mean (its measured error is that). The ViT pairs are the estimate's known misses "
+        "under nsys. The early-exit pair's steps take two paths (26 and 74 kernels): each is predicted on its "
+        "own and weighed by its steps, as the workload's clock (the mean step) weighs them. "
+        "The ViT pairs are the estimate's known misses "
         "(nsys inflated their eager Python 1.0x-1.3x, not 2.0x); the measurement closes them.",
         "",
         *pairs,

@@ -310,15 +310,20 @@ def baseline_section(
     return section
 
 
-def measured_step(section: Mapping[str, Any]) -> tuple[float, list[float], str] | None:
+def measured_step(section: Mapping[str, Any], mean: bool = False) -> tuple[float, list[float], str] | None:
     """The eager step measured without nsys that a ``baseline`` section
     (:func:`baseline_section`) gives the prediction: ``(step_ns, per-run steps, how they
     were timed)``; None when it has no usable period (none, or the host ran ahead of the
-    GPU)."""
+    GPU). ``mean``: the mean period instead of the median, for steps of several shapes
+    (:func:`launchprof.analysis.expect.expect_shapes`: the prediction weighs the shapes as
+    the program's time does); the per-run figures are then scaled by mean / median."""
     period = section.get("period_p50_ns")
     if not period or section.get("host_ahead_of_gpu"):
         return None
     per_run = [float(x) for x in section.get("run_period_p50_ns") or [] if x]
+    if mean and section.get("period_mean_ns"):
+        scale = float(section["period_mean_ns"]) / float(period)
+        period, per_run = float(section["period_mean_ns"]), [x * scale for x in per_run]
     return float(period), per_run, str(section.get("source"))
 
 

@@ -43,7 +43,14 @@ from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
-from launchprof.analysis.expect import Expectation, expect, measured_range, steps_without_profiler, with_measured_eager
+from launchprof.analysis.expect import (
+    Expectation,
+    expect_shapes,
+    measured_range,
+    step_shapes,
+    steps_without_profiler,
+    with_measured_eager,
+)
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
@@ -432,12 +439,15 @@ def diagnose(
     pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None)
     replaying = verdict == "host-bound" and (fig.get("graph_launches_per_step_p50") or 0) >= 1
     exp = (
-        expect(ctx, fig, values, framework)
+        expect_shapes(ctx, fig, values, framework)
         if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
         else None
     )
     section = baseline_of(analysis, steps, baseline) if baseline is not None else None
-    measured = measured_step(section) if section is not None else None
+    # Steps of several shapes: the prediction weighs them as the program's time does, so
+    # the measured step is the runs' mean (expect.step_shapes).
+    shaped = bool(step_shapes(ctx)) if len(ctx.steady) else False
+    measured = measured_step(section, mean=shaped) if section is not None else None
     if exp is not None and measured is not None:
         exp = with_measured_eager(exp, measured[0], measured[1], measured[2])
     pred = _profiled(pred, exp)

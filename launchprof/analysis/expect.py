@@ -46,7 +46,11 @@ PyTorch launches the backward pass from its autograd threads):
   outside the captured region of a synchronizing step (``UNCAPTURED_SHARE`` of the
   removed host time, e.g. a decode loop's logits processing), the profiler estimate's
   spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD``) and ``NOISE``
-  (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``.
+  (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
+- steps of several shapes (:func:`step_shapes`: a data-dependent branch, kernels a step
+  differ): each shape predicted as above from its own medians, every figure the shapes'
+  mean weighted by their steady steps and the speedup that of the weighted steps
+  (:func:`expect_shapes`, :func:`combine`), as the program's time weighs them.
 
 The thresholds and spreads were set on the real-framework corpus
 (tests/data/frameworks/MANIFEST.md; benchmarks/fidelity.py prints the comparison).
@@ -57,6 +61,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,6 +85,12 @@ NOISE = 0.05
 # runs' own spread is taken.
 RUN_SPREAD = 1.4
 MIN_RUNS_FOR_SPREAD = 3
+# Steps of several shapes (kernels a step): each shape holding at least this share of the
+# steady steps is predicted on its own and the figures are weighted by its steps, as the
+# program's time is (a data-dependent branch: early_exit in tests/data/frameworks ran 16
+# short and 13 long steps; its medians were the short path's, the truth without nsys the
+# mean of both). A decode's prefill (1 step in 32) stays in the one shape.
+SHAPE_MIN_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,9 @@ class Expectation:
             would show it: the GPU side and one graph launch under nsys plus the host time
             the graph keeps as traced (the same share of the profiled CPU step); None for
             other steps (the profiled prediction stands).
+        shapes: for steps of several shapes (:func:`expect_shapes`), ``(kernels a step,
+            steady steps)`` of each; every figure above is then the shapes' mean weighted
+            by their steps (speedup: of the weighted steps). Empty for one shape.
     """
 
     profiled_step_ns: float
@@ -141,6 +155,7 @@ class Expectation:
     speedup_low: float
     speedup_high: float
     profiled_graph_step_ns: float | None = None
+    shapes: tuple[tuple[float, int], ...] = ()
 
 
 def _ratio(a: float, b: float) -> float:
@@ -362,7 +377,30 @@ def steps_without_profiler(
 ) -> tuple[float, float, float] | None:
     """:func:`step_without_profiler` of the steady steps of ``ctx`` (a run that replays
     graphs, say: ``replaying`` when they launch a graph a step or more), the GPU's busy
-    time a step as the floor; None without a period."""
+    time a step as the floor; for steps of several shapes (:func:`step_shapes`), each
+    shape's, weighted by its steady steps; None without a period."""
+    shapes = step_shapes(ctx)
+    if shapes:
+        parts = [_steps_without_profiler(_shape_context(ctx, steps), values, framework, fig) for _, steps in shapes]
+        if all(p is not None for p in parts):
+            w = np.array([len(steps) for _, steps in shapes], dtype=float)
+            w /= w.sum()
+            step, low, high = (float(np.dot(w, [p[i] for p in parts if p is not None])) for i in range(3))
+            return step, low, high
+    return _steps_without_profiler(ctx, values, framework, fig, fig)
+
+
+def _steps_without_profiler(
+    ctx: StepContext,
+    values: Mapping[str, float],
+    framework: str,
+    whole: Mapping[str, float | None],
+    fig: Mapping[str, float | None] | None = None,
+) -> tuple[float, float, float] | None:
+    """:func:`steps_without_profiler` of one shape: ``fig`` its figures (default: the
+    medians of ``ctx``'s steady steps), ``whole`` the figures of all the steps (whether
+    they replay graphs)."""
+    fig = fig if fig is not None else _shape_figures(ctx.steady)
     period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
     if not period or not np.isfinite(period):
         return None
@@ -373,7 +411,7 @@ def steps_without_profiler(
         n_calls, n_launches = float(per_step.median()), float(launched.median())
     else:
         n_calls = n_launches = 0.0
-    replaying = (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    replaying = (whole.get("graph_launches_per_step_p50") or 0) >= 1
     return step_without_profiler(framework, float(period), float(busy or 0.0), n_calls, n_launches, values, replaying)
 
 
@@ -454,3 +492,104 @@ def expect(
             exp, profiled_graph_step_ns=traced.gpu_side_ns + traced.cpu_side_ns + share * cpu_step
         )
     return exp
+
+
+def step_shapes(ctx: StepContext) -> list[tuple[float, np.ndarray]]:
+    """The steady steps' shapes by kernels a step: ``(kernels, step ids)`` of each shape
+    holding at least :data:`SHAPE_MIN_SHARE` of the steady steps, when there are two or
+    more and together they hold every steady step but less than that share; else []."""
+    steady = ctx.steady
+    if ctx.pseudo or "kernels" not in steady or len(steady) < 4:
+        return []
+    counts = steady["kernels"].value_counts()
+    big = counts[counts >= SHAPE_MIN_SHARE * len(steady)]
+    if len(big) < 2 or big.sum() < (1 - SHAPE_MIN_SHARE) * len(steady):
+        return []
+    k = steady["kernels"].to_numpy()
+    ids = steady["step"].to_numpy()
+    return [(float(n), ids[k == n]) for n in sorted(big.index)]
+
+
+def _shape_context(ctx: StepContext, steps: np.ndarray) -> StepContext:
+    """``ctx`` restricted to the steady steps ``steps`` (its calls, kernels, memops)."""
+    sub = dataclasses.replace(
+        ctx,
+        steady=ctx.steady[ctx.steady["step"].isin(steps)],
+        kernels=ctx.kernels[ctx.kernels["step"].isin(steps)],
+        memops=ctx.memops[ctx.memops["step"].isin(steps)] if "step" in ctx.memops else ctx.memops,
+    )
+    calls = ctx.calls
+    sub.cached("calls", lambda: calls[calls["step"].isin(steps)] if len(calls) else calls)
+    return sub
+
+
+def _shape_figures(steady: pd.DataFrame) -> dict[str, float | None]:
+    """The figures :func:`expect` reads, as medians over one shape's steady steps."""
+
+    def p50(col: str) -> float | None:
+        v = steady[col].dropna().to_numpy(dtype=float) if col in steady else np.empty(0)
+        return float(np.median(v)) if v.size else None
+
+    return {
+        "period_p50_ns": p50("period_ns"),
+        "busy_p50_ns": p50("busy_ns"),
+        "kernels_per_step_p50": p50("kernels"),
+        "memops_per_step_p50": p50("memops"),
+    }
+
+
+def expect_shapes(
+    ctx: StepContext,
+    fig: Mapping[str, float | None],
+    values: Mapping[str, float],
+    framework: str = "cuda",
+) -> Expectation | None:
+    """:func:`expect`, or for steps of several shapes (:func:`step_shapes`: a
+    data-dependent branch) each shape's expectation weighted by its steady steps
+    (:func:`combine`); arguments as :func:`expect`."""
+    shapes = step_shapes(ctx)
+    if not shapes:
+        return expect(ctx, fig, values, framework)
+    parts = []
+    for _, steps in shapes:
+        sub = _shape_context(ctx, steps)
+        part = expect(sub, _shape_figures(sub.steady), values, framework)
+        if part is None:
+            return expect(ctx, fig, values, framework)
+        parts.append(part)
+    return combine(parts, [len(steps) for _, steps in shapes], [k for k, _ in shapes])
+
+
+def combine(parts: Sequence[Expectation], weights: Sequence[int], kernels: Sequence[float]) -> Expectation:
+    """One :class:`Expectation` of several step shapes: every figure the mean of the
+    shapes' weighted by ``weights`` (their steady steps), the speedup and its range those
+    of the weighted steps (``sum(w E) / sum(w G)``), ``shapes`` filled in."""
+    w = np.asarray(weights, dtype=float) / float(sum(weights))
+
+    def mean(name: str) -> float:
+        return float(sum(wi * float(getattr(p, name)) for wi, p in zip(w, parts, strict=True)))
+
+    numeric = [
+        f.name
+        for f in dataclasses.fields(Expectation)
+        if f.type in ("float", float) and f.name not in ("speedup", "speedup_low", "speedup_high")
+    ]
+    figures: dict[str, Any] = {name: mean(name) for name in numeric}
+    e, e_low, e_high = figures["eager_step_ns"], figures["eager_low_ns"], figures["eager_high_ns"]
+    g, g_high = figures["graph_step_ns"], figures["graph_step_high_ns"]
+    profiled = [p.profiled_graph_step_ns for p in parts]
+    known = [float(x) for x in profiled if x is not None]
+    profiled_mean = float(np.dot(w, known)) if len(known) == len(parts) else None
+    first = parts[0]
+    return dataclasses.replace(
+        first,
+        **figures,
+        region_ns=mean("region_ns") if all(p.region_ns is not None for p in parts) else None,
+        synchronizing=any(p.synchronizing for p in parts),
+        eager_runs=max(p.eager_runs for p in parts),
+        speedup=_ratio(e, g),
+        speedup_low=_ratio(e_low, g_high) * (1 - NOISE),
+        speedup_high=_ratio(e_high, g) * (1 + NOISE),
+        profiled_graph_step_ns=profiled_mean,
+        shapes=tuple((float(k), int(n)) for k, n in zip(kernels, weights, strict=True)),
+    )
