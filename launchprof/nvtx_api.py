@@ -122,6 +122,7 @@ class Client:
         self._create = _DomainCreateA(create) if create else None
         self._push = _DomainRangePushEx(push) if push else None
         self._pop = _DomainRangePop(pop) if pop else None
+        self.complete = None not in (self._create, self._push, self._pop)
         self._domains: dict[str, int | None] = {}
         self._attributes: dict[str, tuple[EventAttributes, bytes]] = {}
         self._library = library  # kept loaded for the process' life
@@ -177,13 +178,28 @@ class Client:
 _lock = threading.Lock()
 _client: Client | None = None
 _tried = False
+# Every client made, the refused one too: the injection was handed pointers into it (its
+# callbacks and tables), which must outlive the process' NVTX use, as the C headers'
+# static globals do.
+_made: list[Client] = []
+
+
+def _after_fork_in_child() -> None:
+    global _lock
+    _lock = threading.Lock()  # a fork while another thread held it would leave it held
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def client() -> Client | None:
     """This process's NVTX client, initialised on first call from the injection library
     that ``NVTX_INJECTION64_PATH`` names; None without the variable, or when the library
-    cannot be loaded or does not initialise (no ``InitializeInjectionNvtx2``, or it
-    returned 0). Thread-safe; the outcome is kept for the process' life."""
+    cannot be loaded, does not initialise (no ``InitializeInjectionNvtx2``, or it returned
+    0) or leaves any of the three calls a step needs empty (a step then marks nothing,
+    rather than ranges in another domain). Thread-safe; the outcome is kept for the
+    process' life."""
     global _client, _tried
     if _tried:
         return _client
@@ -193,7 +209,8 @@ def client() -> Client | None:
             if path:
                 try:
                     made = Client(ctypes.CDLL(path))
-                    _client = made if made.ok else None
+                    _made.append(made)
+                    _client = made if made.ok and made.complete else None
                 except (OSError, AttributeError):
                     _client = None
             _tried = True

@@ -47,10 +47,11 @@ PyTorch launches the backward pass from its autograd threads):
   removed host time, e.g. a decode loop's logits processing), the profiler estimate's
   spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD``) and ``NOISE``
   (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
-- steps of several shapes (:func:`step_shapes`: a data-dependent branch, kernels a step
-  differ): each shape predicted as above from its own medians, every figure the shapes'
-  mean weighted by their steady steps and the speedup that of the weighted steps
-  (:func:`expect_shapes`, :func:`combine`), as the program's time weighs them.
+- steps of several shapes (:func:`step_shapes`: kernels a step differ, e.g. a
+  data-dependent branch): each shape predicted as above from its own medians, the
+  figures the shapes' weighted by their steady steps and the speedup that of the
+  weighted steps (:func:`expect_shapes`, :func:`combine`), as the program's time
+  weighs them.
 
 The thresholds and spreads were set on the real-framework corpus
 (tests/data/frameworks/MANIFEST.md; benchmarks/fidelity.py prints the comparison).
@@ -87,9 +88,10 @@ RUN_SPREAD = 1.4
 MIN_RUNS_FOR_SPREAD = 3
 # Steps of several shapes (kernels a step): each shape holding at least this share of the
 # steady steps is predicted on its own and the figures are weighted by its steps, as the
-# program's time is (a data-dependent branch: early_exit in tests/data/frameworks ran 16
-# short and 13 long steps; its medians were the short path's, the truth without nsys the
-# mean of both). A decode's prefill (1 step in 32) stays in the one shape.
+# program's time is (a data-dependent branch: early_exit in tests/data/frameworks has 16
+# short and 11 long steady steps; its medians were the short path's, the truth without
+# nsys the mean of both; gradient accumulation with an optimizer step every few steps is
+# another). A decode's prefill (1 step in 32) stays in the one shape.
 SHAPE_MIN_SHARE = 0.2
 
 
@@ -420,6 +422,7 @@ def expect(
     fig: Mapping[str, float | None],
     values: Mapping[str, float],
     framework: str = "cuda",
+    region: pd.DataFrame | None = None,
 ) -> Expectation | None:
     """The :class:`Expectation` of the steady steps (module docstring), with the eager
     step estimated from the trace; None without calls or periods.
@@ -437,6 +440,9 @@ def expect(
         framework: ``"pytorch"`` (the step inflated ``profiler_torch_inflation`` times)
             or anything else (launch calls ``profiler_launch_overhead_ns``, other calls
             ``profiler_call_overhead_ns``).
+        region: the steps' :func:`capture_region` rows, when taken from a larger context
+            (a shape's steps: their CPU step runs to the next step's first call, whatever
+            its shape); default: computed from ``ctx``.
     """
     period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
     nodes = (fig.get("kernels_per_step_p50") or 0) + (fig.get("memops_per_step_p50") or 0)
@@ -448,7 +454,8 @@ def expect(
     # prediction assumes, predict.py); one graph cannot span a synchronization.
     amortized = ctx.steps.source == "inferred" and not synchronizing
     base = predict_graph_step(period, float(busy), nodes, unprofiled_values(values), amortized=amortized)
-    region = capture_region(ctx, synchronizing)
+    if region is None:
+        region = capture_region(ctx, synchronizing)
     if region.empty:
         return None
     calls = float(region["calls"].median())
@@ -495,9 +502,10 @@ def expect(
 
 
 def step_shapes(ctx: StepContext) -> list[tuple[float, np.ndarray]]:
-    """The steady steps' shapes by kernels a step: ``(kernels, step ids)`` of each shape
-    holding at least :data:`SHAPE_MIN_SHARE` of the steady steps, when there are two or
-    more and together they hold every steady step but less than that share; else []."""
+    """The steady steps' shapes by kernels a step: when two or more kernel counts each
+    hold at least :data:`SHAPE_MIN_SHARE` of the steady steps and together at least
+    ``1 - SHAPE_MIN_SHARE`` of them, ``(kernels, step ids)`` of each, every other step
+    joining the shape nearest in kernels; else [] (one shape)."""
     steady = ctx.steady
     if ctx.pseudo or "kernels" not in steady or len(steady) < 4:
         return []
@@ -505,13 +513,17 @@ def step_shapes(ctx: StepContext) -> list[tuple[float, np.ndarray]]:
     big = counts[counts >= SHAPE_MIN_SHARE * len(steady)]
     if len(big) < 2 or big.sum() < (1 - SHAPE_MIN_SHARE) * len(steady):
         return []
-    k = steady["kernels"].to_numpy()
+    shapes = np.sort(big.index.to_numpy(dtype=float))
+    k = steady["kernels"].to_numpy(dtype=float)
+    nearest = shapes[np.abs(k[:, None] - shapes[None, :]).argmin(axis=1)]
     ids = steady["step"].to_numpy()
-    return [(float(n), ids[k == n]) for n in sorted(big.index)]
+    return [(float(n), ids[nearest == n]) for n in shapes]
 
 
 def _shape_context(ctx: StepContext, steps: np.ndarray) -> StepContext:
-    """``ctx`` restricted to the steady steps ``steps`` (its calls, kernels, memops)."""
+    """``ctx`` restricted to the steady steps ``steps`` for :func:`expect`: its ``steady``
+    rows, kernels, memops and calls (``calls``); the other per-call fields stay the whole
+    context's and are not read there."""
     sub = dataclasses.replace(
         ctx,
         steady=ctx.steady[ctx.steady["step"].isin(steps)],
@@ -543,27 +555,51 @@ def expect_shapes(
     fig: Mapping[str, float | None],
     values: Mapping[str, float],
     framework: str = "cuda",
+    measured: tuple[float, Sequence[float], str | None] | None = None,
 ) -> Expectation | None:
-    """:func:`expect`, or for steps of several shapes (:func:`step_shapes`: a
-    data-dependent branch) each shape's expectation weighted by its steady steps
-    (:func:`combine`); arguments as :func:`expect`."""
+    """:func:`expect`, with the eager step ``measured`` without nsys when given
+    (``(step_ns, per-run steps, timed_by)``: :func:`with_measured_eager`); for steps of
+    several shapes (:func:`step_shapes`) each shape's expectation from its own medians,
+    its capture region taken from the whole context, its eager step the measured one
+    (then the runs' mean) scaled by the shape's estimate over the shapes' weighted
+    estimate, weighed by its steady steps (:func:`combine`)."""
     shapes = step_shapes(ctx)
-    if not shapes:
-        return expect(ctx, fig, values, framework)
-    parts = []
+    parts: list[Expectation] = []
+    regions: dict[bool, pd.DataFrame] = {}
     for _, steps in shapes:
         sub = _shape_context(ctx, steps)
-        part = expect(sub, _shape_figures(sub.steady), values, framework)
+        synchronizing = float(sub.steady["sync_calls"].median()) >= 1 if "sync_calls" in sub.steady else False
+        if synchronizing not in regions:
+            regions[synchronizing] = capture_region(ctx, synchronizing)
+        region = regions[synchronizing]
+        part = expect(sub, _shape_figures(sub.steady), values, framework, region[region["step"].isin(steps)])
         if part is None:
-            return expect(ctx, fig, values, framework)
+            parts = []
+            break
         parts.append(part)
-    return combine(parts, [len(steps) for _, steps in shapes], [k for k, _ in shapes])
+    if not parts:
+        exp = expect(ctx, fig, values, framework)
+        return with_measured_eager(exp, measured[0], measured[1], measured[2]) if exp and measured else exp
+    weights = [len(steps) for _, steps in shapes]
+    if measured is not None:
+        estimate = float(np.dot(weights, [p.eager_step_ns for p in parts])) / sum(weights)
+        scale = measured[0] / estimate if estimate > 0 else 1.0
+        runs = [x / measured[0] for x in measured[1]] if measured[0] > 0 else []
+        parts = [
+            with_measured_eager(p, scale * p.eager_step_ns, [r * scale * p.eager_step_ns for r in runs], measured[2])
+            for p in parts
+        ]
+    return combine(parts, weights, [k for k, _ in shapes])
 
 
 def combine(parts: Sequence[Expectation], weights: Sequence[int], kernels: Sequence[float]) -> Expectation:
-    """One :class:`Expectation` of several step shapes: every figure the mean of the
-    shapes' weighted by ``weights`` (their steady steps), the speedup and its range those
-    of the weighted steps (``sum(w E) / sum(w G)``), ``shapes`` filled in."""
+    """One :class:`Expectation` of several step shapes: each time and count the mean of
+    the shapes' weighted by ``weights`` (their steady steps; the graph step too: each
+    shape's own graph-step formula, then their mean), ``kept_share`` weighted by CPU step
+    time, ``synchronizing`` when any shape synchronizes, ``region_ns`` and
+    ``profiled_graph_step_ns`` only when every shape has one, the eager source and runs
+    the first shape's (one measurement for all), the speedup and its range those of the
+    weighted steps (``sum(w E) / sum(w G)``), ``shapes`` filled in."""
     w = np.asarray(weights, dtype=float) / float(sum(weights))
 
     def mean(name: str) -> float:
@@ -575,6 +611,8 @@ def combine(parts: Sequence[Expectation], weights: Sequence[int], kernels: Seque
         if f.type in ("float", float) and f.name not in ("speedup", "speedup_low", "speedup_high")
     ]
     figures: dict[str, Any] = {name: mean(name) for name in numeric}
+    cpu = np.array([w_i * p.cpu_step_ns for w_i, p in zip(w, parts, strict=True)])
+    figures["kept_share"] = float(np.dot(cpu, [p.kept_share for p in parts]) / cpu.sum()) if cpu.sum() > 0 else 0.0
     e, e_low, e_high = figures["eager_step_ns"], figures["eager_low_ns"], figures["eager_high_ns"]
     g, g_high = figures["graph_step_ns"], figures["graph_step_high_ns"]
     profiled = [p.profiled_graph_step_ns for p in parts]
