@@ -46,6 +46,18 @@ the later half of the calls, :func:`launchprof.analysis.baseline.later_half`); w
 markers do. Which module's period is the step's is decided against the trace
 (:func:`launchprof.analysis.baseline.module_match`).
 
+Synchronizing calls. With ``LAUNCHPROF_SOURCES`` naming a file (:data:`SOURCES_ENV`;
+``launchprof profile`` sets it for its runs without nsys of a PyTorch workload), the
+moment ``torch`` is imported the run turns on PyTorch's own check,
+``torch.cuda.set_sync_debug_mode("warn")``, which warns at every operation that
+synchronizes the host with the GPU (``.item()``, ``.cpu()``, ``nonzero``, a copy to
+pageable memory, ``torch.cuda.synchronize()``). Those warnings are not shown; each is
+written to the file as one JSON line ``{"t": perf_counter_ns, "kind": "sync", "stack":
+[[file, line, function], ...]}`` (innermost last, at most :data:`STACK_FRAMES` frames, this
+file's and the warnings module's left out), the same clock as the step times, line by
+line so a run that leaves early (``os._exit``) loses none. Other warnings are shown as
+before. A torch without the check writes ``{"unavailable": why}`` instead.
+
 This file is run by path and imports nothing but the standard library (and torch, when
 the workload imports it), so it works with any Python that runs the workload, whether or
 not launchprof is installed there.
@@ -56,6 +68,7 @@ from __future__ import annotations
 import atexit
 import importlib.abc
 import importlib.machinery
+import json
 import os
 import runpy
 import sys
@@ -75,6 +88,11 @@ OBSERVE_CALLS = 8
 FLUSH_CALLS = 10_000
 TARGET = "torch.cuda.profiler"
 MODULE_TARGET = "torch.nn.modules.module"
+SOURCES_ENV = "LAUNCHPROF_SOURCES"
+SOURCES_TARGET = "torch"
+# PyTorch's text for a synchronizing operation under torch.cuda.set_sync_debug_mode("warn").
+SYNC_WARNING = "called a synchronizing CUDA operation"
+STACK_FRAMES = 16  # innermost frames kept per event
 
 _regions: list[tuple[int, int, int]] = []  # (pid, start_ns, end_ns)
 _open: list[int] = []  # the start of the open region (at most one)
@@ -198,6 +216,47 @@ def _time_modules(module_mod: ModuleType) -> None:
     _timer.append(_ModuleTimer(module_mod, stop))
 
 
+class _SyncSources:
+    """Writes where the workload synchronizes (module docstring, "Synchronizing calls")."""
+
+    def __init__(self, path: str) -> None:
+        self.out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - open for the process' life
+        self.pid = os.getpid()
+        self.shown: Any = None
+
+    def install(self, torch: ModuleType) -> None:
+        import warnings
+
+        try:
+            torch.cuda.set_sync_debug_mode("warn")
+        except Exception as exc:  # noqa: BLE001 - a torch without it: say so in the file, run on
+            self.out.write(json.dumps({"unavailable": f"torch.cuda.set_sync_debug_mode: {exc}"}) + "\n")
+            return
+        warnings.filterwarnings("always", message=".*" + SYNC_WARNING)
+        self.shown = warnings.showwarning
+        warnings.showwarning = self.show
+
+    def show(self, message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        text = str(message)
+        if SYNC_WARNING not in text:
+            self.shown(message, category, filename, lineno, file, line)
+            return
+        if os.getpid() != self.pid:  # a forked child: not the process timed
+            return
+        import traceback
+
+        stack = [
+            [f.filename, f.lineno, f.name]
+            for f in traceback.extract_stack()[:-1]
+            if f.filename != __file__ and not f.filename.endswith(("warnings.py", "<frozen runpy>"))
+        ]
+        event = {"t": time.perf_counter_ns(), "kind": "sync", "stack": stack[-STACK_FRAMES:]}
+        try:
+            self.out.write(json.dumps(event) + "\n")
+        except (OSError, ValueError):
+            pass
+
+
 class _Loader(importlib.abc.Loader):
     def __init__(self, inner: importlib.abc.Loader, then: Any) -> None:
         self.inner = inner
@@ -248,12 +307,18 @@ def _write() -> None:
         print(f"launchprof: step times not written to {path}: {exc.strerror}", file=sys.stderr)
 
 
-def install(modules: bool = False) -> None:
+def install(modules: bool = False, sources: str | None = None) -> None:
     """Time every profiler region of this process from now on, and with ``modules`` its
-    outermost module calls, and write them at exit."""
+    outermost module calls, and write them at exit; with ``sources`` (a file), write where
+    the workload synchronizes there."""
     targets: dict[str, Any] = {TARGET: _wrap}
     if modules:
         targets[MODULE_TARGET] = _time_modules
+    if sources:
+        try:
+            targets[SOURCES_TARGET] = _SyncSources(sources).install
+        except OSError as exc:
+            print(f"launchprof: synchronizing calls not written to {sources}: {exc.strerror}", file=sys.stderr)
     for name, then in list(targets.items()):
         if name in sys.modules:
             then(sys.modules[name])
@@ -268,7 +333,7 @@ def main(argv: Sequence[str]) -> None:
     args = list(argv)
     if not args or (args[0] == "-m" and len(args) < 2):
         sys.exit("usage: python profiler_region.py SCRIPT.py [ARGS...] | -m MODULE [ARGS...]")
-    install(modules=bool(os.environ.get(MODULE_CALLS_ENV)))
+    install(modules=bool(os.environ.get(MODULE_CALLS_ENV)), sources=os.environ.get(SOURCES_ENV) or None)
     # sys.path[0] is this file's folder; python itself would have put the script's real
     # folder (symlinks resolved) or, for -m, the working directory there - or nothing at
     # all with -P / PYTHONSAFEPATH, when sys.path[0] is already the first PYTHONPATH entry.

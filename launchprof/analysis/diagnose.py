@@ -49,11 +49,11 @@ from launchprof.analysis.expect import (
     measured_range,
     step_shapes,
     steps_without_profiler,
-    with_measured_eager,
 )
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
+from launchprof.analysis.sources import SyncRuns, where
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
@@ -408,6 +408,7 @@ def diagnose(
     host_gap_ns: int = HOST_GAP_NS,
     calibration_source: str = "argument",
     baseline: AnyRuns | None = None,
+    sync: SyncRuns | None = None,
 ) -> tuple[Diagnosis, Recommendation]:
     """Diagnose the steady state of ``analysis`` and recommend (or not) a CUDA Graph.
 
@@ -425,6 +426,9 @@ def diagnose(
             :class:`~launchprof.analysis.baseline.RegionRuns` or
             :class:`~launchprof.analysis.baseline.ModuleRuns`), or None: their step
             replaces the estimate of the eager step (``Diagnosis.baseline``, the section).
+        sync: the synchronizing calls those runs wrote (:mod:`launchprof.analysis.sources`):
+            a ``sync-in-step`` finding lists their source lines (``where``), else says in
+            one line why it cannot (``where_note``).
 
     Returns:
         ``(Diagnosis, Recommendation)``.
@@ -438,18 +442,16 @@ def diagnose(
     framework = _framework(analysis, ctx) if ctx.device is not None else "cuda"
     pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None)
     replaying = verdict == "host-bound" and (fig.get("graph_launches_per_step_p50") or 0) >= 1
-    exp = (
-        expect_shapes(ctx, fig, values, framework)
-        if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
-        else None
-    )
     section = baseline_of(analysis, steps, baseline) if baseline is not None else None
     # Steps of several shapes: the prediction weighs them as the program's time does, so
     # the measured step is the runs' mean (expect.step_shapes).
     shaped = bool(step_shapes(ctx)) if len(ctx.steady) else False
     measured = measured_step(section, mean=shaped) if section is not None else None
-    if exp is not None and measured is not None:
-        exp = with_measured_eager(exp, measured[0], measured[1], measured[2])
+    exp = (
+        expect_shapes(ctx, fig, values, framework, measured)
+        if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
+        else None
+    )
     pred = _profiled(pred, exp)
     if not (fig.get("graph_launches_per_step_p50") or 0) >= 1:  # replaying: nothing left to capture
         verdict, reasons = agree(verdict, reasons, exp, pred)
@@ -470,7 +472,9 @@ def diagnose(
         else [F.graph_trace_mode(ctx, analysis)]
     )
     order = {"blocker": 0, "warning": 1, "info": 2}
-    findings = sorted((f for f in found_list if f is not None), key=lambda f: order[f.severity])
+    findings = sorted(
+        (_placed(f, baseline, sync) for f in found_list if f is not None), key=lambda f: order[f.severity]
+    )
     diagnosis = Diagnosis(
         verdict=verdict,
         reasons=reasons,
@@ -485,6 +489,15 @@ def diagnose(
     )
     rec = _recommend(ctx, fig, verdict, findings, pred, single, calib, exp)
     return diagnosis, dataclasses.replace(rec, step_without_profiler=unprofiled)
+
+
+def _placed(finding: Finding, runs: AnyRuns | None, sync: SyncRuns | None) -> Finding:
+    """A ``sync-in-step`` finding with its source lines (:func:`launchprof.analysis.sources.where`);
+    any other finding as it is."""
+    if finding.kind != "sync-in-step":
+        return finding
+    sites, note = where(runs, sync, float(finding.figures.get("sync_calls_p50") or 0.0))
+    return dataclasses.replace(finding, where=sites, where_note=note)
 
 
 def _step_without_profiler(
@@ -543,7 +556,11 @@ def _recommend(
     calib: dict[str, Any],
     exp: Expectation | None = None,
 ) -> Recommendation:
-    blockers = [{"kind": f.kind, "evidence": f.evidence, "fix": f.fix} for f in findings if f.severity == "blocker"]
+    blockers = [
+        {"kind": f.kind, "evidence": f.evidence, "fix": f.fix, "where": [dict(w) for w in f.where]}
+        for f in findings
+        if f.severity == "blocker"
+    ]
     convert, reason = decide(ctx, fig, verdict, findings, pred, exp, len(blockers))
     model = _model(pred, single, exp) if pred is not None else {}
     return Recommendation(

@@ -60,6 +60,10 @@ class Finding:
         evidence: what the trace shows, with numbers and units.
         fix: what to do.
         figures: the numbers behind the evidence (ns, counts), by name.
+        where: for ``sync-in-step``, the source lines of the synchronizing calls
+            (:func:`launchprof.analysis.sources.sync_sites`: ``file``, ``line``,
+            ``function``, ``library``, ``via``, ``share``, ``per_step``); ``where_note``:
+            one line why there are none (not collected, or none met).
     """
 
     kind: str
@@ -69,6 +73,8 @@ class Finding:
     evidence: str
     fix: str
     figures: dict[str, Any] = field(default_factory=dict)
+    where: list[dict[str, Any]] = field(default_factory=list)
+    where_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +85,8 @@ class Finding:
             "evidence": self.evidence,
             "fix": self.fix,
             "figures": dict(self.figures),
+            "where": [dict(w) for w in self.where],
+            "where_note": self.where_note,
         }
 
 

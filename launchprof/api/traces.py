@@ -21,6 +21,7 @@ from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.result import AnalysisResult
+from launchprof.analysis.sources import SyncRuns
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
@@ -30,7 +31,13 @@ from launchprof.malloc import MallocTuning
 from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
-from launchprof.trace.steptimes import module_step_times, read_step_times, region_step_times
+from launchprof.trace.steptimes import (
+    module_step_times,
+    read_step_times,
+    read_sync_events,
+    region_step_times,
+    sources_file,
+)
 
 # What :func:`analyze`'s ``baseline`` takes: a report folder, per-run step arrays, region runs.
 BaselineRuns = str | Path | Sequence[np.ndarray] | RegionRuns | ModuleRuns | None
@@ -299,8 +306,9 @@ def analyze_loaded(
         analysis.notes.append(note)
     calibration, source = user_calibration()
     runs = _runs_of(baseline, step)
+    sync = sync_runs(baseline) if isinstance(baseline, (str, Path)) else None
     diagnosis, recommendation = diagnose(
-        analysis, steps, calibration=calibration, calibration_source=source, baseline=runs
+        analysis, steps, calibration=calibration, calibration_source=source, baseline=runs, sync=sync
     )
     return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)
 
@@ -338,7 +346,20 @@ def _runs_of(
     return runs
 
 
-def with_baseline(result: AnalysisResult, baseline: BaselineRuns) -> TraceAnalysis:
+def sync_runs(folder: str | Path) -> SyncRuns | None:
+    """The synchronizing calls the runs without nsys of a report folder wrote
+    (``baseline-I.sources`` beside each ``baseline-I.steps``, in :func:`baseline_runs`'
+    order; :func:`launchprof.trace.steptimes.read_sync_events`), None when the folder has
+    no such file."""
+    paths = sorted(Path(folder).glob("baseline-*.steps"), key=lambda p: (len(p.name), p.name))
+    if not any(sources_file(p).is_file() for p in paths):
+        return None
+    read = [read_sync_events(sources_file(p)) for p in paths]
+    unavailable = next((why for _, why in read if why), None)
+    return SyncRuns([events for events, _ in read], unavailable)
+
+
+def with_baseline(result: AnalysisResult, baseline: BaselineRuns, sync: SyncRuns | None = None) -> TraceAnalysis:
     """``result`` diagnosed again with the runs without nsys ``baseline`` (as
     :func:`analyze`'s argument): the analysis made while nsys exported the trace, before
     those runs were made, completed by them (``launchprof profile``). The figures, steps
@@ -348,9 +369,11 @@ def with_baseline(result: AnalysisResult, baseline: BaselineRuns) -> TraceAnalys
         StepTimesError: a step-times file of ``baseline`` is malformed.
     """
     runs = _runs_of(baseline, result.step_name)
+    if sync is None and isinstance(baseline, (str, Path)):
+        sync = sync_runs(baseline)
     calibration, source = user_calibration()
     diagnosis, recommendation = diagnose(
-        result, result.found_steps, calibration=calibration, calibration_source=source, baseline=runs
+        result, result.found_steps, calibration=calibration, calibration_source=source, baseline=runs, sync=sync
     )
     return TraceAnalysis.of(result, result.found_steps, result.step_name, result.ranks, diagnosis, recommendation)
 

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from launchprof.analysis import Analysis
 from launchprof.api import analyze
-from launchprof.api.traces import baseline_runs, with_baseline
+from launchprof.api.traces import baseline_runs, sync_runs, with_baseline
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.malloc import MallocTuning
@@ -118,7 +118,7 @@ def _write_early(
     the runs without nsys when there are some; the analysis and summary."""
     rendered, analysis = early.rendered, early.analysis
     if baseline is not None:
-        analysis, rendered = with_baseline(analysis, baseline), None
+        analysis, rendered = with_baseline(analysis, baseline, sync_runs(trace.parent)), None
     with open_report_folder(output, force, trace) as writer:
         if rendered is None or workload is not None:
             rendered = render_files(analysis, str(trace), early.figures, workload)
@@ -156,6 +156,9 @@ def _analyse_and_write(
             memory=memory,
             baseline=baseline,
         )
+        sync = sync_runs(trace.parent) if baseline is not None else None
+        if sync is not None:  # the runs' synchronizing calls: the sync-in-step finding's source lines
+            analysis = with_baseline(analysis, baseline, sync)
         mark("analysis_done")
         status.update("writing report")
         with open_report_folder(output, force, trace) as writer:  # the staging folder goes, whatever happens

@@ -117,7 +117,9 @@ def run_baselines(
     and ``LAUNCHPROF_STOP_AFTER`` to :data:`~launchprof.defaults.BASELINE_STEPS`: the step
     markers end the run once that many steps are timed; with ``timed`` ``"module-calls"``
     (:func:`timing`) ``LAUNCHPROF_MODULE_CALLS`` is set instead of the stop and the program
-    runs to its end (:mod:`launchprof.profiler_region`); a profiler region is timed whole. Returns the times read back
+    runs to its end (:mod:`launchprof.profiler_region`); a profiler region is timed whole.
+    ``LAUNCHPROF_SOURCES`` names ``baseline-I.sources``: a PyTorch workload writes where it
+    synchronizes there (:mod:`launchprof.profiler_region`). Returns the times read back
     (:func:`launchprof.analysis.baseline.runs_of`): one array of steps per run that exited
     0 (failed runs and unreadable step files are reported and left out, so the analysis of
     the recorded trace always runs), or the profiler regions
@@ -127,8 +129,8 @@ def run_baselines(
     from launchprof.analysis.baseline import runs_of
     from launchprof.defaults import BASELINE_STEPS, STEP_NAME, STOP_AFTER_ENV
     from launchprof.marker import STEP_TIMES_ENV
-    from launchprof.profiler_region import MODULE_CALLS_ENV
-    from launchprof.trace.steptimes import run_files
+    from launchprof.profiler_region import MODULE_CALLS_ENV, SOURCES_ENV
+    from launchprof.trace.steptimes import run_files, sources_file
 
     argv = baseline_argv(work.argv)
     ends = {
@@ -147,12 +149,14 @@ def run_baselines(
             markup=False,
             soft_wrap=True,
         )
-        with contextlib.suppress(OSError):  # a file left by an earlier run of this folder
+        sources = sources_file(path)  # where the run writes its synchronizing calls (a PyTorch workload's)
+        with contextlib.suppress(OSError):  # files left by an earlier run of this folder
             path.unlink(missing_ok=True)
+            sources.unlink(missing_ok=True)
         began = time.perf_counter()
         try:
             stop = f"{BASELINE_STEPS}:{step or STEP_NAME}"
-            env = {**os.environ, STEP_TIMES_ENV: str(path.resolve())}
+            env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), SOURCES_ENV: str(sources.resolve())}
             if timed == "module-calls":  # to its end: a warm-up can outlast any fixed count of calls
                 env[MODULE_CALLS_ENV] = "1"
             else:

@@ -103,12 +103,31 @@ def steady_line(summary: Any) -> str | None:
     return line
 
 
+def where_lines(summary: Any) -> list[str]:
+    """The source lines of the steady steps' synchronizing calls (the ``sync-in-step``
+    finding's ``where``, :mod:`launchprof.analysis.sources`), the user's own first; none
+    without the finding or the lines."""
+    diag = summary.diagnosis
+    finding = next((f for f in (diag.findings if diag else None) or [] if f.kind == "sync-in-step"), None)
+    if finding is None:
+        return []
+    out = []
+    for w in finding.where:
+        line = f"  sync at {w.file}:{w.line} ({w.function}), {w.per_step:.2g} a step"
+        if w.library:
+            line += " [library" + (f"; called from {w.via}" if w.via else "") + "]"
+        out.append(line)
+    return out
+
+
 def print_summary(summary: Any, output: Path, console: Console) -> None:
     """The terminal lines of run_analyze: the verdict first, then the steady steps, then
     the whole trace's figures (start-up included), labelled as such."""
     verdict = verdict_line(summary)
     if verdict:
         console.print(verdict, markup=False, soft_wrap=True)
+    for line in where_lines(summary):
+        console.print(line, markup=False, soft_wrap=True)
     steady = steady_line(summary)
     if steady:
         console.print(steady, markup=False, soft_wrap=True)

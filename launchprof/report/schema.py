@@ -139,6 +139,18 @@ class StepsSection(_Model):
     period_std_ns: float | None
 
 
+class SourceLine(_Model):
+    """One source line of a finding (:func:`launchprof.analysis.sources.sync_sites`)."""
+
+    file: str = Field(description="the user's file, or a library's from its package on")
+    line: int
+    function: str
+    library: bool
+    via: str | None = Field(description="the user's frame on the way to a library line: file:line (function)")
+    share: float = Field(ge=0, le=1, description="of the synchronizing calls met in the runs' timed steps")
+    per_step: float = Field(ge=0, description="share x the trace's synchronizing calls per steady step (p50)")
+
+
 class FindingDoc(_Model):
     """One finding (:meth:`launchprof.analysis.findings.Finding.to_dict`): ``figures``
     holds the numbers behind ``evidence``, by name (they differ by kind)."""
@@ -150,6 +162,10 @@ class FindingDoc(_Model):
     evidence: str
     fix: str
     figures: dict[str, Any]
+    where: list[SourceLine] = Field(
+        [], description="sync-in-step: the source lines of the synchronizing calls (launchprof.analysis.sources)"
+    )
+    where_note: str = Field("", description="why there are no source lines (one line), else empty")
 
 
 class TopKernel(_Model):
@@ -197,6 +213,7 @@ class Blocker(_Model):
     kind: str
     evidence: str
     fix: str
+    where: list[SourceLine] = []
 
 
 class CalibrationInfo(_Model):

@@ -5,8 +5,10 @@ section (:mod:`launchprof.analysis.baseline`) and for ``compare`` of report fold
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -73,6 +75,40 @@ def module_step_times(path: Path) -> dict[str, np.ndarray]:
         if line.startswith(MODULE_PREFIX):
             names.add(line.rsplit(maxsplit=2)[0])
     return {name: read_step_times(path, name) for name in sorted(names)}
+
+
+SyncEvent = tuple[int, list[list[Any]]]  # perf_counter ns, stack [[file, line, function], ...]
+
+
+def sources_file(steps_file: Path) -> Path:
+    """Where a run without nsys writes its synchronizing calls (``LAUNCHPROF_SOURCES``,
+    :mod:`launchprof.profiler_region`): beside its step times, ``baseline-I.sources``."""
+    return steps_file.with_suffix(".sources")
+
+
+def read_sync_events(path: Path) -> tuple[list[SyncEvent], str | None]:
+    """The synchronizing calls one run wrote (:mod:`launchprof.profiler_region`, one JSON
+    line each): ``(events, unavailable)``; ``unavailable`` says why the run could not
+    collect them (its torch has no ``set_sync_debug_mode``), else None. A missing file
+    gives no event; a line that is not such an event (a run killed mid-line) is skipped."""
+    events: list[SyncEvent] = []
+    unavailable = None
+    if not path.is_file():
+        return events, None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(doc, dict):
+            continue
+        if "unavailable" in doc:
+            unavailable = str(doc["unavailable"])
+            continue
+        t, stack = doc.get("t"), doc.get("stack")
+        if isinstance(t, int) and isinstance(stack, list) and all(isinstance(f, list) and len(f) == 3 for f in stack):
+            events.append((t, stack))
+    return events, unavailable
 
 
 def run_files(folder: Path, runs: int) -> list[Path]:
