@@ -144,7 +144,7 @@ def probe_nvtx(info: NsysInfo, attempts: int = 2) -> tuple[int, int]:
             script.write_text(f"import launchprof\nwith launchprof.step({PROBE_TEXT!r}):\n    pass\n")
             stem = Path(tmp) / f"probe{attempt}"
             flags = ["--trace=nvtx", "--sample=none", "--cpuctxsw=none"]
-            files = record_quietly(info.path, stem, [sys.executable, str(script)], flags)
+            files = record_quietly(info.path, stem, [sys.executable, str(script)], flags, timeout_s=90)
             trace = load_trace(files.sqlite)
             nvtx = trace.nvtx
             ranges = int(((nvtx["text"] == PROBE_TEXT) & (nvtx["domain"] == STEP_DOMAIN)).sum())
