@@ -53,10 +53,11 @@ moment ``torch`` is imported the run turns on PyTorch's own check,
 synchronizes the host with the GPU (``.item()``, ``.cpu()``, ``nonzero``, a copy to
 pageable memory, ``torch.cuda.synchronize()``). Those warnings are not shown; each is
 written to the file as one JSON line ``{"t": perf_counter_ns, "kind": "sync", "stack":
-[[file, line, function], ...]}`` (innermost last, at most :data:`STACK_FRAMES` frames, this
-file's and the warnings module's left out), the same clock as the step times, line by
+[[file, line, function], ...]}`` (innermost last, the innermost :data:`STACK_FRAMES` frames,
+this file's and the warnings module's left out; no source line is read), the same clock as the step times, line by
 line so a run that leaves early (``os._exit``) loses none. Other warnings are shown as
-before. A torch without the check writes ``{"unavailable": why}`` instead.
+before; PyTorch's own note that the check is a prototype, said when it is turned on, is
+not shown. A torch without the check writes ``{"unavailable": why}`` instead.
 
 This file is run by path and imports nothing but the standard library (and torch, when
 the workload imports it), so it works with any Python that runs the workload, whether or
@@ -74,7 +75,7 @@ import runpy
 import sys
 import time
 from collections.abc import Sequence
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
 REGION_NAME = "profiler region"
@@ -92,7 +93,10 @@ SOURCES_ENV = "LAUNCHPROF_SOURCES"
 SOURCES_TARGET = "torch"
 # PyTorch's text for a synchronizing operation under torch.cuda.set_sync_debug_mode("warn").
 SYNC_WARNING = "called a synchronizing CUDA operation"
-STACK_FRAMES = 16  # innermost frames kept per event
+# Frames kept per event, innermost first: enough for a Hugging Face generate() (the
+# stopping check sits 6 frames deep, a model's forward 20-40) to reach the user's script.
+STACK_FRAMES = 96
+PROTOTYPE_WARNING = "Synchronization debug mode is a prototype"  # PyTorch's, at turning it on
 
 _regions: list[tuple[int, int, int]] = []  # (pid, start_ns, end_ns)
 _open: list[int] = []  # the start of the open region (at most one)
@@ -227,6 +231,9 @@ class _SyncSources:
     def install(self, torch: ModuleType) -> None:
         import warnings
 
+        warnings.filterwarnings(
+            "ignore", message=PROTOTYPE_WARNING
+        )  # said by torch when turned on: ours, not the user's
         try:
             torch.cuda.set_sync_debug_mode("warn")
         except Exception as exc:  # noqa: BLE001 - a torch without it: say so in the file, run on
@@ -243,14 +250,15 @@ class _SyncSources:
             return
         if os.getpid() != self.pid:  # a forked child: not the process timed
             return
-        import traceback
-
-        stack = [
-            [f.filename, f.lineno, f.name]
-            for f in traceback.extract_stack()[:-1]
-            if f.filename != __file__ and not f.filename.endswith(("warnings.py", "<frozen runpy>"))
-        ]
-        event = {"t": time.perf_counter_ns(), "kind": "sync", "stack": stack[-STACK_FRAMES:]}
+        stack: list[list[Any]] = []
+        frame: FrameType | None = sys._getframe(1)  # no source lines read: file, line and function only
+        while frame is not None and len(stack) < STACK_FRAMES:
+            name = frame.f_code.co_filename
+            if name != __file__ and not name.endswith(("warnings.py", "<frozen runpy>")):
+                stack.append([name, frame.f_lineno, frame.f_code.co_name])
+            frame = frame.f_back
+        stack.reverse()  # innermost last
+        event = {"t": time.perf_counter_ns(), "kind": "sync", "stack": stack}
         try:
             self.out.write(json.dumps(event) + "\n")
         except (OSError, ValueError):
