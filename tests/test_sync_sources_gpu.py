@@ -1,0 +1,86 @@
+"""Source lines of synchronizing calls on real recordings (tests/data/frameworks, manifest
+``sources``): a trace and the run without nsys that ``profile`` made of it on an H200,
+whose collector wrote the Python stack of every synchronizing call (real torch, real
+``set_sync_debug_mode``). Ground truth is the workloads' source: the line of the planted
+``.item()`` and the user's ``generate()`` calls, found by their text, not written here."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import launchprof
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "data" / "frameworks"
+SOURCES: dict[str, Any] = json.loads((CORPUS / "manifest.json").read_text())["sources"]
+
+
+@pytest.fixture(autouse=True)
+def _no_calibration_file(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+
+
+def _folder(name: str, tmp_path: Path) -> Path:
+    """The recording's runs as ``profile`` left them: steps and sources side by side."""
+    src = CORPUS / SOURCES[name]["baseline_folder"]
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(src / "baseline-1.steps", folder)
+    (folder / "baseline-1.sources").write_bytes(lzma.decompress((src / "baseline-1.sources.xz").read_bytes()))
+    return folder
+
+
+def _lines(path: str, marker: str) -> set[int]:
+    text = (ROOT / path).read_text().splitlines()
+    return {i for i, line in enumerate(text, start=1) if marker in line}
+
+
+def _sync_finding(a: Any) -> Any:
+    return next(f for f in a.diagnosis.findings if f.kind == "sync-in-step")
+
+
+def test_a_planted_item_is_pinned_to_its_line(tmp_path: Path) -> None:
+    rec = SOURCES["planted_sync_rec1"]
+    a = launchprof.analyze(CORPUS / "planted_sync_rec1.sqlite.xz", baseline=_folder("planted_sync_rec1", tmp_path))
+    f = _sync_finding(a)
+    planted = rec["planted"]
+    (line,) = _lines(planted["file"], planted["marker"])
+    top = f.where[0]
+    assert top["file"].endswith(planted["file"]) and top["line"] == line and not top["library"]
+    assert top["function"] == "main" and top["per_step"] == pytest.approx(planted["per_step"], rel=0.05)
+    assert f.where_note == ""
+    # the blocker (or warning) in summary.json carries the same lines
+    doc = json.loads(a.summary.to_json())
+    found = next(x for x in doc["diagnosis"]["findings"] if x["kind"] == "sync-in-step")
+    assert found["where"][0]["line"] == line
+
+
+def test_a_generate_script_s_stopping_check_is_pinned_in_transformers_via_the_user_s_call(tmp_path: Path) -> None:
+    rec = SOURCES["gpt2_b1_eager_plain_sync"]
+    folder = _folder("gpt2_b1_eager_plain_sync", tmp_path)
+    a = launchprof.analyze(CORPUS / "gpt2_b1_eager_plain_sync.sqlite.xz", baseline=folder)
+    f = _sync_finding(a)
+    calls = _lines(rec["user_call"]["file"], rec["user_call"]["marker"])
+    in_generate = [w for w in f.where if w["library"] and w["file"] == rec["library_file"]]
+    assert in_generate, f.where
+    for w in in_generate:  # each reached from one of the script's generate() calls
+        file, _, rest = w["via"].partition(":")
+        assert file.endswith(rec["user_call"]["file"]) and int(rest.split()[0]) in calls
+    # the user's own lines come first, then the library's; per step they add up to the trace's count
+    flags = [w["library"] for w in f.where]
+    assert flags == sorted(flags)
+    assert sum(w["share"] for w in f.where) <= 1 + 1e-9
+    assert sum(w["per_step"] for w in f.where) <= f.figures["sync_calls_p50"] * (1 + 1e-9)
+
+
+def test_without_the_runs_the_finding_says_so_in_one_line() -> None:
+    a = launchprof.analyze(CORPUS / "planted_sync_rec1.sqlite.xz")
+    f = _sync_finding(a)
+    assert f.where == [] and f.where_note.startswith("source lines: not collected")
+    assert "\n" not in f.where_note
