@@ -25,7 +25,7 @@ from launchprof.analysis.baseline import ModuleRuns
 from launchprof.analysis.sources import NOT_COLLECTED, SyncRuns, run_window, site_of, sync_sites, where
 from launchprof.trace.steptimes import read_step_times, read_sync_events
 
-FAKE_TORCH = '''
+FAKE_TORCH = """
 import warnings
 
 class _Cuda:
@@ -47,16 +47,16 @@ def item():
     if _Cuda.mode == "warn":
         warnings.warn("called a synchronizing CUDA operation (Triggered internally at sync.cpp:1.)", UserWarning)
     return 1.0
-'''
+"""
 
-LIBRARY = '''
+LIBRARY = """
 import torch
 
 def stopping_check():
     return torch.item()  # library sync
-'''
+"""
 
-SCRIPT = '''
+SCRIPT = """
 import warnings
 import torch
 import launchprof
@@ -68,7 +68,7 @@ for i in range(12):
         if i % 2 == 0:
             lib.stopping_check()
 warnings.warn("a warning of the user's own")
-'''
+"""
 
 
 def _tree(tmp_path: Path, raise_: bool = False) -> Path:
