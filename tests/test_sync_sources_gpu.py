@@ -59,6 +59,11 @@ def test_a_planted_item_is_pinned_to_its_line(tmp_path: Path) -> None:
     doc = json.loads(a.summary.to_json())
     found = next(x for x in doc["diagnosis"]["findings"] if x["kind"] == "sync-in-step")
     assert found["where"][0]["line"] == line
+    # the conversion code on the page starts from the user's own line
+    from launchprof.report.snippets import choose
+
+    first = choose(a.diagnosis, a.recommendation)[0]
+    assert first.title.startswith("Your synchronizing calls") and f"planted_sync.py:{line} (main)" in first.code
 
 
 def test_a_generate_script_s_stopping_check_is_pinned_in_transformers_via_the_user_s_call(tmp_path: Path) -> None:

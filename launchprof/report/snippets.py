@@ -147,14 +147,50 @@ cudaGraphLaunch(exec, s);
 )
 
 
+def your_syncs(d: Diagnosis) -> Snippet | None:
+    """The user's own synchronizing lines (the ``sync-in-step`` finding's ``where``, from
+    the runs without nsys: :mod:`launchprof.analysis.sources`) and what to do at each; None
+    without them."""
+    finding = next((f for f in d.findings if f.kind == "sync-in-step" and f.where), None)
+    if finding is None:
+        return None
+    blocker = finding.severity == "blocker"
+    lines = []
+    for w in finding.where:
+        at = w["via"] if w["library"] and w["via"] else f"{w['file']}:{w['line']} ({w['function']})"
+        what = f"{w['file']}:{w['line']} ({w['function']}), from your {at}" if w["library"] else at
+        lines.append(f"# {what}: {w['per_step']:.2g} a step")
+    lines += [
+        "#",
+        "# Inside the captured function a sync cannot be captured: move it out of the step,",
+        "# or read the value every k steps (the GPU keeps it until then):",
+        "if step % k == 0:",
+        "    print(loss.item())",
+    ]
+    if not blocker:
+        lines.insert(-5, "# (these lie outside the stretch a graph would hold: capture the rest, keep them after it)")
+    return Snippet(
+        "Your synchronizing calls (from the run without nsys)",
+        "python",
+        "Where the steps synchronize with the GPU, your own lines first; a library's line shows the line of yours "
+        "that called it.",
+        "\n".join(lines) + "\n",
+    )
+
+
 def choose(d: Diagnosis, r: Recommendation) -> list[Snippet]:
-    """The snippets that fit: PyTorch or CUDA C++ by ``d.framework``; the bucket pool for
-    dynamic shapes; the update pattern for re-instantiation or changing parameters."""
+    """The snippets that fit: PyTorch or CUDA C++ by ``d.framework``; the user's own
+    synchronizing lines first when the runs without nsys gave them (:func:`your_syncs`);
+    the bucket pool for dynamic shapes; the update pattern for re-instantiation or changing
+    parameters."""
     kinds = {f.kind for f in d.findings}
     if d.verdict == "no-gpu-work":
         return []
     if d.framework == "pytorch":
         out = [TORCH_GRAPH, TORCH_CALLABLES, TORCH_COMPILE]
+        mine = your_syncs(d)
+        if mine is not None:
+            out.insert(0, mine)
         if "dynamic-shapes" in kinds:
             out.insert(1, TORCH_BUCKETS)
         return out
