@@ -433,6 +433,29 @@ def _opt_float(value: object) -> float | None:
     return f if np.isfinite(f) else None
 
 
+def unprofiled_times(side: SideData, k: int) -> SideData:
+    """``side`` with its figures without the profiler for steps ``k`` times its own (its
+    steps re-cut or joined ``k`` to one: :func:`regroup`, or a trace's re-cut steps): the
+    step without the profiler (``step_ns``, ``low_ns``, ``high_ns``) and the expected eager
+    step times ``k``; the runs' periods joined ``k`` consecutive to one (a last incomplete
+    group dropped)."""
+    if k <= 1:
+        return side
+    swp = side.step_without_profiler
+    if swp:
+        swp = {
+            key: (v * k if key in ("step_ns", "low_ns", "high_ns") and v is not None else v) for key, v in swp.items()
+        }
+    periods = side.unprofiled_periods
+    if periods is not None:
+        n = len(periods) // k * k
+        periods = np.asarray(periods[:n], dtype=float).reshape(-1, k).sum(axis=1) if n else None
+    eager = side.expected_eager_step_ns * k if side.expected_eager_step_ns else side.expected_eager_step_ns
+    return dataclasses.replace(
+        side, step_without_profiler=swp, unprofiled_periods=periods, expected_eager_step_ns=eager
+    )
+
+
 def regroup(side: SideData, k: int) -> SideData:
     """Join each ``k`` consecutive steps of ``side.table`` into one step.
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.predict import break_even
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.side import SideData, regroup, side_from_analysis
+from launchprof.analysis.side import SideData, regroup, side_from_analysis, unprofiled_times
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
@@ -134,7 +134,9 @@ def align(
     before: SideData, after: SideData, before_analysis: AnalysisResult | None, after_analysis: AnalysisResult | None
 ) -> tuple[SideData, SideData]:
     """Cut the smaller-step side again when the kernels per step differ by a whole
-    multiple (see the module docstring). Returns the two sides, changed or not."""
+    multiple (see the module docstring), its figures without the profiler made for the
+    new steps (:func:`~launchprof.analysis.side.unprofiled_times`). Returns the two sides,
+    changed or not."""
     kb, ka = before.kernels_per_step, after.kernels_per_step
     if not kb or not ka or round(kb) == round(ka):
         return before, after
@@ -161,8 +163,9 @@ def align(
         )
         if small_is_before:
             small = _predict_again(small, small_a, steps, old_prediction)
+        small = unprofiled_times(small, kg // ks)
     elif small.origin == "report" and small.table is not None:
-        small = regroup(small, kg // ks)
+        small = unprofiled_times(regroup(small, kg // ks), kg // ks)
     return (small, big) if small_is_before else (big, small)
 
 
