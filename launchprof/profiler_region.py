@@ -57,7 +57,11 @@ written to the file as one JSON line ``{"t": perf_counter_ns, "kind": "sync", "s
 this file's and the warnings module's left out; no source line is read), the same clock as the step times, line by
 line so a run that leaves early (``os._exit``) loses none. Other warnings are shown as
 before; PyTorch's own note that the check is a prototype, said when it is turned on, is
-not shown. A torch without the check writes ``{"unavailable": why}`` instead.
+not shown. The file is made only when torch is imported. Warning filters the workload sets
+itself after importing torch still apply to these warnings: ``ignore`` hides the calls from
+the file, ``error`` ends that run (it is then left out), and a ``catch_warnings(record=True)``
+block records them; a workload that turns the check on itself sees its warnings go to the
+file, not its stderr. A torch without the check writes ``{"unavailable": why}`` instead.
 
 This file is run by path and imports nothing but the standard library (and torch, when
 the workload imports it), so it works with any Python that runs the workload, whether or
@@ -224,12 +228,19 @@ class _SyncSources:
     """Writes where the workload synchronizes (module docstring, "Synchronizing calls")."""
 
     def __init__(self, path: str) -> None:
-        self.out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - open for the process' life
+        self.path = path
+        self.out: Any = None
         self.pid = os.getpid()
         self.shown: Any = None
 
     def install(self, torch: ModuleType) -> None:
         import warnings
+
+        try:  # only a workload that imports torch gets the file
+            self.out = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - kept for the process' life
+        except OSError as exc:
+            print(f"launchprof: synchronizing calls not written to {self.path}: {exc.strerror}", file=sys.stderr)
+            return
 
         warnings.filterwarnings(
             "ignore", message=PROTOTYPE_WARNING
@@ -323,10 +334,7 @@ def install(modules: bool = False, sources: str | None = None) -> None:
     if modules:
         targets[MODULE_TARGET] = _time_modules
     if sources:
-        try:
-            targets[SOURCES_TARGET] = _SyncSources(sources).install
-        except OSError as exc:
-            print(f"launchprof: synchronizing calls not written to {sources}: {exc.strerror}", file=sys.stderr)
+        targets[SOURCES_TARGET] = _SyncSources(sources).install
     for name, then in list(targets.items()):
         if name in sys.modules:
             then(sys.modules[name])

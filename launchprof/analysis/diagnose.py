@@ -53,7 +53,7 @@ from launchprof.analysis.expect import (
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
-from launchprof.analysis.sources import SyncRuns, where
+from launchprof.analysis.sources import SyncRuns, placed
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
@@ -444,7 +444,7 @@ def diagnose(
     replaying = verdict == "host-bound" and (fig.get("graph_launches_per_step_p50") or 0) >= 1
     section = baseline_of(analysis, steps, baseline) if baseline is not None else None
     # Steps of several shapes: the prediction weighs them as the program's time does, so
-    # the measured step is the runs' mean (expect.step_shapes).
+    # the measured step is the runs' mean (stepmix.step_shapes).
     shaped = bool(step_shapes(ctx)) if len(ctx.steady) else False
     measured = measured_step(section, mean=shaped) if section is not None else None
     exp = (
@@ -472,9 +472,7 @@ def diagnose(
         else [F.graph_trace_mode(ctx, analysis)]
     )
     order = {"blocker": 0, "warning": 1, "info": 2}
-    findings = sorted(
-        (_placed(f, baseline, sync) for f in found_list if f is not None), key=lambda f: order[f.severity]
-    )
+    findings = sorted((placed(f, baseline, sync) for f in found_list if f is not None), key=lambda f: order[f.severity])
     diagnosis = Diagnosis(
         verdict=verdict,
         reasons=reasons,
@@ -489,15 +487,6 @@ def diagnose(
     )
     rec = _recommend(ctx, fig, verdict, findings, pred, single, calib, exp)
     return diagnosis, dataclasses.replace(rec, step_without_profiler=unprofiled)
-
-
-def _placed(finding: Finding, runs: AnyRuns | None, sync: SyncRuns | None) -> Finding:
-    """A ``sync-in-step`` finding with its source lines (:func:`launchprof.analysis.sources.where`);
-    any other finding as it is."""
-    if finding.kind != "sync-in-step":
-        return finding
-    sites, note = where(runs, sync, float(finding.figures.get("sync_calls_p50") or 0.0))
-    return dataclasses.replace(finding, where=sites, where_note=note)
 
 
 def _step_without_profiler(

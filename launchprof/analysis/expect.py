@@ -47,7 +47,7 @@ PyTorch launches the backward pass from its autograd threads):
   removed host time, e.g. a decode loop's logits processing), the profiler estimate's
   spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD``) and ``NOISE``
   (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
-- steps of several shapes (:func:`step_shapes`: kernels a step differ, e.g. a
+- steps of several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`: kernels a step differ, e.g. a
   data-dependent branch): each shape predicted as above from its own medians, the
   figures the shapes' weighted by their steady steps and the speedup that of the
   weighted steps (:func:`expect_shapes`, :func:`combine`), as the program's time
@@ -69,6 +69,7 @@ import pandas as pd
 
 from launchprof.analysis.predict import predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import StepContext
+from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes
 
 UNCAPTURED_SHARE = 0.25
 # In a synchronizing step, the capture region is the shortest stretch of the launches
@@ -86,13 +87,6 @@ NOISE = 0.05
 # runs' own spread is taken.
 RUN_SPREAD = 1.4
 MIN_RUNS_FOR_SPREAD = 3
-# Steps of several shapes (kernels a step): each shape holding at least this share of the
-# steady steps is predicted on its own and the figures are weighted by its steps, as the
-# program's time is (a data-dependent branch: early_exit in tests/data/frameworks has 16
-# short and 11 long steady steps; its medians were the short path's, the truth without
-# nsys the mean of both; gradient accumulation with an optimizer step every few steps is
-# another). A decode's prefill (1 step in 32) stays in the one shape.
-SHAPE_MIN_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -379,11 +373,11 @@ def steps_without_profiler(
 ) -> tuple[float, float, float] | None:
     """:func:`step_without_profiler` of the steady steps of ``ctx`` (a run that replays
     graphs, say: ``replaying`` when they launch a graph a step or more), the GPU's busy
-    time a step as the floor; for steps of several shapes (:func:`step_shapes`), each
+    time a step as the floor; for steps of several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`), each
     shape's, weighted by its steady steps; None without a period."""
     shapes = step_shapes(ctx)
     if shapes:
-        parts = [_steps_without_profiler(_shape_context(ctx, steps), values, framework, fig) for _, steps in shapes]
+        parts = [_steps_without_profiler(shape_context(ctx, steps), values, framework, fig) for _, steps in shapes]
         if all(p is not None for p in parts):
             w = np.array([len(steps) for _, steps in shapes], dtype=float)
             w /= w.sum()
@@ -402,7 +396,7 @@ def _steps_without_profiler(
     """:func:`steps_without_profiler` of one shape: ``fig`` its figures (default: the
     medians of ``ctx``'s steady steps), ``whole`` the figures of all the steps (whether
     they replay graphs)."""
-    fig = fig if fig is not None else _shape_figures(ctx.steady)
+    fig = fig if fig is not None else shape_figures(ctx.steady)
     period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
     if not period or not np.isfinite(period):
         return None
@@ -501,55 +495,6 @@ def expect(
     return exp
 
 
-def step_shapes(ctx: StepContext) -> list[tuple[float, np.ndarray]]:
-    """The steady steps' shapes by kernels a step: when two or more kernel counts each
-    hold at least :data:`SHAPE_MIN_SHARE` of the steady steps and together at least
-    ``1 - SHAPE_MIN_SHARE`` of them, ``(kernels, step ids)`` of each, every other step
-    joining the shape nearest in kernels; else [] (one shape)."""
-    steady = ctx.steady
-    if ctx.pseudo or "kernels" not in steady or len(steady) < 4:
-        return []
-    counts = steady["kernels"].value_counts()
-    big = counts[counts >= SHAPE_MIN_SHARE * len(steady)]
-    if len(big) < 2 or big.sum() < (1 - SHAPE_MIN_SHARE) * len(steady):
-        return []
-    shapes = np.sort(big.index.to_numpy(dtype=float))
-    k = steady["kernels"].to_numpy(dtype=float)
-    nearest = shapes[np.abs(k[:, None] - shapes[None, :]).argmin(axis=1)]
-    ids = steady["step"].to_numpy()
-    return [(float(n), ids[nearest == n]) for n in shapes]
-
-
-def _shape_context(ctx: StepContext, steps: np.ndarray) -> StepContext:
-    """``ctx`` restricted to the steady steps ``steps`` for :func:`expect`: its ``steady``
-    rows, kernels, memops and calls (``calls``); the other per-call fields stay the whole
-    context's and are not read there."""
-    sub = dataclasses.replace(
-        ctx,
-        steady=ctx.steady[ctx.steady["step"].isin(steps)],
-        kernels=ctx.kernels[ctx.kernels["step"].isin(steps)],
-        memops=ctx.memops[ctx.memops["step"].isin(steps)] if "step" in ctx.memops else ctx.memops,
-    )
-    calls = ctx.calls
-    sub.cached("calls", lambda: calls[calls["step"].isin(steps)] if len(calls) else calls)
-    return sub
-
-
-def _shape_figures(steady: pd.DataFrame) -> dict[str, float | None]:
-    """The figures :func:`expect` reads, as medians over one shape's steady steps."""
-
-    def p50(col: str) -> float | None:
-        v = steady[col].dropna().to_numpy(dtype=float) if col in steady else np.empty(0)
-        return float(np.median(v)) if v.size else None
-
-    return {
-        "period_p50_ns": p50("period_ns"),
-        "busy_p50_ns": p50("busy_ns"),
-        "kernels_per_step_p50": p50("kernels"),
-        "memops_per_step_p50": p50("memops"),
-    }
-
-
 def expect_shapes(
     ctx: StepContext,
     fig: Mapping[str, float | None],
@@ -559,7 +504,7 @@ def expect_shapes(
 ) -> Expectation | None:
     """:func:`expect`, with the eager step ``measured`` without nsys when given
     (``(step_ns, per-run steps, timed_by)``: :func:`with_measured_eager`); for steps of
-    several shapes (:func:`step_shapes`) each shape's expectation from its own medians,
+    several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`) each shape's expectation from its own medians,
     its capture region taken from the whole context, its eager step the measured one
     (then the runs' mean) scaled by the shape's estimate over the shapes' weighted
     estimate, weighed by its steady steps (:func:`combine`)."""
@@ -567,12 +512,12 @@ def expect_shapes(
     parts: list[Expectation] = []
     regions: dict[bool, pd.DataFrame] = {}
     for _, steps in shapes:
-        sub = _shape_context(ctx, steps)
+        sub = shape_context(ctx, steps)
         synchronizing = float(sub.steady["sync_calls"].median()) >= 1 if "sync_calls" in sub.steady else False
         if synchronizing not in regions:
             regions[synchronizing] = capture_region(ctx, synchronizing)
         region = regions[synchronizing]
-        part = expect(sub, _shape_figures(sub.steady), values, framework, region[region["step"].isin(steps)])
+        part = expect(sub, shape_figures(sub.steady), values, framework, region[region["step"].isin(steps)])
         if part is None:
             parts = []
             break

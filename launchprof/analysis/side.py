@@ -436,9 +436,9 @@ def _opt_float(value: object) -> float | None:
 def unprofiled_times(side: SideData, k: int) -> SideData:
     """``side`` with its figures without the profiler for steps ``k`` times its own (its
     steps re-cut or joined ``k`` to one: :func:`regroup`, or a trace's re-cut steps): the
-    step without the profiler (``step_ns``, ``low_ns``, ``high_ns``) and the expected eager
-    step times ``k``; the runs' periods joined ``k`` consecutive to one (a last incomplete
-    group dropped)."""
+    step without the profiler (``step_ns``, ``low_ns``, ``high_ns``), the expected eager
+    step and the runs' periods times ``k``. For a trace BEFORE re-cut this way, the steps
+    without the profiler are its old steps' times ``k``, not a new estimate."""
     if k <= 1:
         return side
     swp = side.step_without_profiler
@@ -446,10 +446,9 @@ def unprofiled_times(side: SideData, k: int) -> SideData:
         swp = {
             key: (v * k if key in ("step_ns", "low_ns", "high_ns") and v is not None else v) for key, v in swp.items()
         }
-    periods = side.unprofiled_periods
-    if periods is not None:
-        n = len(periods) // k * k
-        periods = np.asarray(periods[:n], dtype=float).reshape(-1, k).sum(axis=1) if n else None
+    # Each period times k (a run's mean when the runs timed a region, one step's otherwise):
+    # the mean holds; joining k consecutive ones would mix runs and could leave none.
+    periods = None if side.unprofiled_periods is None else np.asarray(side.unprofiled_periods, dtype=float) * k
     eager = side.expected_eager_step_ns * k if side.expected_eager_step_ns else side.expected_eager_step_ns
     return dataclasses.replace(
         side, step_without_profiler=swp, unprofiled_periods=periods, expected_eager_step_ns=eager

@@ -7,10 +7,10 @@ operation that synchronizes the host with the GPU (:mod:`launchprof.profiler_reg
 module turns those stacks into the source lines a ``sync-in-step`` finding lists
 (``Finding.where``):
 
-- a run's **window** (:func:`run_window`): the span of what the run timed after its
-  warm-up (marked steps after the first; the later half of its top-level module calls,
-  as :func:`~launchprof.analysis.baseline.later_half` takes them; its profiler regions),
-  so start-up and a first call's warm-up do not count;
+- a run's **window** (:func:`run_window`): the span of what the run timed, start-up left
+  out: its marked steps after the first; the later half of its top-level module calls (of
+  all modules together, by start); its profiler regions (the workload's own timed part,
+  the first one included);
 - an event's **site**: its innermost frame outside PyTorch's own package (the line that
   called the synchronizing operation: a user's ``.item()``, or a library's, e.g.
   transformers' stopping check), marked ``library`` when that file lies in an installed
@@ -26,6 +26,7 @@ Sites are listed the user's own lines first, then library lines, each by count, 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from launchprof.analysis.baseline import AnyRuns, ModuleRuns, RegionRuns
+from launchprof.analysis.findings import Finding
 
 TOP_SITES = 5
 TORCH_PARTS = ("/site-packages/torch/", "/dist-packages/torch/")
@@ -61,7 +63,9 @@ def run_window(runs: AnyRuns, index: int) -> tuple[int, int] | None:
 
 
 def _library(path: str) -> bool:
-    return any(part in path for part in LIBRARY_PARTS) or "/lib/python3" in path
+    """An installed package's file, the standard library's, or generated code
+    (``<string>``, an FX graph's ``<eval_with_key>.N``): not the user's own source."""
+    return any(part in path for part in LIBRARY_PARTS) or "/lib/python3" in path or path.startswith("<")
 
 
 def _short(path: str) -> str:
@@ -161,3 +165,12 @@ def where(runs: AnyRuns | None, sync: SyncRuns | None, syncs_per_step: float) ->
     if not sites:
         return [], "source lines: the runs without nsys met no synchronizing call in their timed steps"
     return sites, ""
+
+
+def placed(finding: Finding, runs: AnyRuns | None, sync: SyncRuns | None) -> Finding:
+    """A ``sync-in-step`` finding with its source lines (:func:`launchprof.analysis.sources.where`);
+    any other finding as it is."""
+    if finding.kind != "sync-in-step":
+        return finding
+    sites, note = where(runs, sync, float(finding.figures.get("sync_calls_p50") or 0.0))
+    return dataclasses.replace(finding, where=sites, where_note=note)
