@@ -122,6 +122,9 @@ def _predict_again(side: SideData, analysis: AnalysisResult, steps: Steps, old: 
         predicted_speedup=float(speedup),
         predicted_step_ns=float(step_ns),
         break_even_iterations=None if n_star is None else float(n_star),
+        # the step without the profiler estimated for the re-cut steps themselves
+        step_without_profiler=rec.step_without_profiler or side.step_without_profiler,
+        expected_eager_step_ns=rec.expected.eager_step_ns if rec.expected is not None else None,
     )
     was = f" (the short repeat's amortized prediction was {old:.2f}x)" if old else ""
     return side.with_notes(
@@ -161,9 +164,11 @@ def align(
             f"{label}'s steps ({ks} kernels, {small.step_source}) were re-cut into steps of {kg} kernels: the kernel "
             f"sequence of one {other} step is the template"
         )
+        cut = small.step_without_profiler
         if small_is_before:
             small = _predict_again(small, small_a, steps, old_prediction)
-        small = unprofiled_times(small, kg // ks)
+        if small.step_without_profiler is cut:  # not estimated again: the short steps' times k
+            small = unprofiled_times(small, kg // ks)
     elif small.origin == "report" and small.table is not None:
         small = unprofiled_times(regroup(small, kg // ks), kg // ks)
     return (small, big) if small_is_before else (big, small)
