@@ -16,7 +16,8 @@ NVTX package needed, and any version of the PyPI ``nvtx`` package may stay insta
 The analysis uses ranges named ``step`` in domain ``launchprof`` by default; another name
 is picked with ``--step NAME``. When no profiler that records NVTX is attached, a step
 does nothing but one attribute test.
-Ranges are per thread: open and close a step on the same thread.
+Ranges are per thread: open and close a step on the same thread. On a generator function,
+``@launchprof.step`` covers creating the generator, not its iteration: mark the loop body.
 
 Step times without a profiler: when the environment variable ``LAUNCHPROF_STEP_TIMES``
 names a file, every step also records ``time.perf_counter_ns()`` at its start and end
@@ -84,12 +85,17 @@ _STOP_AFTER, _STOP_NAME = _stop_after()
 _stop_seen = 0
 
 
+def _one_line(name: str) -> str:
+    return name.replace("\r", " ").replace("\n", " ")
+
+
 def _write_times(path: str = _TIMES_PATH or "") -> None:
     """Append the recorded steps to ``path`` in one write (called at exit); a file that
     cannot be written gets one line on stderr, not a traceback."""
     if not path or not _times:
         return
-    text = "".join(f"{name} {start} {end}\n" for name, start, end in _times)
+    # a line per step: a name's line breaks would start lines of their own
+    text = "".join(f"{_one_line(name)} {start} {end}\n" for name, start, end in _times)
     try:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(text)

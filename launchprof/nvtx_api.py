@@ -41,6 +41,7 @@ _CBID_DOMAIN_RANGE_PUSH_EX = 4
 _CBID_DOMAIN_RANGE_POP = 5
 _CBID_DOMAIN_CREATE_A = 12
 # nvToolsExt.h: nvtxColorType_t / nvtxMessageType_t.
+MAX_TEXT = 4096  # characters of a range's text
 _COLOR_ARGB = 1
 _MESSAGE_ASCII = 1
 
@@ -157,7 +158,9 @@ class Client:
             return
         attributes = self._attributes.get(text)
         if attributes is None:
-            message = text.encode()
+            # nsys drops a range whose text is very long (100,000 characters: lost), and a
+            # NUL would end the C string: cut to MAX_TEXT characters, NUL written as \0
+            message = text[:MAX_TEXT].replace("\0", "\\0").encode()
             attr = EventAttributes(
                 version=_NVTX_VERSION,
                 size=ctypes.sizeof(EventAttributes),

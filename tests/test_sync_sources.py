@@ -168,3 +168,21 @@ def test_a_malformed_line_is_skipped(tmp_path: Path) -> None:
     path.write_text(json.dumps(good) + "\n" + '{"t": 6, "kind": "sy\n' + "[1, 2]\n")
     events, unavailable = read_sync_events(path)
     assert events == [(5, [["a.py", 1, "f"]])] and unavailable is None
+
+
+@pytest.mark.parametrize("line", ['"abc"', "null", "1e400", "true", "-3"])
+def test_a_frame_whose_line_is_not_an_integer_skips_its_event(tmp_path: Path, line: str) -> None:
+    path = tmp_path / "baseline-1.sources"
+    good = json.dumps({"t": 5, "kind": "sync", "stack": [["a.py", 1, "f"]]})
+    path.write_text(good + "\n" + '{"t": 6, "kind": "sync", "stack": [["a.py", ' + line + ', "f"]]}\n')
+    events, _ = read_sync_events(path)
+    assert events == [(5, [["a.py", 1, "f"]])]
+
+
+def test_a_step_name_with_a_line_break_keeps_the_step_times_file_readable(tmp_path: Path) -> None:
+    code = 'import launchprof\nfor i in range(3):\n    with launchprof.step("a\\nb 1 2"):\n        pass\n'
+    path = tmp_path / "t.steps"
+    env = {**os.environ, "LAUNCHPROF_STEP_TIMES": str(path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(read_step_times(path)) == 3

@@ -86,11 +86,24 @@ def sources_file(steps_file: Path) -> Path:
     return steps_file.with_suffix(".sources")
 
 
+def _frame(f: Any) -> bool:
+    """Whether ``f`` is one stack frame as the collector writes it: [file, line, function]."""
+    return (
+        isinstance(f, list)
+        and len(f) == 3
+        and isinstance(f[0], str)
+        and type(f[1]) is int
+        and 0 <= f[1] < 2**31
+        and isinstance(f[2], str)
+    )
+
+
 def read_sync_events(path: Path) -> tuple[list[SyncEvent], str | None]:
     """The synchronizing calls one run wrote (:mod:`launchprof.profiler_region`, one JSON
     line each): ``(events, unavailable)``; ``unavailable`` says why the run could not
     collect them (its torch has no ``set_sync_debug_mode``), else None. A missing file
-    gives no event; a line that is not such an event (a run killed mid-line) is skipped."""
+    gives no event; a line that is not such an event (a run killed mid-line, a frame whose
+    file or function is not text or whose line is not an integer) is skipped."""
     events: list[SyncEvent] = []
     unavailable = None
     if not path.is_file():
@@ -106,7 +119,7 @@ def read_sync_events(path: Path) -> tuple[list[SyncEvent], str | None]:
             unavailable = str(doc["unavailable"])
             continue
         t, stack = doc.get("t"), doc.get("stack")
-        if isinstance(t, int) and isinstance(stack, list) and all(isinstance(f, list) and len(f) == 3 for f in stack):
+        if type(t) is int and isinstance(stack, list) and all(_frame(f) for f in stack):
             events.append((t, stack))
     return events, unavailable
 
