@@ -43,18 +43,13 @@ from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
-from launchprof.analysis.expect import (
-    Expectation,
-    expect_shapes,
-    measured_range,
-    step_shapes,
-    steps_without_profiler,
-)
+from launchprof.analysis.expect import Expectation, expect_shapes, measured_range, steps_without_profiler
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
 from launchprof.analysis.sources import SyncRuns, placed
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
+from launchprof.analysis.stepmix import step_shapes
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
 

@@ -122,8 +122,8 @@ class Expectation:
             the graph keeps as traced (the same share of the profiled CPU step); None for
             other steps (the profiled prediction stands).
         shapes: for steps of several shapes (:func:`expect_shapes`), ``(kernels a step,
-            steady steps)`` of each; every figure above is then the shapes' mean weighted
-            by their steps (speedup: of the weighted steps). Empty for one shape.
+            steady steps)`` of each; the figures above are then the shapes' weighted by
+            their steps, as :func:`combine` says for each. Empty for one shape.
     """
 
     profiled_step_ns: float

@@ -351,7 +351,7 @@ def sync_runs(folder: str | Path) -> SyncRuns | None:
     (``baseline-I.sources`` beside each ``baseline-I.steps``, in :func:`baseline_runs`'
     order; :func:`launchprof.trace.steptimes.read_sync_events`), None when the folder has
     no such file."""
-    paths = sorted(Path(folder).glob("baseline-*.steps"), key=lambda p: (len(p.name), p.name))
+    paths = _run_paths(folder)
     if not any(sources_file(p).is_file() for p in paths):
         return None
     read = [read_sync_events(sources_file(p)) for p in paths]
@@ -378,6 +378,12 @@ def with_baseline(result: AnalysisResult, baseline: BaselineRuns, sync: SyncRuns
     return TraceAnalysis.of(result, result.found_steps, result.step_name, result.ranks, diagnosis, recommendation)
 
 
+def _run_paths(folder: str | Path) -> list[Path]:
+    """A report folder's ``baseline-I.steps`` files, in run order (``baseline-2`` before
+    ``baseline-10``)."""
+    return sorted(Path(folder).glob("baseline-*.steps"), key=lambda p: (len(p.name), p.name))
+
+
 def baseline_runs(folder: str | Path, step: str | None = None) -> list[np.ndarray] | RegionRuns | ModuleRuns | None:
     """The runs without nsys a report folder of ``launchprof profile`` holds: the step
     times of each ``baseline-I.steps`` file (:func:`launchprof.trace.steptimes.read_step_times`,
@@ -389,7 +395,7 @@ def baseline_runs(folder: str | Path, step: str | None = None) -> list[np.ndarra
     Raises:
         StepTimesError: a file is malformed.
     """
-    paths = sorted(Path(folder).glob("baseline-*.steps"), key=lambda p: (len(p.name), p.name))
+    paths = _run_paths(folder)
     if not paths:
         return None
     got = [read_step_times(p, step or STEP_NAME) for p in paths]

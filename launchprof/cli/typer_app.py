@@ -340,10 +340,10 @@ profile = app.command(
 def doctor(
     nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
     check_nvtx: Annotated[
-        bool, typer.Option("--check-nvtx", help="profile a one-range script to see whether nsys records nvtx ranges")
+        bool, typer.Option("--check-nvtx", help="profile one launchprof.step() to see whether nsys records it")
     ] = False,
 ) -> None:
-    """Check that this machine can profile: nsys, its importer, the GPU, nvtx."""
+    """Check that this machine can profile: nsys, its importer, the GPU, NVTX step markers."""
     from launchprof.commands.doctor import run_doctor
 
     raise typer.Exit(run_doctor(out, nsys, check_nvtx))
