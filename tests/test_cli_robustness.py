@@ -228,3 +228,28 @@ def test_a_closed_terminal_during_decompression_leaves_no_copy(tmp_path: Path, c
 
 
 XZ_TRACE = Path(__file__).resolve().parent / "data" / "traces" / "mlp_eager.sqlite.xz"
+
+
+@pytest.mark.parametrize("module", ["launchprof.cli.options", "dataclasses", "launchprof.cli.profile"])
+def test_a_ctrl_c_while_the_command_line_is_imported_is_one_line(tmp_path: Path, module: str) -> None:
+    """A Ctrl-C 0.03-0.05 s after ``launchprof profile`` started (this VM) came while the
+    entry point imported its option table and printed a traceback. Here the interrupt is
+    made to come exactly there: an audit hook raises KeyboardInterrupt when ``module`` is
+    imported (the script run as the console script runs it)."""
+    driver = tmp_path / "drive.py"
+    driver.write_text(
+        "import runpy, sys\n"
+        "def hook(event, args):\n"
+        f"    if event == 'import' and args[0] == {module!r}:\n"
+        "        raise KeyboardInterrupt\n"
+        "sys.addaudithook(hook)\n"
+        "script = sys.argv[1]\n"
+        "sys.argv = ['launchprof', 'profile', 'no_such_script.py']\n"
+        "runpy.run_path(script, run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(driver), LAUNCHPROF],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "launchprof: interrupted\n"

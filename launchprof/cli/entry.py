@@ -22,9 +22,6 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from launchprof.cli.options import COMMANDS, parse_profile
-from launchprof.timings import dump, mark
-
 if TYPE_CHECKING:
     from launchprof.commands.outcome import Outcome
 
@@ -43,8 +40,11 @@ def main() -> None:
     have had (:func:`launchprof.cli.consoles.quiet_on_broken_pipe`); where the output did not go
     through rich, quietly with :data:`BROKEN_PIPE_EXIT`.
     """
-    mark("main")
-    try:
+    try:  # the imports too: a Ctrl-C while they run is one line, not a traceback
+        from launchprof.cli.options import parse_profile
+        from launchprof.timings import dump, mark
+
+        mark("main")
         params = parse_profile(sys.argv[2:]) if sys.argv[1:2] == ["profile"] else None
         if params is not None:
             from launchprof.cli.profile import profile_command
@@ -91,6 +91,7 @@ def _typer_app() -> Outcome:
     from typer import Abort
 
     from launchprof.cli.consoles import quiet_on_broken_pipe
+    from launchprof.cli.options import COMMANDS
     from launchprof.cli.typer_app import KEEP_OUTCOME, app
     from launchprof.commands.outcome import Outcome
 
