@@ -131,11 +131,21 @@ def test_a_file_name_too_long_is_one_line(real_trace, tmp_path: Path) -> None:  
 
 @pytest.mark.slow
 def test_a_long_trace_name_gets_a_shorter_default_folder(real_trace, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    trace = tmp_path / f"{'t' * 240}.sqlite"  # a legal name (244 bytes): its folder would be too
-    shutil.copy(real_trace("mlp_graph"), trace)
-    done = run("analyze", str(trace), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "reports" / ("t" * 100) / "report.html").exists()
+    """A name of 244 bytes is legal, its folder name with a suffix would not be: the folder
+    takes 100 characters. Two such names that differ only after the cut were given one
+    folder (the second refused); each now gets its own."""
+    folders = []
+    for last, trace_name in (("a", "mlp_graph"), ("b", "mlp_eager")):
+        trace = tmp_path / f"{'t' * 239}{last}.sqlite"
+        shutil.copy(real_trace(trace_name), trace)
+        done = run("analyze", str(trace), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        folders.append(next(p for p in (tmp_path / "reports").iterdir() if p.is_dir() and p not in folders))
+    for folder, last in zip(folders, "ab", strict=True):
+        assert len(folder.name) == 100 and folder.name.startswith("t" * 91)
+        assert json.loads((folder / "summary.json").read_text())["trace"]["path"].endswith(f"{last}.sqlite")
+        assert (folder / "report.html").exists()
+    assert folders[0] != folders[1]
 
 
 @pytest.mark.slow

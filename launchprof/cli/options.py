@@ -9,6 +9,7 @@ before Typer is imported (:mod:`launchprof.cli.entry`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Sequence
@@ -35,8 +36,14 @@ STEP_HELP = "NVTX range text that marks one step"
 
 
 def default_output(stem: str) -> Path:
-    """``reports/<stem>`` under the current folder (``stem`` cut to :data:`MAX_LABEL` characters)."""
-    return Path("reports") / stem[:MAX_LABEL]
+    """``reports/<stem>`` under the current folder. A stem longer than :data:`MAX_LABEL`
+    characters is cut and ends in ``-`` and 8 hex digits of its SHA-1, so two long names
+    that differ only after the cut get two folders (one was refused, or overwritten with
+    ``--force``)."""
+    if len(stem) <= MAX_LABEL:
+        return Path("reports") / stem
+    digest = hashlib.sha1(stem.encode("utf-8", "surrogateescape"), usedforsecurity=False).hexdigest()[:8]
+    return Path("reports") / f"{stem[: MAX_LABEL - 9]}-{digest}"
 
 
 def bubble_threshold_ns(us: float) -> int:
