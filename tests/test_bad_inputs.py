@@ -591,3 +591,26 @@ def test_write_report_takes_a_folder_given_as_text(tmp_path: Path) -> None:
     trace = Path(__file__).resolve().parent / "data" / "traces" / "mlp_eager.sqlite.xz"
     write_report(launchprof.analyze(trace), str(tmp_path / "r"))
     assert (tmp_path / "r" / "summary.json").exists()
+
+
+def test_control_characters_of_names_are_escapes_on_the_page(tmp_path: Path) -> None:
+    """A kernel name, an NVTX range and a GPU name holding ESC sequences (set the title,
+    clear the screen), a NUL and a C1 control reached report.html as raw characters (the
+    terminal already wrote them as escapes); the page now writes ``\\x1b`` as text, and
+    summary.json keeps the name as data."""
+    kernel, step, gpu = "k\x1b]0;pwned\x07", "step\x1b[2J\x00", "H200\x9b31m"
+    b = TraceBuilder()
+    for i in range(6):
+        b.launch(100 + 10_000 * i, 900 + 10_000 * i, 1000 + 10_000 * i, 2000 + 10_000 * i, name=kernel)
+        b.range(step, 50 + 10_000 * i, 9_000 + 10_000 * i)
+    b.gpus = [(0, gpu)]
+    trace = b.write(tmp_path / "controls.sqlite")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["analyze", str(trace), "-o", str(out), "--step", step])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    bad = [c for c in page if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F]
+    assert bad == []
+    assert "k\\x1b]0;pwned\\x07" in page and "H200\\x9b31m" in page
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["devices"][0]["name"] == gpu

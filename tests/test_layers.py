@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "launchprof.profiler_region": 6,
     "launchprof.malloc": 6,
     "launchprof.cache": 6,
+    "launchprof.text": 6,
     # 7 constants: plain values several layers share, and the NVTX client under the
     #   marker (ctypes only); no launchprof import at all
     "launchprof.defaults": 7,

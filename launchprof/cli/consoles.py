@@ -12,8 +12,9 @@ highlights, and every line that carries such a name is printed with ``markup=Fal
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, cast
+
+from launchprof.text import escape_controls
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -47,13 +48,10 @@ def quiet_on_broken_pipe() -> None:
 
 
 # C0 controls but tab and newline, DEL and the C1 controls (ESC starts a terminal's commands).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def terminal_text(text: str) -> str:
     """``text`` with each control character written as its escape (``\\x1b``), so that
-    the terminal shows it instead of obeying it."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    the terminal shows it instead of obeying it (:func:`launchprof.text.escape_controls`)."""
+    return escape_controls(text)
 
 
 def make_console(**options: Any) -> Console:

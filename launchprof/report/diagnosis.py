@@ -18,7 +18,7 @@ from launchprof.analysis.durations import duration_histogram
 from launchprof.analysis.result import AnalysisResult
 from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render
-from launchprof.report.plainfig import Figure, bar, scatter
+from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, scatter, titled
 from launchprof.report.schema import Headline
 
 MAX_STEP_BARS = 1_000
@@ -26,7 +26,7 @@ MAX_STEP_BARS = 1_000
 
 def _layout(fig: Figure, title: str, height: int = 340) -> Figure:
     fig.update_layout(
-        title=dict(text=title), height=height, margin=dict(l=60, r=20, t=40, b=40), template="plotly_white"
+        **titled(title, left=60, right=20, top=20, bottom=40), height=height + MODEBAR_PX, template="plotly_white"
     )
     return fig
 

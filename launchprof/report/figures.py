@@ -17,7 +17,7 @@ import pandas as pd
 from launchprof.analysis import Analysis, DeviceAnalysis, utilization_series
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
 from launchprof.report.html import EmbeddedFigure, embed, fmt_ms
-from launchprof.report.plainfig import Figure, bar, heatmap, scatter
+from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, heatmap, scatter, titled
 from launchprof.trace.model import text
 
 if TYPE_CHECKING:  # types only: report.html's figures need none of these modules
@@ -47,9 +47,8 @@ _LAUNCH_CALLS = KERNEL_LAUNCH_CALLS | GRAPH_LAUNCH_CALLS
 def _layout(fig: Figure, title: str, height: int = 320, legend: bool = False) -> Figure:
     fig.update_layout(
         showlegend=legend,
-        title=dict(text=title, x=0, xanchor="left", y=0.98, yanchor="top", yref="container", font=dict(size=15)),
-        height=height,
-        margin=dict(l=10, r=20, t=75 if legend else 45, b=45),
+        **titled(title, left=10, right=20, top=50 if legend else 20, bottom=45),
+        height=height + MODEBAR_PX,
         template="plotly_white",
         font=dict(family="system-ui, sans-serif", size=12),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
@@ -390,10 +389,9 @@ def side_bars(doc: CompareDoc) -> Figure:
     fig.update_layout(
         barmode="group",
         yaxis=dict(title=dict(text="median per steady step (µs)")),
-        height=380,
-        margin=dict(l=60, r=20, t=40, b=40),
+        height=380 + MODEBAR_PX,
+        **titled("Per steady step, median", left=60, right=20, top=40, bottom=40),
         template="plotly_white",
-        title=dict(text="Per steady step, median"),
     )
     return fig
 
@@ -416,8 +414,8 @@ def step_timelines(c: Comparison) -> Figure | None:
         _step_bars(fig, s.sample, row, seen)
     fig.update_layout(
         barmode="overlay",
-        height=460,
-        margin=dict(l=140, r=20, t=50, b=50),
+        height=460 + MODEBAR_PX,
+        margin=dict(l=140, r=20, t=50 + MODEBAR_PX, b=50),  # the row titles below plotly's mode bar
         template="plotly_white",
         legend=dict(orientation="h", y=-0.15),
     )
@@ -433,11 +431,10 @@ def _step_title(label: str, side: SideData) -> str:
     if side.sample is None:
         return f"{label}: no step timeline available"
     shift = int(side.sample["shift_ns"].max()) if len(side.sample) else 0
-    # The GPU ran the step's work well after the CPU launched it: its rows are moved left.
+    # The GPU ran the step's work well after the CPU launched it: its rows are moved left
+    # (said on a line of its own: one line was cut at 800 px).
     extra = (
-        f"; the GPU ran it {shift / 1e3:,.1f} µs after the CPU (queued ahead): GPU rows moved left by that"
-        if shift
-        else ""
+        f";<br>the GPU ran it {shift / 1e3:,.1f} µs after the CPU (queued ahead): its rows moved left" if shift else ""
     )
     return f"{label}: step {side.sample_step}{extra}"
 
@@ -445,7 +442,8 @@ def _step_title(label: str, side: SideData) -> str:
 def two_rows_layout(titles: list[str]) -> dict[str, Any]:
     """The layout of plotly's ``make_subplots(rows=2, cols=1, shared_xaxes=True,
     subplot_titles=titles, vertical_spacing=0.12)``: two rows of 0.44 of the height each,
-    the x axes matched, a title above each row."""
+    the x axes matched, a title above each row (at the left, not centred: a long one was
+    cut at both ends at 800 px)."""
     return dict(
         xaxis=dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False),
         xaxis2=dict(anchor="y2", domain=[0.0, 1.0]),
@@ -453,11 +451,12 @@ def two_rows_layout(titles: list[str]) -> dict[str, Any]:
         yaxis2=dict(anchor="x2", domain=[0.0, 0.44]),
         annotations=[
             dict(
-                font=dict(size=16),
+                font=dict(size=14),
                 showarrow=False,
                 text=title,
-                x=0.5,
-                xanchor="center",
+                x=0,
+                xanchor="left",
+                align="left",
                 xref="paper",
                 y=y,
                 yanchor="bottom",
@@ -549,11 +548,10 @@ def work_heatmap(view: CrossRank) -> tuple[Figure, bool]:
         ]
     )
     fig.update_layout(
-        title=dict(text="Work per step relative to the median across ranks"),
+        **titled("Work per step relative to the median across ranks", left=200, right=20, top=20, bottom=40),
         xaxis=dict(title=dict(text="step")),
         yaxis=dict(autorange="reversed"),
-        height=max(240, 40 + 22 * len(view.ranks)),
-        margin=dict(l=200, r=20, t=40, b=40),
+        height=max(240, 40 + 22 * len(view.ranks)) + MODEBAR_PX,
         template="plotly_white",
     )
     return fig, len(view.per_step) > HEATMAP_MAX_STEPS

@@ -20,16 +20,28 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from launchprof.errors import OutputError
 from launchprof.report.folder import refuse_other_kind
 from launchprof.report.plainfig import Figure, plotly_package_file
+from launchprof.text import escape_controls
+
+# Part of the compiled templates' cache file names: Jinja checks a cached template by its
+# source alone, but the Environment's options (``finalize``, ``autoescape``) are compiled
+# into it. Change this with them (a cache of the pages without ``finalize`` wrote control
+# characters through).
+_CODEGEN = "f1"
 
 
 class _QuietBytecodeCache(jinja2.FileSystemBytecodeCache):
     """Jinja's own cache of compiled templates (a private per-user folder in the temp
-    folder, checked by source checksum): parsing and compiling the report templates costs
-    ~50 ms a run otherwise. A failed write only means compiling again next time."""
+    folder, checked by source checksum, file names tagged :data:`_CODEGEN`): parsing and
+    compiling the report templates costs ~50 ms a run otherwise. A failed write only means
+    compiling again next time."""
+
+    def __init__(self) -> None:
+        super().__init__(pattern=f"__launchprof_{_CODEGEN}_%s.cache")
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
         try:
@@ -45,9 +57,19 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
         return None
 
 
+def _shown(value: Any) -> Any:
+    """Each ``{{ }}`` value of a page: text with its control characters written as escapes
+    (:func:`launchprof.text.escape_controls`: a name's ESC or NUL reached the page as is);
+    markup made safe by launchprof (figure JSON, already escaped) and other values as they are."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return escape_controls(value)
+    return value
+
+
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("launchprof.report", "templates"),
     autoescape=True,
+    finalize=_shown,
     keep_trailing_newline=True,
     bytecode_cache=_bytecode_cache(),
 )

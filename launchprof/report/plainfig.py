@@ -25,6 +25,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# plotly.js draws its mode bar (zoom, pan, download: about 25 px high, 2 px from the top)
+# over the top right of a figure while the pointer is on it; at 800 px a long title ran
+# under it. Titles start below it (:func:`titled`).
+MODEBAR_PX = 30
+
 # plotly.js typed-array names of numpy dtypes (plotly's ``plotlyjsShortTypes``).
 _SHORT_TYPES = {
     "int8": "i1",
@@ -163,3 +168,22 @@ def _merge(target: dict[str, Any], props: dict[str, Any]) -> None:
             _merge(target[key], value)
         else:
             target[key] = value
+
+
+def titled(text: str, left: int, right: int, top: int, bottom: int, size: int = 15) -> dict[str, Any]:
+    """Layout keys for a title at the top left, below plotly's mode bar (:data:`MODEBAR_PX`),
+    and the margins (px; ``top`` the room the figure needs above its plot area besides the
+    title's band, which is added)."""
+    return {
+        "title": {
+            "text": text,
+            "x": 0,
+            "xanchor": "left",
+            "y": 1,
+            "yanchor": "top",
+            "yref": "container",
+            "pad": {"t": MODEBAR_PX},
+            "font": {"size": size},
+        },
+        "margin": {"l": left, "r": right, "t": top + MODEBAR_PX, "b": bottom},
+    }

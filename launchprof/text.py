@@ -1,0 +1,20 @@
+"""How a name from a trace or the file system is shown: as text, never obeyed.
+
+A kernel name, an NVTX range or a file name can hold control characters: an escape
+sequence (set the terminal's title, clear the screen), a NUL, a bell. The terminal
+(:mod:`launchprof.cli.consoles`) and the pages (:mod:`launchprof.report.html`, every
+``{{ }}`` of a template) write each as its escape, ``\\x1b``; tab and line feed stay as they
+are (a carriage return is escaped: on a terminal it writes over the line).
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and line feed; DEL; the C1 controls (U+0080-U+009F).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character (module docstring) written as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
