@@ -63,6 +63,15 @@ the file, ``error`` ends that run (it is then left out), and a ``catch_warnings(
 block records them; a workload that turns the check on itself sees its warnings go to the
 file, not its stderr. A torch without the check writes ``{"unavailable": why}`` instead.
 
+CUDA Graphs that ``torch.compile(mode="reduce-overhead")`` did not use. In the same runs,
+Inductor's reason for running a compiled function without CUDA Graphs (its log record
+``skipping cudagraphs due to REASON ... Found from : File "F", line N, in FUNC``, logger
+``torch._inductor.cudagraph_utils`` and below; shown on stderr by PyTorch >= 2.6 as a
+warning, at the ``perf_hints`` level before) is also written, as ``{"t": perf_counter_ns,
+"kind": "cudagraph-skip", "reason": REASON, "stack": [[file, line, function], ...]}`` (the
+frames Inductor names, innermost last; none when it names none). The record still reaches
+PyTorch's own handlers as before.
+
 This file is run by path and imports nothing but the standard library (and torch, when
 the workload imports it), so it works with any Python that runs the workload, whether or
 not launchprof is installed there.
@@ -74,7 +83,9 @@ import atexit
 import importlib.abc
 import importlib.machinery
 import json
+import logging
 import os
+import re
 import runpy
 import sys
 import time
@@ -101,6 +112,13 @@ SYNC_WARNING = "called a synchronizing CUDA operation"
 # stopping check sits 6 frames deep, a model's forward 20-40) to reach the user's script.
 STACK_FRAMES = 96
 PROTOTYPE_WARNING = "Synchronization debug mode is a prototype"  # PyTorch's, at turning it on
+# Inductor's logger of its CUDA Graph decisions (torch/_inductor/cudagraph_utils.py; its
+# artifact loggers, "...cudagraph_utils.__cudagraphs" and "__perf_hints", propagate to it).
+SKIP_LOGGER = "torch._inductor.cudagraph_utils"
+# Its artifact loggers: an artifact off by default (perf_hints) does not propagate to it.
+SKIP_ARTIFACTS = ("__cudagraphs", "__perf_hints")
+SKIP_TEXT = "skipping cudagraphs due to "
+_TRACE_LINE = re.compile(r'^\s*File "(.+)", line (\d+), in (.+?)\s*$')
 
 _regions: list[tuple[int, int, int]] = []  # (pid, start_ns, end_ns)
 _open: list[int] = []  # the start of the open region (at most one)
@@ -242,6 +260,7 @@ class _SyncSources:
             print(f"launchprof: synchronizing calls not written to {self.path}: {exc.strerror}", file=sys.stderr)
             return
 
+        _SkipHandler(self).attach()
         warnings.filterwarnings(
             "ignore", message=PROTOTYPE_WARNING
         )  # said by torch when turned on: ours, not the user's
@@ -272,6 +291,44 @@ class _SyncSources:
         event = {"t": time.perf_counter_ns(), "kind": "sync", "stack": stack}
         try:
             self.out.write(json.dumps(event) + "\n")
+        except (OSError, ValueError):
+            pass
+
+
+class _SkipHandler(logging.Handler):
+    """Writes Inductor's reasons for skipping CUDA Graphs (module docstring)."""
+
+    def __init__(self, sources: _SyncSources) -> None:
+        super().__init__(logging.DEBUG)
+        self.sources = sources
+        self.last: logging.LogRecord | None = None
+
+    def attach(self) -> None:
+        logger = logging.getLogger(SKIP_LOGGER)
+        if logger.level == logging.NOTSET or logger.level > logging.INFO:
+            # perf_hints records (PyTorch < 2.6) are made only at INFO; PyTorch's own
+            # handlers, on "torch", keep their levels, so nothing more is shown.
+            logger.setLevel(logging.INFO)
+        for name in ("", *(f".{a}" for a in SKIP_ARTIFACTS)):
+            logging.getLogger(SKIP_LOGGER + name).addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record is self.last:  # met again on its way up from an artifact logger
+            return
+        self.last = record
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted is not ours to report
+            return
+        at = text.find(SKIP_TEXT)
+        if at < 0 or os.getpid() != self.sources.pid or self.sources.out is None:
+            return
+        head, _, found = text[at + len(SKIP_TEXT) :].partition("Found from")
+        stack = [[m[1], int(m[2]), m[3]] for m in map(_TRACE_LINE.match, found.splitlines()) if m]
+        reason = " ".join(head.split()).rstrip(".")
+        event = {"t": time.perf_counter_ns(), "kind": "cudagraph-skip", "reason": reason, "stack": stack}
+        try:
+            self.sources.out.write(json.dumps(event) + "\n")
         except (OSError, ValueError):
             pass
 

@@ -186,3 +186,92 @@ def test_a_step_name_with_a_line_break_keeps_the_step_times_file_readable(tmp_pa
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert len(read_step_times(path)) == 3
+
+
+FAKE_INDUCTOR = """
+import logging, sys
+
+class _Cuda:
+    @staticmethod
+    def set_sync_debug_mode(mode):
+        pass
+
+cuda = _Cuda()
+_seen = set()
+
+def compiled_add_(buf, level):
+    # As Inductor does when it compiles a function that mutates its input: one record at
+    # compile time (PyTorch >= 2.6: WARNING on the __cudagraphs artifact logger; before,
+    # INFO on __perf_hints), naming the user's line in a traceback after "Found from".
+    caller = sys._getframe(1)
+    if (caller.f_code.co_filename, caller.f_lineno) in _seen:
+        return
+    _seen.add((caller.f_code.co_filename, caller.f_lineno))
+    name = "torch._inductor.cudagraph_utils." + ("__cudagraphs" if level == "warning" else "__perf_hints")
+    text = ("skipping cudagraphs due to mutated inputs (1 instances). Found from : \\n"
+            f'   File "{caller.f_code.co_filename}", line {caller.f_lineno}, in {caller.f_code.co_name}\\n'
+            "    buf.add_(1)\\n")
+    getattr(logging.getLogger(name), level)(text)
+"""
+
+SKIP_SCRIPT = """
+import torch
+import launchprof
+
+def forward(buf):
+    torch.compiled_add_(buf, "warning")  # planted mutation
+
+def head(buf):
+    torch.compiled_add_(buf, "info")  # planted mutation, older torch
+
+for i in range(6):
+    with launchprof.step():
+        forward(None)
+        head(None)
+"""
+
+
+def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Path) -> None:
+    """A workload whose ``torch.compile(mode="reduce-overhead")`` runs without CUDA Graphs:
+    Inductor logs why and where (here a stand-in torch logs as Inductor does, at WARNING
+    as PyTorch 2.11 did on the H200 and at INFO as the perf_hints of older versions). The
+    run writes both reasons with the script's lines; the analysis makes a blocker naming
+    them (no graph launches in the trace) or a warning (graphs launched)."""
+    from launchprof.analysis.sources import graph_skips
+    from launchprof.trace.steptimes import read_sources
+
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text(FAKE_INDUCTOR)
+    (tmp_path / "loop.py").write_text(SKIP_SCRIPT)
+    sources = tmp_path / "baseline-1.sources"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "LAUNCHPROF_STEP_TIMES": str(tmp_path / "baseline-1.steps"),
+        profiler_region.SOURCES_ENV: str(sources),
+    }
+    done = subprocess.run(
+        [sys.executable, profiler_region.__file__, str(tmp_path / "loop.py")],
+        env=env, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run = read_sources(sources)
+    assert run.syncs == []
+    script = tmp_path / "loop.py"
+    lines = [_line(script, "torch.compiled_add_(buf, \"warning\")"), _line(script, "torch.compiled_add_(buf, \"info\")")]
+    assert [(reason, [f[1] for f in stack]) for reason, stack in run.skips] == [
+        ("mutated inputs (1 instances)", [lines[0]]),
+        ("mutated inputs (1 instances)", [lines[1]]),
+    ]
+    blocker = graph_skips(SyncRuns([run.syncs], None, [run.skips]), graph_launches_per_step=0)
+    assert blocker is not None and blocker.severity == "blocker" and blocker.kind == "cudagraph-skip"
+    assert sorted((w["file"], w["line"], w["function"]) for w in blocker.where) == [
+        (str(script), lines[0], "forward"),
+        (str(script), lines[1], "head"),
+    ]
+    assert all(w["reason"] == "mutated inputs (1 instances)" and w["per_step"] is None for w in blocker.where)
+    assert "changes an input in place" in blocker.fix
+    warning = graph_skips(SyncRuns([[]], None, [run.skips]), graph_launches_per_step=1)
+    assert warning is not None and warning.severity == "warning"
+    assert graph_skips(SyncRuns([[]], None, [[]]), graph_launches_per_step=0) is None

@@ -47,7 +47,7 @@ from launchprof.analysis.expect import Expectation, expect_shapes, measured_rang
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
-from launchprof.analysis.sources import SyncRuns, placed
+from launchprof.analysis.sources import SyncRuns, graph_skips, placed
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes
 from launchprof.analysis.steps import Steps, find_steps
@@ -423,7 +423,8 @@ def diagnose(
             replaces the estimate of the eager step (``Diagnosis.baseline``, the section).
         sync: the synchronizing calls those runs wrote (:mod:`launchprof.analysis.sources`):
             a ``sync-in-step`` finding lists their source lines (``where``), else says in
-            one line why it cannot (``where_note``).
+            one line why it cannot (``where_note``); Inductor's reasons for skipping CUDA
+            Graphs there make a ``cudagraph-skip`` finding.
 
     Returns:
         ``(Diagnosis, Recommendation)``.
@@ -462,6 +463,7 @@ def diagnose(
             F.legacy_stream(ctx, analysis, framework),
             F.profiler_overhead(ctx, values, exp, unprofiled),
             host_outside_graph(ctx) if replaying else None,
+            graph_skips(sync, fig.get("graph_launches_per_step_p50") or 0),
         ]
         if ctx.device is not None and len(ctx.steady)
         else [F.graph_trace_mode(ctx, analysis)]

@@ -139,10 +139,13 @@ def sync_sites(
 class SyncRuns:
     """The synchronizing calls the runs without nsys wrote: per run (in the order of the
     runs the analysis times steps with), its ``(t_ns, stack)`` events; ``unavailable``:
-    why a run could not collect them (its torch lacks the check), else None."""
+    why a run could not collect them (its torch lacks the check), else None; ``skips``:
+    per run, Inductor's reasons for running a compiled function without CUDA Graphs,
+    ``(reason, stack)`` (:func:`graph_skips`)."""
 
     events: list[list[tuple[int, list[list[Any]]]]]
     unavailable: str | None = None
+    skips: list[list[tuple[str, list[list[Any]]]]] = dataclasses.field(default_factory=list)
 
 
 NOT_COLLECTED = (
@@ -174,3 +177,94 @@ def placed(finding: Finding, runs: AnyRuns | None, sync: SyncRuns | None) -> Fin
         return finding
     sites, note = where(runs, sync, float(finding.figures.get("sync_calls_p50") or 0.0))
     return dataclasses.replace(finding, where=sites, where_note=note)
+
+
+# What to do for each of Inductor's reasons for skipping CUDA Graphs, by a word of the
+# reason (torch/_inductor/cudagraph_utils.py and cudagraph_trees.py name them: "mutated
+# inputs", "cpu device", "non-cuda device", "DeviceCopy", "incompatible op", "dynamic shape").
+SKIP_FIXES = (
+    (
+        "mutated input",
+        "the compiled function changes an input in place (buf.add_(...), x[i] = ...): return the new value "
+        "instead, or keep the state in a module buffer or parameter (static addresses Inductor can capture)",
+    ),
+    (
+        "incompatible op",
+        "an operation a graph cannot hold (.item(), .tolist(), nonzero, a data-dependent shape) runs inside "
+        "the compiled function: move it out, or keep the value on the GPU (torch.where) and read it outside",
+    ),
+    (
+        "device",
+        "the compiled function has CPU tensors or copies between devices (.cpu(), .to('cpu'), a CPU input): "
+        "move them out of it, or make the inputs CUDA tensors before the call",
+    ),
+    (
+        "dynamic shape",
+        "the compiled function was compiled for changing shapes: pad inputs to a few fixed sizes, or mark "
+        "them static (torch._dynamo.mark_static) so each size gets its own graph",
+    ),
+)
+SKIP_FIX_OTHER = "fix what Inductor names at the line shown (TORCH_LOGS=perf_hints prints its reason too)"
+
+
+def _skip_fix(reason: str) -> str:
+    low = reason.lower()
+    return next((fix for word, fix in SKIP_FIXES if word in low), SKIP_FIX_OTHER)
+
+
+def graph_skips(sync: SyncRuns | None, graph_launches_per_step: float) -> Finding | None:
+    """A ``cudagraph-skip`` finding: ``torch.compile(mode="reduce-overhead")`` ran a compiled
+    function without CUDA Graphs in the runs without nsys, for the reasons Inductor logged
+    (:mod:`launchprof.profiler_region`, "CUDA Graphs that ... did not use"). A ``blocker``
+    when the trace's steady steps launch no graph (nothing was captured), a ``warning``
+    when they do (other compiled parts replay graphs). ``where`` lists the line each reason
+    names (:func:`site_of`; ``per_step`` None, ``share`` of the skips, ``reason``), the
+    user's own first. None without skips.
+
+    Fix per reason: :data:`SKIP_FIXES` (the reasons' texts are PyTorch's)."""
+    if sync is None or not any(sync.skips):
+        return None
+    counts: Counter[tuple[str, tuple[Frame, Frame | None] | None]] = Counter()
+    for run in sync.skips:
+        for reason, stack in run:
+            counts[(reason, site_of(stack))] += 1
+    total = sum(counts.values())
+    reasons: Counter[str] = Counter()
+    for (reason, _), n in counts.items():
+        reasons[reason] += n
+    ranked = sorted(counts.items(), key=lambda kv: (kv[0][1] is None or _library(kv[0][1][0][0]), -kv[1]))
+    where = []
+    for (reason, found), n in ranked[:TOP_SITES]:
+        if found is None:
+            continue
+        site, via = found
+        library = _library(site[0])
+        where.append(
+            {
+                "file": _short(site[0]) if library else site[0],
+                "line": site[1],
+                "function": site[2],
+                "library": library,
+                "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
+                "share": n / total,
+                "per_step": None,
+                "reason": reason,
+            }
+        )
+    replaying = graph_launches_per_step >= 1
+    said = "; ".join(f"{r} (x{n})" for r, n in reasons.most_common())
+    fixes = list(dict.fromkeys(_skip_fix(r) for r in reasons))
+    runs = sum(1 for run in sync.skips if run)
+    return Finding(
+        "cudagraph-skip",
+        "warning" if replaying else "blocker",
+        0,
+        [],
+        f'torch.compile(mode="reduce-overhead") ran compiled code without CUDA Graphs in {runs} of '
+        f"{len(sync.skips)} run(s) without nsys: Inductor skipped them due to {said}"
+        + ("; other compiled parts replay graphs" if replaying else "; the steady steps launch no graph"),
+        "; ".join(f[:1].upper() + f[1:] for f in fixes) + ".",
+        {"skips": int(total), "reasons": dict(reasons)},
+        where,
+        "" if where else "source lines: Inductor named no line of the program for these skips",
+    )

@@ -33,8 +33,8 @@ from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
 from launchprof.trace.steptimes import (
     module_step_times,
+    read_sources,
     read_step_times,
-    read_sync_events,
     region_step_times,
     sources_file,
 )
@@ -349,14 +349,15 @@ def _runs_of(
 def sync_runs(folder: str | Path) -> SyncRuns | None:
     """The synchronizing calls the runs without nsys of a report folder wrote
     (``baseline-I.sources`` beside each ``baseline-I.steps``, in :func:`baseline_runs`'
-    order; :func:`launchprof.trace.steptimes.read_sync_events`), None when the folder has
+    order; :func:`launchprof.trace.steptimes.read_sources`; with Inductor's reasons for
+    skipping CUDA Graphs), None when the folder has
     no such file."""
     paths = _run_paths(folder)
     if not any(sources_file(p).is_file() for p in paths):
         return None
-    read = [read_sync_events(sources_file(p)) for p in paths]
-    unavailable = next((why for _, why in read if why), None)
-    return SyncRuns([events for events, _ in read], unavailable)
+    read = [read_sources(sources_file(p)) for p in paths]
+    unavailable = next((r.unavailable for r in read if r.unavailable), None)
+    return SyncRuns([r.syncs for r in read], unavailable, [r.skips for r in read])
 
 
 def with_baseline(result: AnalysisResult, baseline: BaselineRuns, sync: SyncRuns | None = None) -> TraceAnalysis:

@@ -105,18 +105,22 @@ def steady_line(summary: Any) -> str | None:
 
 def where_lines(summary: Any) -> list[str]:
     """The source lines of the steady steps' synchronizing calls (the ``sync-in-step``
-    finding's ``where``, :mod:`launchprof.analysis.sources`), the user's own first; none
-    without the finding or the lines."""
+    finding's ``where``, :mod:`launchprof.analysis.sources`) and of Inductor's skipped
+    CUDA Graphs (``cudagraph-skip``), the user's own first; none without the findings or
+    the lines."""
     diag = summary.diagnosis
-    finding = next((f for f in (diag.findings if diag else None) or [] if f.kind == "sync-in-step"), None)
-    if finding is None:
-        return []
     out = []
-    for w in finding.where:
-        line = f"  sync at {w.file}:{w.line} ({w.function}), {w.per_step:.2g} a step"
-        if w.library:
-            line += " [library" + (f"; called from {w.via}" if w.via else "") + "]"
-        out.append(line)
+    for finding in (diag.findings if diag else None) or []:
+        if finding.kind not in ("sync-in-step", "cudagraph-skip"):
+            continue
+        for w in finding.where:
+            if finding.kind == "sync-in-step":
+                line = f"  sync at {w.file}:{w.line} ({w.function}), {w.per_step:.2g} a step"
+            else:
+                line = f"  CUDA Graphs skipped at {w.file}:{w.line} ({w.function}): {w.reason}"
+            if w.library:
+                line += " [library" + (f"; called from {w.via}" if w.via else "") + "]"
+            out.append(line)
     return out
 
 

@@ -140,15 +140,19 @@ class StepsSection(_Model):
 
 
 class SourceLine(_Model):
-    """One source line of a finding (:func:`launchprof.analysis.sources.sync_sites`)."""
+    """One source line of a finding (:func:`launchprof.analysis.sources.sync_sites`,
+    :func:`launchprof.analysis.sources.graph_skips`)."""
 
     file: str = Field(description="the user's file, or a library's from its package on")
     line: int
     function: str
     library: bool
     via: str | None = Field(description="the user's frame on the way to a library line: file:line (function)")
-    share: float = Field(ge=0, le=1, description="of the synchronizing calls met in the runs' timed steps")
-    per_step: float = Field(ge=0, description="share x the trace's synchronizing calls per steady step (p50)")
+    share: float = Field(ge=0, le=1, description="of the sync calls met in the runs' timed steps, or of the skips")
+    per_step: float | None = Field(
+        ge=0, description="share x the trace's synchronizing calls per steady step (p50); null for a cudagraph-skip"
+    )
+    reason: str | None = Field(None, description="cudagraph-skip: Inductor's reason for skipping CUDA Graphs there")
 
 
 class FindingDoc(_Model):

@@ -5,8 +5,10 @@ section (:mod:`launchprof.analysis.baseline`) and for ``compare`` of report fold
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +100,29 @@ def _frame(f: Any) -> bool:
     )
 
 
-def read_sync_events(path: Path) -> tuple[list[SyncEvent], str | None]:
-    """The synchronizing calls one run wrote (:mod:`launchprof.profiler_region`, one JSON
-    line each): ``(events, unavailable)``; ``unavailable`` says why the run could not
-    collect them (its torch has no ``set_sync_debug_mode``), else None. A missing file
-    gives no event; a line that is not such an event (a run killed mid-line, a frame whose
-    file or function is not text or whose line is not an integer) is skipped."""
-    events: list[SyncEvent] = []
-    unavailable = None
+@dataclass(frozen=True)
+class RunSources:
+    """What one run without nsys wrote about its source (:mod:`launchprof.profiler_region`):
+    ``syncs``, its synchronizing calls (``(t_ns, stack)``); ``skips``, Inductor's reasons
+    for running a compiled function without CUDA Graphs (``(reason, stack)``, in the order
+    met); ``unavailable``, why the run could not collect the calls (its torch has no
+    ``set_sync_debug_mode``), else None."""
+
+    syncs: list[SyncEvent] = field(default_factory=list)
+    skips: list[tuple[str, list[list[Any]]]] = field(default_factory=list)
+    unavailable: str | None = None
+
+
+def read_sources(path: Path) -> RunSources:
+    """One run's ``baseline-I.sources`` (one JSON line each, :class:`RunSources`). A missing
+    file gives nothing; a line that is not such an event (a run killed mid-line, a frame
+    whose file or function is not text or whose line is not an integer, a reason that is
+    not text) is skipped. An event without ``kind`` is a synchronizing call (the first
+    collector wrote no kind)."""
+    out = RunSources()
     if not path.is_file():
-        return events, None
+        return out
+    unavailable = None
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             doc = json.loads(line)
@@ -118,10 +133,21 @@ def read_sync_events(path: Path) -> tuple[list[SyncEvent], str | None]:
         if "unavailable" in doc:
             unavailable = str(doc["unavailable"])
             continue
-        t, stack = doc.get("t"), doc.get("stack")
-        if type(t) is int and isinstance(stack, list) and all(_frame(f) for f in stack):
-            events.append((t, stack))
-    return events, unavailable
+        t, stack, kind = doc.get("t"), doc.get("stack"), doc.get("kind", "sync")
+        if not (type(t) is int and isinstance(stack, list) and all(_frame(f) for f in stack)):
+            continue
+        if kind == "sync":
+            out.syncs.append((t, stack))
+        elif kind == "cudagraph-skip" and isinstance(doc.get("reason"), str):
+            out.skips.append((doc["reason"], stack))
+    return dataclasses.replace(out, unavailable=unavailable)
+
+
+def read_sync_events(path: Path) -> tuple[list[SyncEvent], str | None]:
+    """The synchronizing calls one run wrote and why it could not collect them, if so:
+    ``(events, unavailable)`` of :func:`read_sources`."""
+    run = read_sources(path)
+    return run.syncs, run.unavailable
 
 
 def run_files(folder: Path, runs: int) -> list[Path]:
