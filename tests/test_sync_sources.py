@@ -259,7 +259,7 @@ def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Pa
     run = read_sources(sources)
     assert run.syncs == []
     script = tmp_path / "loop.py"
-    lines = [_line(script, "torch.compiled_add_(buf, \"warning\")"), _line(script, "torch.compiled_add_(buf, \"info\")")]
+    lines = [_line(script, 'torch.compiled_add_(buf, "warning")'), _line(script, 'torch.compiled_add_(buf, "info")')]
     assert [(reason, [f[1] for f in stack]) for reason, stack in run.skips] == [
         ("mutated inputs (1 instances)", [lines[0]]),
         ("mutated inputs (1 instances)", [lines[1]]),
