@@ -89,3 +89,49 @@ def test_without_the_runs_the_finding_says_so_in_one_line() -> None:
     f = _sync_finding(a)
     assert f.where == [] and f.where_note.startswith("source lines: not collected")
     assert "\n" not in f.where_note
+
+
+SKIPS: dict[str, Any] = json.loads((CORPUS / "manifest.json").read_text())["graph_skips"]
+
+
+def _skip_folder(name: str, tmp_path: Path) -> Path:
+    src = CORPUS / SKIPS["recordings"][name]["baseline_folder"]
+    folder = tmp_path / name
+    folder.mkdir()
+    shutil.copy(src / "baseline-1.steps", folder)
+    (folder / "baseline-1.sources").write_bytes(lzma.decompress((src / "baseline-1.sources.xz").read_bytes()))
+    return folder
+
+
+@pytest.mark.parametrize("name", ["compile_mutate_rec1", "compile_mutate_rec2"])
+def test_an_inductor_skip_is_a_blocker_at_the_line_it_names(tmp_path: Path, name: str) -> None:
+    """torch.compile(mode="reduce-overhead") of a step that changes an input in place ran
+    without CUDA Graphs on the H200 (PyTorch 2.11 logged why, and where): the finding is a
+    blocker that names the planted line (found by its text in the example), the function
+    and Inductor's reason; the trace itself launches no graph."""
+    planted = SKIPS["planted"]
+    (line,) = _lines(planted["file"], planted["marker"])
+    a = launchprof.analyze(CORPUS / f"{name}.sqlite.xz", baseline=_skip_folder(name, tmp_path))
+    f = next(x for x in a.diagnosis.findings if x.kind == "cudagraph-skip")
+    assert f.severity == "blocker"
+    assert a.diagnosis.figures.get("graph_launches_per_step_p50", 0) == 0
+    (w,) = f.where
+    assert w["file"].endswith(planted["file"]) and w["line"] == line and not w["library"]
+    assert w["function"] == planted["function"] and w["reason"] == planted["reason"]
+    assert "changes an input in place" in f.fix
+    doc = json.loads(a.summary.to_json())
+    found = next(x for x in doc["diagnosis"]["findings"] if x["kind"] == "cudagraph-skip")
+    assert found["where"][0]["line"] == line and found["where"][0]["per_step"] is None
+    # the page's code starts with that line and the change, named by the user's function
+    from launchprof.report.snippets import choose
+
+    first = choose(a.diagnosis, a.recommendation)[0]
+    assert f"{planted['file']}:{line} (step_mutate)" in first.code and "in step_mutate():" in first.code
+
+
+def test_the_fixed_step_replays_a_graph_and_has_no_skip(tmp_path: Path) -> None:
+    a = launchprof.analyze(
+        CORPUS / "compile_fixed_rec1.sqlite.xz", baseline=_skip_folder("compile_fixed_rec1", tmp_path)
+    )
+    assert all(x.kind != "cudagraph-skip" for x in a.diagnosis.findings)
+    assert a.diagnosis.figures["graph_launches_per_step_p50"] >= 1

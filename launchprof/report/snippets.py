@@ -178,9 +178,67 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
     )
 
 
+# What each of Inductor's reasons asks of the compiled function, as code (the reason's word,
+# as launchprof.analysis.sources.SKIP_FIXES matches it; the fix text is there).
+_SKIP_CODE = (
+    (
+        "mutated input",
+        [
+            "# Return the new value; the caller keeps it (a CUDA Graph reads and writes fixed addresses):",
+            "#   stats.mul_(0.9).add_(h.mean(0), alpha=0.1)        <- changes the argument in place",
+            "#   return out, stats * 0.9 + h.mean(0) * 0.1           <- instead; outside:",
+            "#   out, stats = compiled(x, stats); stats = stats.clone()",
+        ],
+    ),
+    (
+        "incompatible op",
+        [
+            "# Keep .item() / .tolist() / nonzero out of the compiled function:",
+            "#   loss = compiled(x)              # a GPU tensor",
+            "#   if step % k == 0: print(loss.item())",
+        ],
+    ),
+    (
+        "device",
+        [
+            "# Keep the compiled function on the GPU: inputs as CUDA tensors, .cpu() after the call:",
+            "#   out = compiled(x.cuda(non_blocking=True)); host = out.cpu()",
+        ],
+    ),
+)
+
+
+def your_graph_skips(d: Diagnosis) -> Snippet | None:
+    """The lines where Inductor ran the user's compiled code without CUDA Graphs (the
+    ``cudagraph-skip`` finding's ``where``, :func:`launchprof.analysis.sources.graph_skips`),
+    each with its reason and, for the reasons :data:`_SKIP_CODE` knows, the change as code
+    naming the user's function; None without them."""
+    finding = next((f for f in d.findings if f.kind == "cudagraph-skip" and f.where), None)
+    if finding is None:
+        return None
+    lines: list[str] = []
+    for w in finding.where:
+        at = f"{w['file']}:{w['line']} ({w['function']})"
+        lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {w['reason']}")
+        reason = str(w["reason"]).lower()
+        code = next((c for word, c in _SKIP_CODE if word in reason), None)
+        if code is not None:
+            lines.append(f"# in {w['function']}():")
+            lines += code
+        lines.append("#")
+    lines.append('step = torch.compile(step, mode="reduce-overhead")  # then graphs are captured and replayed')
+    return Snippet(
+        "Your compiled code that ran without CUDA Graphs (from the run without nsys)",
+        "python",
+        "Inductor's reasons for not capturing, at the lines it names, and the change each asks for.",
+        "\n".join(lines) + "\n",
+    )
+
+
 def choose(d: Diagnosis, r: Recommendation) -> list[Snippet]:
     """The snippets that fit: PyTorch or CUDA C++ by ``d.framework``; the user's own
-    synchronizing lines first when the runs without nsys gave them (:func:`your_syncs`);
+    synchronizing lines first when the runs without nsys gave them (:func:`your_syncs`),
+    and before them the lines where Inductor skipped CUDA Graphs (:func:`your_graph_skips`);
     the bucket pool for dynamic shapes; the update pattern for re-instantiation or changing
     parameters."""
     kinds = {f.kind for f in d.findings}
@@ -188,9 +246,9 @@ def choose(d: Diagnosis, r: Recommendation) -> list[Snippet]:
         return []
     if d.framework == "pytorch":
         out = [TORCH_GRAPH, TORCH_CALLABLES, TORCH_COMPILE]
-        mine = your_syncs(d)
-        if mine is not None:
-            out.insert(0, mine)
+        for mine in (your_syncs(d), your_graph_skips(d)):
+            if mine is not None:
+                out.insert(0, mine)
         if "dynamic-shapes" in kinds:
             out.insert(1, TORCH_BUCKETS)
         return out
