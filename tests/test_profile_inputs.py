@@ -107,9 +107,10 @@ def test_ctrl_c_before_nsys_starts_is_one_line(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "import launchprof.cli.entry as e\n"
+        "import launchprof.cli.options as o\n"
         "def interrupted(words):\n"
         "    raise KeyboardInterrupt\n"
-        "e.parse_profile = interrupted\n"
+        "o.parse_profile = interrupted\n"
         "sys.argv = ['launchprof', 'profile', 'w.py']\n"
         "e.main()\n"
     )

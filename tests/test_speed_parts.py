@@ -119,6 +119,8 @@ def test_two_rows_as_make_subplots_lays_them_out() -> None:
     titles = ["BEFORE: step 3", "AFTER: step 4"]
     ref = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
     ref.update_layout(template="plotly_white")
+    # the one change: row titles at the left, smaller (a long one was cut at both ends at 800 px)
+    ref.update_annotations(x=0, xanchor="left", align="left", font=dict(size=14))
     mine = plainfig.Figure(layout=figures.two_rows_layout(titles)).update_layout(template="plotly_white")
     assert _plain(mine) == _plotly(ref)
 
