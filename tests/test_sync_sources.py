@@ -275,3 +275,21 @@ def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Pa
     warning = graph_skips(SyncRuns([[]], None, [run.skips]), graph_launches_per_step=1)
     assert warning is not None and warning.severity == "warning"
     assert graph_skips(SyncRuns([[]], None, [[]]), graph_launches_per_step=0) is None
+
+
+def test_a_line_whose_calls_all_come_between_module_calls_is_outside() -> None:
+    """With the workload timed by its top-level module calls, a line synchronizing only
+    between calls (a generate() loop's stopping check) is ``outside``; one that also does
+    inside a call is not; with marked steps nothing is placed (None)."""
+    from launchprof.analysis.sources import module_calls
+
+    user = [["/home/u/loop.py", 7, "main"]]
+    model = [["/home/u/model.py", 30, "forward"]]
+    calls = {"module Net": np.array([[0, 10], [20, 30], [40, 50]], dtype=np.int64)}
+    runs = ModuleRuns([calls])
+    events = [[(15, user), (35, user), (5, model), (45, model), (36, model)]]
+    sites = sync_sites(events, [(0, 60)], 2.0, [module_calls(runs, 0)])
+    by_file = {w["file"]: w["outside"] for w in sites}
+    assert by_file == {"/home/u/loop.py": True, "/home/u/model.py": False}
+    assert all(w["outside"] is None for w in sync_sites(events, [(0, 60)], 2.0))
+    assert module_calls([np.zeros((3, 2), dtype=np.int64)], 0) is None

@@ -77,6 +77,11 @@ def test_a_generate_script_s_stopping_check_is_pinned_in_transformers_via_the_us
     for w in in_generate:  # each reached from one of the script's generate() calls
         file, _, rest = w["via"].partition(":")
         assert file.endswith(rec["user_call"]["file"]) and int(rest.split()[0]) in calls
+    # generate()'s own syncs (its stopping check first) come between the model's forward
+    # calls: outside a graph of the forward; a sync the forward makes is inside
+    assert all(w["outside"] is True for w in in_generate)
+    in_forward = [w for w in f.where if w["file"] != rec["library_file"]]
+    assert in_forward and all(w["outside"] is False for w in in_forward)
     # the user's own lines come first, then the library's; per step they add up to the trace's count
     flags = [w["library"] for w in f.where]
     assert flags == sorted(flags)

@@ -87,10 +87,32 @@ def site_of(stack: Sequence[Sequence[Any]]) -> tuple[Frame, Frame | None] | None
     return site, via
 
 
+def module_calls(runs: AnyRuns, index: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Run ``index``'s top-level module calls as sorted ``(starts, ends)`` (ns), for a
+    workload timed by its module calls; None for marked steps or profiler regions (a step
+    there covers the whole iteration: nothing finer to place a call in)."""
+    if not isinstance(runs, ModuleRuns):
+        return None
+    calls = [a for a in runs.runs[index].values() if len(a)]
+    if not calls:
+        return None
+    both = np.concatenate(calls)
+    both = both[np.argsort(both[:, 0], kind="stable")]
+    return both[:, 0], both[:, 1]
+
+
+def _inside(calls: tuple[np.ndarray, np.ndarray], t: int) -> bool:
+    """Whether ``t`` falls in one of the (outermost, so disjoint) module calls."""
+    starts, ends = calls
+    at = int(np.searchsorted(starts, t, side="right")) - 1
+    return at >= 0 and t <= int(ends[at])
+
+
 def sync_sites(
     events: Sequence[Sequence[tuple[int, Sequence[Sequence[Any]]]]],
     windows: Sequence[tuple[int, int] | None],
     syncs_per_step: float,
+    calls: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None,
 ) -> list[dict[str, Any]]:
     """The source lines of the synchronizing calls of the runs' windows (module docstring).
 
@@ -98,15 +120,21 @@ def sync_sites(
         events: per run, its ``(t_ns, stack)`` events.
         windows: per run, its window (:func:`run_window`); a run without one counts no event.
         syncs_per_step: the trace's synchronizing calls per steady step (p50).
+        calls: per run, its top-level module calls (:func:`module_calls`) or None.
 
     Returns:
         up to :data:`TOP_SITES` dicts: ``file`` (a library's from its package on),
         ``line``, ``function``, ``library`` (bool), ``via`` (``"file:line (function)"`` of the
-        user's frame that led to a library site, or None), ``share`` (of the events) and
-        ``per_step`` (``share x syncs_per_step``); user lines first.
+        user's frame that led to a library site, or None), ``share`` (of the events),
+        ``per_step`` (``share x syncs_per_step``) and ``outside`` (True when every one of the
+        line's calls came between the top-level module calls, as a ``generate()`` loop's
+        stopping check does: a graph of the module call leaves it out, it is no blocker;
+        False when some came inside one; None without module calls); user lines first.
     """
     counts: Counter[tuple[Frame, Frame | None]] = Counter()
-    for run, window in zip(events, windows, strict=True):
+    inside: Counter[tuple[Frame, Frame | None]] = Counter()
+    per_run = list(calls) if calls is not None else [None] * len(events)
+    for run, window, run_calls in zip(events, windows, per_run, strict=True):
         if window is None:
             continue
         for t, stack in run:
@@ -114,6 +142,9 @@ def sync_sites(
                 found = site_of(stack)
                 if found is not None:
                     counts[found] += 1
+                    if run_calls is not None and _inside(run_calls, t):
+                        inside[found] += 1
+    placed = calls is not None and any(c is not None for c in calls)
     total = sum(counts.values())
     if not total:
         return []
@@ -130,6 +161,7 @@ def sync_sites(
                 "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
                 "share": n / total,
                 "per_step": n / total * syncs_per_step,
+                "outside": (inside[(site, via)] == 0) if placed else None,
             }
         )
     return out
@@ -164,7 +196,12 @@ def where(runs: AnyRuns | None, sync: SyncRuns | None, syncs_per_step: float) ->
     count = len(runs.runs) if isinstance(runs, (RegionRuns, ModuleRuns)) else len(runs)
     if len(sync.events) != count:
         return [], "source lines: not collected (the runs' files do not match their step times)"
-    sites = sync_sites(sync.events, [run_window(runs, i) for i in range(count)], syncs_per_step)
+    sites = sync_sites(
+        sync.events,
+        [run_window(runs, i) for i in range(count)],
+        syncs_per_step,
+        [module_calls(runs, i) for i in range(count)],
+    )
     if not sites:
         return [], "source lines: the runs without nsys met no synchronizing call in their timed steps"
     return sites, ""
@@ -248,6 +285,7 @@ def graph_skips(sync: SyncRuns | None, graph_launches_per_step: float) -> Findin
                 "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
                 "share": n / total,
                 "per_step": None,
+                "outside": None,
                 "reason": reason,
             }
         )

@@ -120,6 +120,8 @@ def where_lines(summary: Any) -> list[str]:
                 line = f"  CUDA Graphs skipped at {w.file}:{w.line} ({w.function}): {w.reason}"
             if w.library:
                 line += " [library" + (f"; called from {w.via}" if w.via else "") + "]"
+            if w.outside:
+                line += "; between the top-level module calls: outside a graph of them"
             out.append(line)
     return out
 

@@ -152,6 +152,11 @@ class SourceLine(_Model):
     per_step: float | None = Field(
         ge=0, description="share x the trace's synchronizing calls per steady step (p50); null for a cudagraph-skip"
     )
+    outside: bool | None = Field(
+        None,
+        description="sync-in-step: every call came between the top-level module calls (a graph of the module call "
+        "leaves it out); null without module calls",
+    )
     reason: str | None = Field(None, description="cudagraph-skip: Inductor's reason for skipping CUDA Graphs there")
 
 

@@ -159,7 +159,8 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
     for w in finding.where:
         at = w["via"] if w["library"] and w["via"] else f"{w['file']}:{w['line']} ({w['function']})"
         what = f"{w['file']}:{w['line']} ({w['function']}), from your {at}" if w["library"] else at
-        lines.append(f"# {what}: {w['per_step']:.2g} a step")
+        outside = " (between the module calls: keep it outside the graph)" if w.get("outside") else ""
+        lines.append(f"# {what}: {w['per_step']:.2g} a step{outside}")
     lines += [
         "#",
         "# Inside the captured function a sync cannot be captured: move it out of the step,",
