@@ -404,3 +404,35 @@ def test_analyze_with_a_folder_of_runs_without_nsys(tmp_path: Path) -> None:
         launchprof.analyze(trace, baseline=tmp_path / "..")
     with pytest.raises(TraceError, match="no such folder"):
         launchprof.analyze(trace, baseline=tmp_path / "missing")
+
+
+def test_runs_slower_than_the_trace_are_not_the_step_without_nsys() -> None:
+    """nsys does not make a program faster: marked steps without it more than the runs'
+    spread (1.15x) slower than the traced step come from a process that ran at another
+    pace (an H200 torch.compile loop: 772.8 us without nsys, 468.0 us under it), so the
+    expectation falls back to the estimate and the terminal says why; 1.1x slower is
+    within the spread and is used."""
+    traced = {"period_p50_ns": 468_000.0, "busy_p50_ns": 356_000.0}
+    slow = baseline_section([np.array([[i * 772_800, 1] for i in range(50)], dtype=np.int64)], traced)
+    assert slow["slower_than_traced"] is True and slow["overhead_ratio"] is None
+    assert measured_step(slow) is None
+    assert "slower without the profiler than with it" in describe(slow)
+    near = baseline_section([np.array([[i * 514_800, 1] for i in range(50)], dtype=np.int64)], traced)
+    assert near["slower_than_traced"] is False and measured_step(near) is not None
+
+
+def test_a_gpu_bound_step_whose_expected_gain_converts_is_launch_bound() -> None:
+    """The verdict follows the expected gain without the profiler: 'gpu-bound' (by the idle
+    gaps under nsys) beside an expected 2.01x that the decision then refused was one page
+    saying two things; now the step is launch-bound and converts. Below the bar it stays
+    gpu-bound."""
+    from types import SimpleNamespace
+
+    from launchprof.analysis.decision import MIN_SPEEDUP, agree
+
+    exp = SimpleNamespace(speedup=2.01, kept_share=0.1, eager_source="measured", eager_step_ns=772_800.0,
+                          gpu_side_ns=384_500.0, cpu_side_ns=60_000.0, kept_host_ns=5_000.0)  # fmt: skip
+    verdict, reasons = agree("gpu-bound", ["head", "split", "The GPU's own work sets the pace."], exp)  # type: ignore[arg-type]
+    assert verdict == "launch-bound" and "2.01x" in reasons[-1]
+    low = SimpleNamespace(**{**vars(exp), "speedup": MIN_SPEEDUP - 0.01})
+    assert agree("gpu-bound", ["head"], low)[0] == "gpu-bound"  # type: ignore[arg-type]

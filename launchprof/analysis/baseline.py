@@ -112,13 +112,19 @@ def runs_of(
     return step_times
 
 
+# The run-to-run spread of a step's median (benchmarks/README.md, "Timing pass": a round's
+# step moved up to 1.15x from the median of its workload's rounds).
+RUN_SPREAD = 1.15
 # A module's outermost calls are the steps when the step period under nsys is this many times
 # their period without it: nsys's host inflation of a PyTorch step (predict.DEFAULTS
-# profiler_torch_inflation_low/high, 1.0-2.9x) widened by 15 % each way for the run-to-run
-# spread of a step's median (benchmarks/README.md, "Timing pass": a round's step moved up to
-# 1.15x from the median of its workload's rounds). A module called once per layer, or once
-# per several steps, falls outside by its factor of calls.
-MODULE_MATCH = (1.0 / 1.15, 2.9 * 1.15)
+# profiler_torch_inflation_low/high, 1.0-2.9x) widened by RUN_SPREAD each way. A module
+# called once per layer, or once per several steps, falls outside by its factor of calls.
+MODULE_MATCH = (1.0 / RUN_SPREAD, 2.9 * RUN_SPREAD)
+# Marked steps without nsys slower than the traced step by more than RUN_SPREAD: nsys does not
+# make a program faster, so the two processes ran at different paces (an H200's torch.compile
+# loop: 772.8 us a step without nsys, 468.0 us under it, in one call whose bare runs read 573
+# and 406 us; tests/data/frameworks/MANIFEST.md) and the measurement is not this trace's step.
+SLOWER_THAN_TRACED = RUN_SPREAD
 
 
 def later_half(calls: np.ndarray) -> np.ndarray:
@@ -270,8 +276,9 @@ def baseline_section(
     ``profiled_period_p50_ns`` (the steps' ``period_p50_ns``, else ``nvtx_period_ns`` -
     the marker ranges' period in the trace, :func:`nvtx_period_p50`, for traces without
     GPU steps) and its ``profiled_source``, ``overhead_ratio``, ``correction`` and
-    ``assumption``; ratios are None when either period is missing or the host ran ahead
-    of the GPU (``host_ahead_of_gpu``, module docstring).
+    ``assumption``; ratios are None when either period is missing, the host ran ahead
+    of the GPU (``host_ahead_of_gpu``, module docstring), or the runs' step is slower than
+    the traced one by more than :data:`SLOWER_THAN_TRACED` (``slower_than_traced``).
 
     Args:
         steps: the steady steps' figures (``period_p50_ns``, ``busy_p50_ns``:
@@ -303,7 +310,9 @@ def baseline_section(
     ahead = bool(ok and busy and unprofiled < float(busy) and section["source"] != "profiler-region")  # type: ignore[operator]
     section["host_ahead_of_gpu"] = ahead
     section["gpu_busy_p50_ns"] = float(busy) if busy else None
-    ok = ok and not ahead
+    slower = bool(ok and not ahead and unprofiled > float(profiled) * SLOWER_THAN_TRACED)  # type: ignore[operator,arg-type]
+    section["slower_than_traced"] = slower
+    ok = ok and not ahead and not slower
     section["overhead_ratio"] = float(profiled) / unprofiled if ok else None  # type: ignore[arg-type,operator]
     section["correction"] = unprofiled / float(profiled) if ok else None  # type: ignore[arg-type,operator]
     section["assumption"] = ASSUMPTION
@@ -313,12 +322,13 @@ def baseline_section(
 def measured_step(section: Mapping[str, Any], mean: bool = False) -> tuple[float, list[float], str] | None:
     """The eager step measured without nsys that a ``baseline`` section
     (:func:`baseline_section`) gives the prediction: ``(step_ns, per-run steps, how they
-    were timed)``; None when it has no usable period (none, or the host ran ahead of the
-    GPU). ``mean``: the mean period instead of the median, for steps of several shapes
+    were timed)``; None when it has no usable period (none, the host ran ahead of the
+    GPU, or the runs ran slower than the trace: :data:`SLOWER_THAN_TRACED`). ``mean``: the
+    mean period instead of the median, for steps of several shapes
     (:func:`launchprof.analysis.expect.expect_shapes`: the prediction weighs the shapes as
     the program's time does); the per-run figures are then scaled by mean / median."""
     period = section.get("period_p50_ns")
-    if not period or section.get("host_ahead_of_gpu"):
+    if not period or section.get("host_ahead_of_gpu") or section.get("slower_than_traced"):
         return None
     per_run = [float(x) for x in section.get("run_period_p50_ns") or [] if x]
     if mean and section.get("period_mean_ns"):

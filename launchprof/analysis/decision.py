@@ -34,9 +34,16 @@ def agree(
     a graph is expected to gain at least :data:`MIN_SPEEDUP` without the profiler (the host
     work it waits for lies inside the region a capture removes), else named by what holds
     the GPU back then: ``gpu-bound`` when the graph step's GPU side is the larger,
-    ``host-bound`` when the host work a graph keeps is (README: Diagnosis). Without an
+    ``host-bound`` when the host work a graph keeps is (README: Diagnosis). A ``gpu-bound``
+    step (by the idle gaps under nsys) whose expected gain without the profiler reaches
+    :data:`MIN_SPEEDUP` is ``launch-bound`` too: the decision follows that one figure, so
+    "gpu-bound" never stands beside an expected gain that would convert. Without an
     expectation, the prediction under nsys (``pred``) decides the same way. When the
     verdict changes, the idle gaps' cause (the last reason) is said to be nsys's view."""
+    if verdict == "gpu-bound" and exp is not None and exp.speedup >= MIN_SPEEDUP:
+        # busy under nsys, yet without it the step is long enough that a graph is expected to pay
+        # (a measured eager step well above the GPU's work): the decision follows the expectation
+        verdict = "host-bound"
     if verdict not in ("launch-bound", "host-bound") or (exp is None and pred is None):
         return verdict, reasons
     gain = exp.speedup if exp is not None else pred.speedup  # type: ignore[union-attr]

@@ -125,7 +125,8 @@ def _baseline_periods(
     first period left out; None when the summary has no baseline, or no file holds two
     steps.
 
-    A host that ran ahead of the GPU in those runs (``host_ahead_of_gpu``: its steps took
+    Runs slower than the trace (``slower_than_traced``) give None, with a note. A host
+    that ran ahead of the GPU in those runs (``host_ahead_of_gpu``: its steps took
     less host time than the GPU's work, as a graph replay or GPU-bound work does) does not
     show the step's pace; the step is then GPU-bound, nsys does not slow the GPU's work,
     and the steady periods under nsys (``table``) stand for the unprofiled ones (said in
@@ -134,6 +135,12 @@ def _baseline_periods(
     from launchprof.trace.steptimes import StepTimesError, read_step_times
 
     if not isinstance(section, dict) or not section.get("runs"):
+        return None
+    if section.get("slower_than_traced"):
+        notes.append(
+            f"{folder}: its runs without nsys were slower than its trace (different paces): not used as the step "
+            "without nsys"
+        )
         return None
     if section.get("host_ahead_of_gpu"):
         if table is None:

@@ -182,6 +182,12 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
                 "(launchprof.step()) and no torch.cuda.profiler region timed"
             )
         return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
+    if section.get("slower_than_traced"):
+        return (
+            f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: slower "
+            "without the profiler than with it, so the two runs ran at different paces; the expected speedup is "
+            "the estimate (--baseline-runs 3 gives a spread)"
+        )
     if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
         return (
             f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: "

@@ -309,6 +309,9 @@ class Baseline(_Model):
     profiled_period_p50_ns: float | None
     profiled_source: Literal["steps", "nvtx"] | None
     host_ahead_of_gpu: bool
+    slower_than_traced: bool = Field(
+        False, description="the runs' step is slower than the traced one beyond the runs' spread: not used"
+    )
     gpu_busy_p50_ns: float | None
     overhead_ratio: float | None
     correction: float | None
