@@ -178,6 +178,20 @@ class SyncRuns:
     events: list[list[tuple[int, list[list[Any]]]]]
     unavailable: str | None = None
     skips: list[list[tuple[str, list[list[Any]]]]] = dataclasses.field(default_factory=list)
+    allocations: AllocRun | None = None
+
+
+@dataclass(frozen=True)
+class AllocRun:
+    """The allocation run (:func:`launchprof.commands.baseline.run_allocations`): one more
+    run without nsys with PyTorch's allocation history on, its step times as the analysis
+    takes them (``runs``, one run) and its allocations (``events``: ``(t_ns, kind,
+    size_bytes, stack)``, kind ``alloc`` or ``segment_alloc``); ``unavailable``: why it
+    could not record them, else None."""
+
+    runs: AnyRuns
+    events: list[tuple[int, str, int, list[list[Any]]]]
+    unavailable: str | None = None
 
 
 NOT_COLLECTED = (
@@ -208,12 +222,115 @@ def where(runs: AnyRuns | None, sync: SyncRuns | None, syncs_per_step: float) ->
 
 
 def placed(finding: Finding, runs: AnyRuns | None, sync: SyncRuns | None) -> Finding:
-    """A ``sync-in-step`` finding with its source lines (:func:`launchprof.analysis.sources.where`);
-    any other finding as it is."""
-    if finding.kind != "sync-in-step":
-        return finding
-    sites, note = where(runs, sync, float(finding.figures.get("sync_calls_p50") or 0.0))
-    return dataclasses.replace(finding, where=sites, where_note=note)
+    """A ``sync-in-step`` finding with its source lines (:func:`where`), an ``alloc-in-step``
+    or ``dynamic-shapes`` one with its allocation lines (:func:`alloc_where`); any other
+    finding as it is."""
+    if finding.kind == "sync-in-step":
+        sites, note = where(runs, sync, float(finding.figures.get("sync_calls_p50") or 0.0))
+        return dataclasses.replace(finding, where=sites, where_note=note)
+    if finding.kind in ("alloc-in-step", "dynamic-shapes"):
+        sites, note = alloc_where(sync.allocations if sync is not None else None, finding.kind)
+        return dataclasses.replace(finding, where=sites, where_note=note)
+    return finding
+
+
+ALLOC_NOT_COLLECTED = (
+    "source lines: not collected (they come from the short extra run `launchprof profile` makes of a PyTorch "
+    "workload whose steps allocate or change shape, with PyTorch's allocation history on)"
+)
+# An allocation line "changes size" when its allocations in the timed steps have at least
+# this many distinct sizes (a tensor that grows a row a step has one per step; a fixed
+# buffer has one; two could be a last partial batch).
+CHANGING_SIZES = 3
+
+
+def _steps_timed(runs: AnyRuns) -> int:
+    """How many steps the one run's window (:func:`run_window`) holds."""
+    if isinstance(runs, RegionRuns):
+        return len(runs.runs[0])
+    if isinstance(runs, ModuleRuns):
+        calls = module_calls(runs, 0)
+        return 0 if calls is None else len(calls[0]) - len(calls[0]) // 2
+    return max(len(runs[0]) - 1, 0)
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def alloc_sites(alloc: AllocRun, kind: str) -> list[dict[str, Any]]:
+    """The source lines of the allocation run's timed steps (its window, :func:`run_window`),
+    the user's own first, at most :data:`TOP_SITES`: for ``alloc-in-step``, the lines whose
+    allocation made the allocator call ``cudaMalloc`` (``segment_alloc``), else - none met in
+    the window - the lines whose allocations change size (what makes a caching allocator
+    ask for more); for ``dynamic-shapes``, the lines whose allocations change size
+    (:data:`CHANGING_SIZES`). Each: ``file``, ``line``, ``function``, ``library``, ``via``,
+    ``share`` (of the events listed), ``per_step`` (events a timed step), ``outside``
+    (None), ``reason`` (what the allocations there are: count, sizes, growing)."""
+    window = run_window(alloc.runs, 0)
+    steps = _steps_timed(alloc.runs)
+    if window is None or steps <= 0:
+        return []
+    inside = [e for e in alloc.events if window[0] <= e[0] <= window[1]]
+    by_site: dict[tuple[Frame, Frame | None], list[tuple[int, str, int]]] = {}
+    for t, what, size, stack in inside:
+        found = site_of(stack)
+        if found is not None:
+            by_site.setdefault(found, []).append((t, what, size))
+    mallocs = {k: v for k, v in by_site.items() if any(w == "segment_alloc" for _, w, _ in v)}
+    changing = {k: v for k, v in by_site.items() if len({size for _, w, size in v if w == "alloc"}) >= CHANGING_SIZES}
+    chosen = mallocs if kind == "alloc-in-step" and mallocs else changing
+    counted = {
+        k: [e for e in v if e[1] == ("segment_alloc" if chosen is mallocs else "alloc")] for k, v in chosen.items()
+    }
+    total = sum(len(v) for v in counted.values())
+    if not total:
+        return []
+    ranked = sorted(counted.items(), key=lambda kv: (_library(kv[0][0][0]), -len(kv[1]), kv[0][0]))
+    out = []
+    for (site, via), events in ranked[:TOP_SITES]:
+        sizes = [size for _, _, size in sorted(events)]
+        if chosen is mallocs:
+            what = f"cudaMalloc {len(sizes)} times in {steps} steps ({_size(min(sizes))} to {_size(max(sizes))})"
+        else:
+            ups = int(np.count_nonzero(np.diff(sizes) > 0))
+            downs = int(np.count_nonzero(np.diff(sizes) < 0))
+            trend = "growing" if ups >= 4 * max(downs, 1) else "changing"
+            what = f"{trend}: {len(set(sizes))} sizes, {_size(min(sizes))} to {_size(max(sizes))}"
+        library = _library(site[0])
+        out.append(
+            {
+                "file": _short(site[0]) if library else site[0],
+                "line": site[1],
+                "function": site[2],
+                "library": library,
+                "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
+                "share": len(events) / total,
+                "per_step": len(events) / steps,
+                "outside": None,
+                "reason": what,
+            }
+        )
+    return out
+
+
+def alloc_where(alloc: AllocRun | None, kind: str) -> tuple[list[dict[str, Any]], str]:
+    """An ``alloc-in-step`` or ``dynamic-shapes`` finding's allocation lines
+    (:func:`alloc_sites`) and, when there are none, one line why."""
+    if alloc is None:
+        return [], ALLOC_NOT_COLLECTED
+    if alloc.unavailable and not alloc.events:
+        return [], f"source lines: not collected ({alloc.unavailable})"
+    sites = alloc_sites(alloc, kind)
+    if not sites:
+        what = (
+            "cudaMalloc or allocation that changes size" if kind == "alloc-in-step" else "allocation that changes size"
+        )
+        return [], f"source lines: the allocation run met no {what} in its timed steps"
+    return sites, ""
 
 
 # What to do for each of Inductor's reasons for skipping CUDA Graphs, by a word of the

@@ -21,7 +21,7 @@ from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.sources import SyncRuns
+from launchprof.analysis.sources import AllocRun, SyncRuns
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
@@ -32,6 +32,8 @@ from launchprof.nsys.export import export_sqlite
 from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
 from launchprof.trace.steptimes import (
+    ALLOCATION_RUN,
+    StepTimesError,
     module_step_times,
     read_sources,
     read_step_times,
@@ -357,7 +359,22 @@ def sync_runs(folder: str | Path) -> SyncRuns | None:
         return None
     read = [read_sources(sources_file(p)) for p in paths]
     unavailable = next((r.unavailable for r in read if r.unavailable), None)
-    return SyncRuns([r.syncs for r in read], unavailable, [r.skips for r in read])
+    return SyncRuns([r.syncs for r in read], unavailable, [r.skips for r in read], allocation_run(folder))
+
+
+def allocation_run(folder: str | Path, step: str | None = None) -> AllocRun | None:
+    """The allocation run of a report folder (``allocations-1.steps`` and its ``.sources``,
+    :func:`launchprof.commands.baseline.run_allocations`), None when there is none or its
+    step times cannot be read."""
+    path = Path(folder) / ALLOCATION_RUN
+    if not path.is_file():
+        return None
+    try:
+        runs = runs_of([read_step_times(path, step or STEP_NAME)], [region_step_times(path)], [module_step_times(path)])
+    except StepTimesError:
+        return None
+    read = read_sources(sources_file(path))
+    return AllocRun(runs, read.allocs, read.unavailable)
 
 
 def with_baseline(result: AnalysisResult, baseline: BaselineRuns, sync: SyncRuns | None = None) -> TraceAnalysis:

@@ -205,3 +205,66 @@ def _read_run(
     ended = f" (ended there: {BASELINE_STEPS} steps are enough to time)" if len(times) >= BASELINE_STEPS else ""
     console.print(f"launchprof: baseline run {i}: {said}{ended}; the run took {wall:.2f} s", markup=False)
     return times, region, calls
+
+
+# The findings whose source lines an allocation run gives (launchprof.analysis.sources.placed).
+ALLOCATION_FINDINGS = ("alloc-in-step", "dynamic-shapes")
+
+
+def wants_allocations(summary: Any, folder: Path) -> bool:
+    """Whether ``profile`` makes an allocation run (:func:`run_allocations`): the analysis
+    found steps that allocate memory (``alloc-in-step``) or change shape
+    (``dynamic-shapes``), and the runs without nsys imported torch (they wrote a
+    ``baseline-1.sources``: the allocation history is PyTorch's)."""
+    from launchprof.trace.steptimes import run_files, sources_file
+
+    diag = getattr(summary, "diagnosis", None)
+    kinds = {f.kind for f in (diag.findings if diag is not None else None) or []}
+    return bool(kinds & set(ALLOCATION_FINDINGS)) and sources_file(run_files(folder, 1)[0]).is_file()
+
+
+def run_allocations(
+    work: Workload, folder: Path, console: Console, step: str | None = None, timed: str = "markers", stdout: Any = None
+) -> bool:
+    """One more run without nsys, short, with PyTorch's allocation history on
+    (``LAUNCHPROF_ALLOCATIONS``, :mod:`launchprof.profiler_region`, "Allocations"): step
+    times to ``allocations-1.steps`` and allocations with their Python stacks to
+    ``allocations-1.sources`` (:data:`launchprof.trace.steptimes.ALLOCATION_RUN`). It ends
+    after :data:`~launchprof.defaults.BASELINE_STEPS` marked steps or top-level module calls
+    (a profiler region is run whole). Recording a stack at every allocation slows the run,
+    so its step times are used only to find its steps, never as the step without nsys.
+    Returns whether the run exited 0 (a line says so when not)."""
+    from launchprof.defaults import BASELINE_STEPS, STEP_NAME, STOP_AFTER_ENV
+    from launchprof.marker import STEP_TIMES_ENV
+    from launchprof.profiler_region import ALLOCATIONS_ENV, MODULE_CALLS_ENV
+    from launchprof.trace.steptimes import ALLOCATION_RUN, sources_file
+
+    path = folder / ALLOCATION_RUN
+    sources = sources_file(path)
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+        sources.unlink(missing_ok=True)
+    console.print(
+        "launchprof: allocation run (without nsys, short: the steps allocate memory or change shape; PyTorch's "
+        "allocation history finds the lines; files it writes are written again)",
+        markup=False,
+        soft_wrap=True,
+    )
+    env = {**os.environ, STEP_TIMES_ENV: str(path.resolve()), ALLOCATIONS_ENV: str(sources.resolve())}
+    if timed == "module-calls":
+        env[MODULE_CALLS_ENV] = "1"
+        env[STOP_AFTER_ENV] = str(BASELINE_STEPS)
+    elif timed == "markers":
+        env[STOP_AFTER_ENV] = f"{BASELINE_STEPS}:{step or STEP_NAME}"
+    began = time.perf_counter()
+    try:
+        done = subprocess.run(baseline_argv(work.argv), env=env, check=False, stdout=stdout)
+    except OSError as exc:
+        raise TargetError(f"cannot run {work.argv[0]}: {exc.strerror}") from None
+    if done.returncode != 0:
+        console.print(f"launchprof: allocation run exited with code {done.returncode}; left out", markup=False)
+        with contextlib.suppress(OSError):
+            path.replace(path.with_name(path.name + ".failed"))
+        return False
+    console.print(f"launchprof: allocation run took {time.perf_counter() - began:.2f} s", markup=False)
+    return True

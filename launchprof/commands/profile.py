@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from launchprof.commands.baseline import nothing_to_time, run_baselines, timing
+from launchprof.commands.baseline import nothing_to_time, run_allocations, run_baselines, timing, wants_allocations
 from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
 from launchprof.commands.folders import claim_default_folder, claim_folder
 from launchprof.commands.warmup import WARM_ARROW, WARM_MODULES, WARM_SQLITE, WarmUp
@@ -282,21 +282,38 @@ def _after_recording(
 
     prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed, summary = True, None
+    held: list[str] = []  # summary.json's text, for --json, while an allocation run may follow
     try:
-        summary = run_analyze(
-            files.sqlite,
-            folder,
-            False,
-            run.bubble_threshold_ns,
-            str(run.nsys_path),
-            console,
-            step=run.step,
-            baseline=baseline,
-            early=ready if (ready is not None and not files.imported and not files.exported) else None,
-            workload={"exit_code": code} if code != 0 else None,
-            memory=run.memory,
-            document=run.document,
+        # Held back (the report's lines and --json) until it is known whether an allocation
+        # run follows, which makes the report again: the verdict is printed once.
+        first = console.capture()
+        try:
+            with first:
+                summary = run_analyze(
+                    files.sqlite,
+                    folder,
+                    False,
+                    run.bubble_threshold_ns,
+                    str(run.nsys_path),
+                    console,
+                    step=run.step,
+                    baseline=baseline,
+                    early=ready if (ready is not None and not files.imported and not files.exported) else None,
+                    workload={"exit_code": code} if code != 0 else None,
+                    memory=run.memory,
+                    document=held.append if run.document is not None else None,
+                )
+        except BaseException:  # what it printed before it failed, as it would have been
+            _release(console, first.get(), [], None)
+            raise
+        again = (
+            _with_allocations(run, files.sqlite, baseline, code)
+            if baseline is not None and wants_allocations(summary, folder)
+            else None
         )
+        if again is None:
+            _release(console, first.get(), held, run.document)
+        summary = again or summary
     except LaunchprofError as exc:
         if code == 0:
             console.print(
@@ -313,6 +330,38 @@ def _after_recording(
         if not webbrowser.open(uri):
             console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
     return ProfileResult(folder, code, analysed, summary, interrupted)
+
+
+def _release(console: Console, text: str, held: list[str], document: Callable[[str], None] | None) -> None:
+    """Print what the analysis printed while held back (rich's own rendering, names already
+    escaped) and hand summary.json's text to ``--json``."""
+    console.file.write(text)
+    console.file.flush()
+    if document is not None and held:
+        document(held[-1])
+
+
+def _with_allocations(run: _Run, sqlite: Path, baseline: Any, code: int) -> Any:
+    """The allocation run (:func:`launchprof.commands.baseline.run_allocations`) and, when it
+    ran, the report made again with its lines (printed, and handed to ``--json``); None
+    when that run failed (the first report stands)."""
+    from launchprof.commands.analyze import run_analyze
+
+    if not run_allocations(run.work, run.folder, run.console, run.step, timing(sqlite), run.workload_stdout):
+        return None
+    return run_analyze(
+        sqlite,
+        run.folder,
+        True,
+        run.bubble_threshold_ns,
+        str(run.nsys_path),
+        run.console,
+        step=run.step,
+        baseline=baseline,
+        workload={"exit_code": code} if code != 0 else None,
+        memory=run.memory,
+        document=run.document,
+    )
 
 
 def _baseline(run: _Run, code: int, sqlite: Path, interrupted: bool = False) -> Any:

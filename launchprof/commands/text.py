@@ -105,19 +105,25 @@ def steady_line(summary: Any) -> str | None:
 
 def where_lines(summary: Any) -> list[str]:
     """The source lines of the steady steps' synchronizing calls (the ``sync-in-step``
-    finding's ``where``, :mod:`launchprof.analysis.sources`) and of Inductor's skipped
-    CUDA Graphs (``cudagraph-skip``), the user's own first; none without the findings or
-    the lines."""
+    finding's ``where``, :mod:`launchprof.analysis.sources`), of Inductor's skipped CUDA
+    Graphs (``cudagraph-skip``) and of allocations in the step (``alloc-in-step``,
+    ``dynamic-shapes``, from the allocation run), the user's own first; none without the
+    findings or the lines."""
     diag = summary.diagnosis
     out = []
+    labels = {"alloc-in-step": "allocates", "dynamic-shapes": "changes shape"}
     for finding in (diag.findings if diag else None) or []:
-        if finding.kind not in ("sync-in-step", "cudagraph-skip"):
+        if finding.kind not in ("sync-in-step", "cudagraph-skip", *labels):
             continue
         for w in finding.where:
             if finding.kind == "sync-in-step":
                 line = f"  sync at {w.file}:{w.line} ({w.function}), {w.per_step:.2g} a step"
-            else:
+            elif finding.kind == "cudagraph-skip":
                 line = f"  CUDA Graphs skipped at {w.file}:{w.line} ({w.function}): {w.reason}"
+            else:
+                line = (
+                    f"  {labels[finding.kind]} at {w.file}:{w.line} ({w.function}), {w.per_step:.2g} a step: {w.reason}"
+                )
             if w.library:
                 line += " [library" + (f"; called from {w.via}" if w.via else "") + "]"
             if w.outside:

@@ -148,16 +148,22 @@ class SourceLine(_Model):
     function: str
     library: bool
     via: str | None = Field(description="the user's frame on the way to a library line: file:line (function)")
-    share: float = Field(ge=0, le=1, description="of the sync calls met in the runs' timed steps, or of the skips")
+    share: float = Field(ge=0, le=1, description="of the calls (syncs, skips, allocations) listed for the finding")
     per_step: float | None = Field(
-        ge=0, description="share x the trace's synchronizing calls per steady step (p50); null for a cudagraph-skip"
+        ge=0,
+        description="sync-in-step: share x the trace's synchronizing calls per steady step (p50); allocations: "
+        "the allocation run's a timed step; null for a cudagraph-skip",
     )
     outside: bool | None = Field(
         None,
         description="sync-in-step: every call came between the top-level module calls (a graph of the module call "
         "leaves it out); null without module calls",
     )
-    reason: str | None = Field(None, description="cudagraph-skip: Inductor's reason for skipping CUDA Graphs there")
+    reason: str | None = Field(
+        None,
+        description="cudagraph-skip: Inductor's reason for skipping CUDA Graphs there; alloc-in-step, dynamic-shapes: "
+        "what the allocations there are (cudaMalloc count, sizes, growing)",
+    )
 
 
 class FindingDoc(_Model):

@@ -106,11 +106,14 @@ class RunSources:
     ``syncs``, its synchronizing calls (``(t_ns, stack)``); ``skips``, Inductor's reasons
     for running a compiled function without CUDA Graphs (``(reason, stack)``, in the order
     met); ``unavailable``, why the run could not collect the calls (its torch has no
-    ``set_sync_debug_mode``), else None."""
+    ``set_sync_debug_mode``), else None; ``allocs``, the caching allocator's allocations
+    (``(t_ns, kind, size_bytes, stack)``, kind ``alloc`` or ``segment_alloc``: a
+    ``cudaMalloc``), written by an allocation run."""
 
     syncs: list[SyncEvent] = field(default_factory=list)
     skips: list[tuple[str, list[list[Any]]]] = field(default_factory=list)
     unavailable: str | None = None
+    allocs: list[tuple[int, str, int, list[list[Any]]]] = field(default_factory=list)
 
 
 def read_sources(path: Path) -> RunSources:
@@ -140,6 +143,8 @@ def read_sources(path: Path) -> RunSources:
             out.syncs.append((t, stack))
         elif kind == "cudagraph-skip" and isinstance(doc.get("reason"), str):
             out.skips.append((doc["reason"], stack))
+        elif kind in ("alloc", "segment_alloc") and type(doc.get("size")) is int and doc["size"] >= 0:
+            out.allocs.append((t, kind, doc["size"], stack))
     return dataclasses.replace(out, unavailable=unavailable)
 
 
@@ -148,6 +153,9 @@ def read_sync_events(path: Path) -> tuple[list[SyncEvent], str | None]:
     ``(events, unavailable)`` of :func:`read_sources`."""
     run = read_sources(path)
     return run.syncs, run.unavailable
+
+
+ALLOCATION_RUN = "allocations-1.steps"  # the allocation run's step times; its .sources beside
 
 
 def run_files(folder: Path, runs: int) -> list[Path]:

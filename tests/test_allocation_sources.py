@@ -1,0 +1,128 @@
+"""Allocation lines (launchprof/profiler_region.py, "Allocations"; launchprof/analysis/sources.py,
+alloc_sites): the allocation run's collector run for real through the launcher, as
+``profile``'s allocation run runs it, with a stand-in ``torch`` (CI has no GPU and no
+torch) whose operations record their allocations as PyTorch's allocation history does
+(``_record_memory_history`` / ``_snapshot``: entries with ``action``, ``size``,
+``time_us`` on the wall clock, ``frames`` innermost first). What is checked is launchprof's
+part: the history turned on through ``torch.cuda._lazy_call``, written at the step
+markers' ``os._exit``, put on the step times' clock, and the lines read back. On the GPU
+machine the same path runs with the real torch (tests/data/frameworks, manifest
+``allocations``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from launchprof import profiler_region
+from launchprof.analysis.baseline import runs_of
+from launchprof.analysis.sources import AllocRun, alloc_sites, alloc_where
+from launchprof.trace.steptimes import read_sources, read_step_times
+
+FAKE_TORCH = """
+import sys, time
+
+class _Memory:
+    on = False
+    trace = []
+
+    @staticmethod
+    def _record_memory_history(max_entries=0, context=None, stacks=None):
+        _Memory.on = (context, stacks) == ("alloc", "python")
+
+    @staticmethod
+    def _snapshot():
+        return {"segments": [], "device_traces": [list(_Memory.trace)]}
+
+class _Cuda:
+    memory = _Memory()
+
+    @staticmethod
+    def _lazy_call(fn):
+        fn()  # CUDA already initialised
+
+cuda = _Cuda()
+_cached = [0]
+
+def _record(action, size):
+    if not _Memory.on:
+        return
+    frames, f = [], sys._getframe(2)
+    while f is not None:  # innermost first, as PyTorch's CapturedTraceback gives them
+        frames.append({"filename": f.f_code.co_filename, "line": f.f_lineno, "name": f.f_code.co_name})
+        f = f.f_back
+    _Memory.trace.append({"action": action, "addr": 0, "size": size, "stream": 0,
+                          "time_us": time.time_ns() // 1000, "frames": frames})
+
+def zeros(n):
+    _record("alloc", 4 * n)
+    return n
+
+def cat(rows):
+    size = 1024 * (rows + 1)
+    if size > _cached[0]:  # the allocator asks CUDA for more now and then
+        _cached[0] = size * 4
+        _record("segment_alloc", size * 4)
+    _record("alloc", size)
+    return rows + 1
+"""
+
+SCRIPT = """
+import time
+import torch
+import launchprof
+
+cache = 1
+for i in range(80):
+    with launchprof.step():
+        x = torch.zeros(256)  # planted zeros
+        cache = torch.cat(cache)  # planted cat
+        time.sleep(0.0005)
+"""
+
+
+def _line(path: Path, marker: str) -> int:
+    return next(i for i, text in enumerate(path.read_text().splitlines(), start=1) if marker in text)
+
+
+def test_allocations_are_written_at_the_markers_exit_and_pinned_to_their_lines(tmp_path: Path) -> None:
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    script = tmp_path / "loop.py"
+    script.write_text(SCRIPT)
+    steps, sources = tmp_path / "allocations-1.steps", tmp_path / "allocations-1.sources"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "LAUNCHPROF_STEP_TIMES": str(steps),
+        "LAUNCHPROF_STOP_AFTER": "50:step",
+        profiler_region.ALLOCATIONS_ENV: str(sources),
+    }
+    done = subprocess.run(
+        [sys.executable, profiler_region.__file__, str(script)], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    times = read_step_times(steps, "step")
+    assert len(times) == 50  # the markers ended the run (os._exit): the history was written all the same
+    run = read_sources(sources)
+    assert {kind for _, kind, _, _ in run.allocs} == {"alloc", "segment_alloc"}
+    # on the step times' clock: every allocation falls inside the marked steps' span
+    assert all(times[0, 0] <= t <= times[-1, 1] for t, _, _, _ in run.allocs)
+    alloc = AllocRun(runs_of([times], [times[:0]]), run.allocs)
+    zeros, cat = _line(script, "# planted zeros"), _line(script, "# planted cat")
+
+    growing = alloc_sites(alloc, "dynamic-shapes")
+    assert [(w["line"], w["function"]) for w in growing] == [(cat, "<module>")]  # not the fixed-size zeros
+    assert growing[0]["reason"].startswith("growing: ") and growing[0]["per_step"] == 1.0
+    mallocs = alloc_sites(alloc, "alloc-in-step")
+    assert [w["line"] for w in mallocs] == [cat] and mallocs[0]["reason"].startswith("cudaMalloc ")
+    assert 0 < mallocs[0]["per_step"] < 1  # now and then, not every step
+    assert zeros not in {w["line"] for w in growing + mallocs}
+
+
+def test_without_an_allocation_run_the_finding_says_so_in_one_line() -> None:
+    sites, note = alloc_where(None, "alloc-in-step")
+    assert sites == [] and note.startswith("source lines: not collected") and "\n" not in note
