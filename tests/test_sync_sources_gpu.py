@@ -158,3 +158,38 @@ def test_a_run_slower_than_its_trace_is_not_taken_as_the_step(tmp_path: Path) ->
     truth = min(bare) / max(fixed), max(bare) / min(fixed)
     assert expected["speedup_low"] <= truth[0] and expected["speedup"] < 1.25
     assert doc["recommendation"]["convert"] is False and doc["diagnosis"]["verdict"] != "launch-bound"
+
+
+ALLOCS: dict[str, Any] = json.loads((CORPUS / "manifest.json").read_text())["allocations"]
+
+
+def test_a_growing_cache_and_a_sync_are_pinned_to_their_lines(tmp_path: Path) -> None:
+    """planted_allocs.py on an H200: the step grows a cache with torch.cat (its copy
+    kernel's grid changes every step, and now and then the allocator calls cudaMalloc),
+    reads a value back with .item(), and makes a buffer with torch.zeros. The allocation
+    run pins the cudaMalloc and the growing shape to the cat line, the sync to the .item()
+    line; the fixed-size buffer is no finding's line (inside a capture it comes from the
+    graph's own pool). Lines found by their text in the example."""
+    rec = ALLOCS["planted_allocs_rec1"]
+    planted = rec["planted"]
+    src = CORPUS / rec["baseline_folder"]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in ("baseline-1.steps", "allocations-1.steps"):
+        shutil.copy(src / name, folder)
+    for name in ("baseline-1.sources", "allocations-1.sources"):
+        (folder / name).write_bytes(lzma.decompress((src / f"{name}.xz").read_bytes()))
+    a = launchprof.analyze(CORPUS / "planted_allocs_rec1.sqlite.xz", baseline=folder)
+    found = {f.kind: f for f in a.diagnosis.findings}
+    (cat,) = _lines(planted["file"], planted["cat"])
+    (sync,) = _lines(planted["file"], planted["sync"])
+    (zeros,) = _lines(planted["file"], planted["zeros"])
+    malloc = found["alloc-in-step"].where
+    assert [w["line"] for w in malloc] == [cat] and malloc[0]["reason"].startswith("cudaMalloc")
+    shapes = found["dynamic-shapes"]
+    assert shapes.where[0]["line"] == cat and shapes.where[0]["reason"].startswith("growing")
+    assert shapes.figures["growing"] is True  # the trace's own view agrees: a static cache, not buckets
+    assert found["sync-in-step"].where[0]["line"] == sync
+    listed = {w["line"] for f in found.values() for w in f.where}
+    assert zeros not in listed
+    assert all(w["file"].endswith(planted["file"]) for f in found.values() for w in f.where)

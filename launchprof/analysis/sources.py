@@ -261,6 +261,24 @@ def _size(n: float) -> str:
     return f"{n:,.0f} B"
 
 
+def _growing(sizes: Sequence[int]) -> bool:
+    """Whether allocations of one line (in time order) grow: at least 80 % of its distinct
+    sizes were larger than every size before them when first met. A cache grown by a row a
+    step is (also when it restarts, as a ``generate()`` call's cache does: the sizes of the
+    next round were met before); a line that allocates a fixed buffer between the growing
+    ones (``cat([cache, x.repeat(...)])``) still is; sizes that go up and down are not."""
+    seen: set[int] = set()
+    top, new_top = -1, 0
+    for size in sizes:
+        if size in seen:
+            continue
+        seen.add(size)
+        if size > top:
+            new_top += 1
+            top = size
+    return len(seen) >= CHANGING_SIZES and new_top >= 0.8 * len(seen)
+
+
 def alloc_sites(alloc: AllocRun, kind: str) -> list[dict[str, Any]]:
     """The source lines of the allocation run's timed steps (its window, :func:`run_window`),
     the user's own first, at most :data:`TOP_SITES`: for ``alloc-in-step``, the lines whose
@@ -289,16 +307,23 @@ def alloc_sites(alloc: AllocRun, kind: str) -> list[dict[str, Any]]:
     total = sum(len(v) for v in counted.values())
     if not total:
         return []
-    ranked = sorted(counted.items(), key=lambda kv: (_library(kv[0][0][0]), -len(kv[1]), kv[0][0]))
+
+    # cudaMalloc lines by count; lines that change size by how many sizes (a cache that grows
+    # a row a step has one per step), growing ones first
+    def rank(kv: tuple[tuple[Frame, Frame | None], list[tuple[int, str, int]]]) -> tuple[Any, ...]:
+        (site, _), events = kv
+        if chosen is mallocs:
+            return (_library(site[0]), -len(events), site)
+        sizes = [size for _, _, size in sorted(events)]
+        return (_library(site[0]), not _growing(sizes), -len(set(sizes)), site)
+
     out = []
-    for (site, via), events in ranked[:TOP_SITES]:
+    for (site, via), events in sorted(counted.items(), key=rank)[:TOP_SITES]:
         sizes = [size for _, _, size in sorted(events)]
         if chosen is mallocs:
             what = f"cudaMalloc {len(sizes)} times in {steps} steps ({_size(min(sizes))} to {_size(max(sizes))})"
         else:
-            ups = int(np.count_nonzero(np.diff(sizes) > 0))
-            downs = int(np.count_nonzero(np.diff(sizes) < 0))
-            trend = "growing" if ups >= 4 * max(downs, 1) else "changing"
+            trend = "growing" if _growing(sizes) else "changing"
             what = f"{trend}: {len(set(sizes))} sizes, {_size(min(sizes))} to {_size(max(sizes))}"
         library = _library(site[0])
         out.append(
