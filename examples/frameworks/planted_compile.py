@@ -2,12 +2,14 @@
 keeps running statistics by changing an input in place - which makes Inductor run it
 without CUDA Graphs - for checking the ``cudagraph-skip`` finding and its source line.
 
-Usage:  python examples/frameworks/planted_compile.py {mutate,fixed} [--steps N] [--width W]
+Usage:  python examples/frameworks/planted_compile.py {mutate,fixed,eager,default} [--steps N] [--width W]
 
 ``mutate``: the compiled step updates ``stats`` (an argument) in place (the planted line,
 marked below); Inductor logs "skipping cudagraphs due to mutated inputs" and runs the step
 as eager Triton kernels. ``fixed``: the same arithmetic, the new statistics returned and
-assigned by the caller; Inductor captures the step in a CUDA Graph. Each step is marked
+assigned by the caller; Inductor captures the step in a CUDA Graph. ``eager``: the fixed
+step, not compiled; ``default``: the fixed step with ``torch.compile(mode="default")``
+(Inductor's fused kernels, no CUDA Graph). Each step is marked
 with ``launchprof.step()``. Prints one ``RESULT`` line with the mean step time
 (perf_counter over the timed steps, CUDA-synchronised).
 """
@@ -37,7 +39,7 @@ class Block(nn.Module):
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["mutate", "fixed"])
+    parser.add_argument("mode", choices=["mutate", "fixed", "eager", "default"])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--width", type=int, default=256)
     parser.add_argument("--layers", type=int, default=12)
@@ -54,7 +56,12 @@ def main() -> None:
         h = model(x)
         return h.sum(1), stats * 0.9 + h.mean(0) * 0.1
 
-    compiled = torch.compile(step_mutate if a.mode == "mutate" else step_fixed, mode="reduce-overhead")
+    if a.mode == "eager":
+        compiled = step_fixed
+    elif a.mode == "default":
+        compiled = torch.compile(step_fixed, mode="default")
+    else:
+        compiled = torch.compile(step_mutate if a.mode == "mutate" else step_fixed, mode="reduce-overhead")
     x = torch.randn(16, a.width, device="cuda")
     stats = torch.zeros(a.width, device="cuda")
     began = 0
@@ -64,7 +71,8 @@ def main() -> None:
                 torch.cuda.synchronize()
                 began = time.perf_counter_ns()
             with launchprof.step():
-                torch.compiler.cudagraph_mark_step_begin()
+                if a.mode in ("mutate", "fixed"):
+                    torch.compiler.cudagraph_mark_step_begin()
                 if a.mode == "mutate":
                     compiled(x, stats)
                 else:
