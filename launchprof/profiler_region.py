@@ -65,9 +65,8 @@ file, not its stderr. A torch without the check writes ``{"unavailable": why}`` 
 
 CUDA Graphs that ``torch.compile(mode="reduce-overhead")`` did not use. In the same runs,
 Inductor's reason for running a compiled function without CUDA Graphs (its log record
-``skipping cudagraphs due to REASON ... Found from : File "F", line N, in FUNC``, logger
-``torch._inductor.cudagraph_utils`` and below; shown on stderr by PyTorch >= 2.6 as a
-warning, at the ``perf_hints`` level before) is also written, as ``{"t": perf_counter_ns,
+``skipping cudagraphs due to REASON ... Found from : File "F", line N, in FUNC``, at
+WARNING on the loggers of :data:`SKIP_LOGGERS` or their artifact loggers) is also written, as ``{"t": perf_counter_ns,
 "kind": "cudagraph-skip", "reason": REASON, "stack": [[file, line, function], ...]}`` (the
 frames Inductor names, innermost last; none when it names none). The record still reaches
 PyTorch's own handlers as before.
@@ -103,6 +102,7 @@ import os
 import re
 import runpy
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from types import FrameType, ModuleType
@@ -127,15 +127,16 @@ SYNC_WARNING = "called a synchronizing CUDA operation"
 # stopping check sits 6 frames deep, a model's forward 20-40) to reach the user's script.
 STACK_FRAMES = 96
 PROTOTYPE_WARNING = "Synchronization debug mode is a prototype"  # PyTorch's, at turning it on
-# Inductor's logger of its CUDA Graph decisions (torch/_inductor/cudagraph_utils.py; its
-# artifact loggers, "...cudagraph_utils.__cudagraphs" and "__perf_hints", propagate to it).
 ALLOCATIONS_ENV = "LAUNCHPROF_ALLOCATIONS"
 # Allocation entries kept by PyTorch's history (its ring buffer, the latest ones): a step
 # of a large model allocates a few thousand times; the analysis needs some steady steps.
 ALLOC_ENTRIES = 200_000
-SKIP_LOGGER = "torch._inductor.cudagraph_utils"
-# Its artifact loggers: an artifact off by default (perf_hints) does not propagate to it.
-SKIP_ARTIFACTS = ("__cudagraphs", "__perf_hints")
+# Inductor's loggers of its CUDA Graph decisions: torch/_inductor/cudagraph_utils.py (2.3 on;
+# 2.11 logged on its "__cudagraphs" artifact logger) and compile_fx.py (up to 2.2, on
+# "__perf_hints"), each with its artifact loggers: an artifact that is off by default
+# (perf_hints) does not propagate, so the handler sits on each of them. All log at WARNING.
+SKIP_LOGGERS = ("torch._inductor.cudagraph_utils", "torch._inductor.compile_fx")
+SKIP_ARTIFACTS = ("", ".__cudagraphs", ".__perf_hints")
 SKIP_TEXT = "skipping cudagraphs due to "
 _TRACE_LINE = re.compile(r'^\s*File "(.+)", line (\d+), in (.+?)\s*$')
 
@@ -269,6 +270,7 @@ class _SyncSources:
         self.out: Any = None
         self.pid = os.getpid()
         self.shown: Any = None
+        self.lock = threading.Lock()
 
     def install(self, torch: ModuleType) -> None:
         import warnings
@@ -307,11 +309,16 @@ class _SyncSources:
                 stack.append([name, frame.f_lineno, frame.f_code.co_name])
             frame = frame.f_back
         stack.reverse()  # innermost last
-        event = {"t": time.perf_counter_ns(), "kind": "sync", "stack": stack}
-        try:
-            self.out.write(json.dumps(event) + "\n")
-        except (OSError, ValueError):
-            pass
+        self.write({"t": time.perf_counter_ns(), "kind": "sync", "stack": stack})
+
+    def write(self, event: dict[str, Any]) -> None:
+        """One event, one line, whole (threads: one at a time)."""
+        line = json.dumps(event) + "\n"
+        with self.lock:
+            try:
+                self.out.write(line)
+            except (OSError, ValueError):
+                pass
 
 
 class _SkipHandler(logging.Handler):
@@ -323,18 +330,17 @@ class _SkipHandler(logging.Handler):
         self.last: logging.LogRecord | None = None
 
     def attach(self) -> None:
-        logger = logging.getLogger(SKIP_LOGGER)
-        if logger.level == logging.NOTSET or logger.level > logging.INFO:
-            # perf_hints records (PyTorch < 2.6) are made only at INFO; PyTorch's own
-            # handlers, on "torch", keep their levels, so nothing more is shown.
-            logger.setLevel(logging.INFO)
-        for name in ("", *(f".{a}" for a in SKIP_ARTIFACTS)):
-            logging.getLogger(SKIP_LOGGER + name).addHandler(self)
+        """On each of :data:`SKIP_LOGGERS` and its artifact loggers; no level is changed (the
+        user's logging settings stand)."""
+        for logger in SKIP_LOGGERS:
+            for artifact in SKIP_ARTIFACTS:
+                logging.getLogger(logger + artifact).addHandler(self)
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record is self.last:  # met again on its way up from an artifact logger
-            return
-        self.last = record
+        with self.sources.lock:  # Inductor may compile on another thread
+            if record is self.last:  # met again on its way up from an artifact logger
+                return
+            self.last = record
         try:
             text = record.getMessage()
         except Exception:  # noqa: BLE001 - a record that cannot be formatted is not ours to report
@@ -346,10 +352,7 @@ class _SkipHandler(logging.Handler):
         stack = [[m[1], int(m[2]), m[3]] for m in map(_TRACE_LINE.match, found.splitlines()) if m]
         reason = " ".join(head.split()).rstrip(".")
         event = {"t": time.perf_counter_ns(), "kind": "cudagraph-skip", "reason": reason, "stack": stack}
-        try:
-            self.sources.out.write(json.dumps(event) + "\n")
-        except (OSError, ValueError):
-            pass
+        self.sources.write(event)
 
 
 class _Allocations:
@@ -398,24 +401,33 @@ class _Allocations:
             pass
 
     def dump(self) -> None:
-        if self.written or self.offset is None or os.getpid() != self.pid:
+        if self.written or os.getpid() != self.pid:
             return
         self.written = True
+        if self.offset is None:
+            self._unavailable("the allocation history was never turned on (CUDA not initialised, or refused)")
+            return
         try:
             snapshot = self.torch.cuda.memory._snapshot()
         except Exception as exc:  # noqa: BLE001
             self._unavailable(f"torch.cuda.memory._snapshot: {exc}")
             return
-        lines = []
+        lines, untimed = [], 0
         for trace in snapshot.get("device_traces") or []:
             for entry in trace:
-                if entry.get("action") not in ("alloc", "segment_alloc") or "time_us" not in entry:
+                if entry.get("action") not in ("alloc", "segment_alloc"):
+                    continue
+                if "time_us" not in entry:
+                    untimed += 1
                     continue
                 frames = [[f.get("filename"), f.get("line"), f.get("name")] for f in entry.get("frames") or []]
                 frames.reverse()  # PyTorch lists the innermost frame first
                 t = int(entry["time_us"]) * 1000 + self.offset
                 event = {"t": t, "kind": entry["action"], "size": int(entry.get("size") or 0), "stack": frames}
                 lines.append(json.dumps(event) + "\n")
+        if untimed and not lines:
+            self._unavailable(f"{untimed} allocations recorded without a time (time_us): this torch is too old")
+            return
         try:
             with open(self.path, "a", encoding="utf-8") as out:
                 out.writelines(lines)

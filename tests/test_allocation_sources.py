@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from launchprof import profiler_region
 from launchprof.analysis.baseline import runs_of
 from launchprof.analysis.sources import AllocRun, alloc_sites, alloc_where
@@ -126,3 +128,38 @@ def test_allocations_are_written_at_the_markers_exit_and_pinned_to_their_lines(t
 def test_without_an_allocation_run_the_finding_says_so_in_one_line() -> None:
     sites, note = alloc_where(None, "alloc-in-step")
     assert sites == [] and note.startswith("source lines: not collected") and "\n" not in note
+
+
+def _grow(t0: int, period: int, n: int, line: int) -> list[tuple[int, str, int, list[list[object]]]]:
+    stack: list[list[object]] = [["/home/u/decode.py", line, "main"]]
+    return [(t0 + i * period + 300, "alloc", 1024 * (i + 1), stack) for i in range(n)]
+
+
+def test_per_step_counts_the_steps_of_the_module_that_paces_them_and_none_for_a_region() -> None:
+    """Reviewer's cases: an encoder and a decoder called at top level each step made the
+    module calls twice the steps (0.5 a step instead of 1); a profiler region counted as
+    one step (50 a step). The steps are the calls of the module that paces them (the
+    baseline's choice), and a region gives no per-step figure."""
+    from launchprof.analysis.baseline import ModuleRuns, RegionRuns
+
+    period = 1_000_000
+    enc = np.array([[i * period, i * period + 100] for i in range(50)], dtype=np.int64)
+    dec = np.array([[i * period + 200, i * period + 900] for i in range(50)], dtype=np.int64)
+    events = _grow(0, period, 50, 12)
+    two = AllocRun(ModuleRuns([{"module Encoder": enc, "module Decoder": dec}]), events)
+    (w,) = alloc_sites(two, "dynamic-shapes", module="module Decoder")
+    assert w["per_step"] == 1.0 and w["line"] == 12
+    region = AllocRun(RegionRuns([np.array([[0, 50 * period]], dtype=np.int64)]), events)
+    (r,) = alloc_sites(region, "dynamic-shapes")
+    assert r["per_step"] is None and "50 sizes" in r["reason"]
+
+
+def test_steps_before_the_first_recorded_allocation_are_left_out() -> None:
+    """PyTorch keeps only the latest history entries: when the first 20 of 50 steps lost
+    theirs, the figures are over the 30 steps that kept them (not 30 events over 49)."""
+    period = 1_000_000
+    steps = np.array([[i * period, i * period + 500_000] for i in range(50)], dtype=np.int64)
+    events = _grow(20 * period, period, 30, 7)
+    alloc = AllocRun(runs_of([steps], [steps[:0]]), events)
+    (w,) = alloc_sites(alloc, "dynamic-shapes")
+    assert w["per_step"] == 1.0

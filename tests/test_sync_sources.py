@@ -201,17 +201,19 @@ _seen = set()
 
 def compiled_add_(buf, level):
     # As Inductor does when it compiles a function that mutates its input: one record at
-    # compile time (PyTorch >= 2.6: WARNING on the __cudagraphs artifact logger; before,
-    # INFO on __perf_hints), naming the user's line in a traceback after "Found from".
+    # compile time, at WARNING, naming the user's line in a traceback after "Found from"
+    # (PyTorch 2.11: cudagraph_utils' __cudagraphs artifact logger; up to 2.2: compile_fx's
+    # __perf_hints, an artifact off by default that does not propagate).
     caller = sys._getframe(1)
     if (caller.f_code.co_filename, caller.f_lineno) in _seen:
         return
     _seen.add((caller.f_code.co_filename, caller.f_lineno))
-    name = "torch._inductor.cudagraph_utils." + ("__cudagraphs" if level == "warning" else "__perf_hints")
+    name = "torch._inductor." + ("cudagraph_utils.__cudagraphs" if level == "new" else "compile_fx.__perf_hints")
+    logging.getLogger(name).propagate = level == "new"
     text = ("skipping cudagraphs due to mutated inputs (1 instances). Found from : \\n"
             f'   File "{caller.f_code.co_filename}", line {caller.f_lineno}, in {caller.f_code.co_name}\\n'
             "    buf.add_(1)\\n")
-    getattr(logging.getLogger(name), level)(text)
+    logging.getLogger(name).warning(text)
 """
 
 SKIP_SCRIPT = """
@@ -219,10 +221,10 @@ import torch
 import launchprof
 
 def forward(buf):
-    torch.compiled_add_(buf, "warning")  # planted mutation
+    torch.compiled_add_(buf, "new")  # planted mutation
 
 def head(buf):
-    torch.compiled_add_(buf, "info")  # planted mutation, older torch
+    torch.compiled_add_(buf, "old")  # planted mutation, older torch
 
 for i in range(6):
     with launchprof.step():
@@ -233,8 +235,9 @@ for i in range(6):
 
 def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Path) -> None:
     """A workload whose ``torch.compile(mode="reduce-overhead")`` runs without CUDA Graphs:
-    Inductor logs why and where (here a stand-in torch logs as Inductor does, at WARNING
-    as PyTorch 2.11 did on the H200 and at INFO as the perf_hints of older versions). The
+    Inductor logs why and where (here a stand-in torch logs as Inductor does: on the logger
+    PyTorch 2.11 used on the H200, and on the one of versions up to 2.2, whose artifact does
+    not propagate). The
     run writes both reasons with the script's lines; the analysis makes a blocker naming
     them (no graph launches in the trace) or a warning (graphs launched)."""
     from launchprof.analysis.sources import graph_skips
@@ -259,7 +262,7 @@ def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Pa
     run = read_sources(sources)
     assert run.syncs == []
     script = tmp_path / "loop.py"
-    lines = [_line(script, 'torch.compiled_add_(buf, "warning")'), _line(script, 'torch.compiled_add_(buf, "info")')]
+    lines = [_line(script, 'torch.compiled_add_(buf, "new")'), _line(script, 'torch.compiled_add_(buf, "old")')]
     assert [(reason, [f[1] for f in stack]) for reason, stack in run.skips] == [
         ("mutated inputs (1 instances)", [lines[0]]),
         ("mutated inputs (1 instances)", [lines[1]]),

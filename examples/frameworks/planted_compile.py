@@ -5,13 +5,11 @@ without CUDA Graphs - for checking the ``cudagraph-skip`` finding and its source
 Usage:  python examples/frameworks/planted_compile.py {mutate,fixed,eager,default} [--steps N] [--width W]
 
 ``mutate``: the compiled step updates ``stats`` (an argument) in place (the planted line,
-marked below); Inductor logs "skipping cudagraphs due to mutated inputs" and runs the step
-as eager Triton kernels. ``fixed``: the same arithmetic, the new statistics returned and
-assigned by the caller; Inductor captures the step in a CUDA Graph. ``eager``: the fixed
-step, not compiled; ``default``: the fixed step with ``torch.compile(mode="default")``
-(Inductor's fused kernels, no CUDA Graph). Each step is marked
-with ``launchprof.step()``. Prints one ``RESULT`` line with the mean step time
-(perf_counter over the timed steps, CUDA-synchronised).
+marked below; Inductor logs "skipping cudagraphs due to mutated inputs"). ``fixed``: the new
+statistics returned and assigned by the caller (one CUDA Graph). ``eager``: the fixed step,
+not compiled; ``default``: ``torch.compile(mode="default")`` of it (fused kernels, no graph).
+Each step is marked with ``launchprof.step()``. Prints one ``RESULT`` line with the mean
+step time (perf_counter over the timed steps, CUDA-synchronised).
 """
 
 from __future__ import annotations

@@ -36,14 +36,22 @@ def agree(
     the GPU back then: ``gpu-bound`` when the graph step's GPU side is the larger,
     ``host-bound`` when the host work a graph keeps is (README: Diagnosis). A ``gpu-bound``
     step (by the idle gaps under nsys) whose expected gain without the profiler reaches
-    :data:`MIN_SPEEDUP` is ``launch-bound`` too: the decision follows that one figure, so
-    "gpu-bound" never stands beside an expected gain that would convert. Without an
+    :data:`MIN_SPEEDUP` is ``launch-bound`` too, with a reason that says so: the decision
+    follows that one figure, so "gpu-bound" never stands beside an expected gain that
+    would convert (it takes a measured eager step above the traced one, within the runs'
+    spread: a step more than that slower is not used, baseline.SLOWER_THAN_TRACED). Without an
     expectation, the prediction under nsys (``pred``) decides the same way. When the
     verdict changes, the idle gaps' cause (the last reason) is said to be nsys's view."""
     if verdict == "gpu-bound" and exp is not None and exp.speedup >= MIN_SPEEDUP:
-        # busy under nsys, yet without it the step is long enough that a graph is expected to pay
-        # (a measured eager step well above the GPU's work): the decision follows the expectation
-        verdict = "host-bound"
+        # busy under nsys, yet the step without it (measured: within the runs' spread of the
+        # traced one, baseline.SLOWER_THAN_TRACED) leaves room a graph is expected to take
+        eager = "measured" if exp.eager_source == "measured" else "estimated"
+        return "launch-bound", [
+            *reasons,
+            f"Under nsys the GPU's own work nearly fills the step, but without the profiler the step is "
+            f"{_us(exp.eager_step_ns)} ({eager}) against {_us(exp.graph_step_ns)} as a graph: a graph is "
+            f"expected to give {exp.speedup:.2f}x.",
+        ]
     if verdict not in ("launch-bound", "host-bound") or (exp is None and pred is None):
         return verdict, reasons
     gain = exp.speedup if exp is not None else pred.speedup  # type: ignore[union-attr]

@@ -469,7 +469,10 @@ def diagnose(
         else [F.graph_trace_mode(ctx, analysis)]
     )
     order = {"blocker": 0, "warning": 1, "info": 2}
-    findings = sorted((placed(f, baseline, sync) for f in found_list if f is not None), key=lambda f: order[f.severity])
+    module = section.get("module") if section is not None else None
+    findings = sorted(
+        (placed(f, baseline, sync, module) for f in found_list if f is not None), key=lambda f: order[f.severity]
+    )
     diagnosis = Diagnosis(
         verdict=verdict,
         reasons=reasons,

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from launchprof.analysis.baseline import AnyRuns, ModuleRuns, RegionRuns
+from launchprof.analysis.baseline import AnyRuns, ModuleRuns, RegionRuns, later_half
 from launchprof.analysis.findings import Finding
 
 TOP_SITES = 5
@@ -108,6 +108,25 @@ def _inside(calls: tuple[np.ndarray, np.ndarray], t: int) -> bool:
     return at >= 0 and t <= int(ends[at])
 
 
+def _where_line(
+    site: Frame, via: Frame | None, share: float, per_step: float | None, outside: bool | None, reason: str | None
+) -> dict[str, Any]:
+    """One ``Finding.where`` entry (the keys of :class:`launchprof.report.schema.SourceLine`):
+    a library's file from its package on, ``via`` as ``file:line (function)``."""
+    library = _library(site[0])
+    return {
+        "file": _short(site[0]) if library else site[0],
+        "line": site[1],
+        "function": site[2],
+        "library": library,
+        "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
+        "share": share,
+        "per_step": per_step,
+        "outside": outside,
+        "reason": reason,
+    }
+
+
 def sync_sites(
     events: Sequence[Sequence[tuple[int, Sequence[Sequence[Any]]]]],
     windows: Sequence[tuple[int, int] | None],
@@ -151,19 +170,8 @@ def sync_sites(
     ranked = sorted(counts.items(), key=lambda kv: (_library(kv[0][0][0]), -kv[1], kv[0][0]))
     out = []
     for (site, via), n in ranked[:TOP_SITES]:
-        library = _library(site[0])
-        out.append(
-            {
-                "file": _short(site[0]) if library else site[0],
-                "line": site[1],
-                "function": site[2],
-                "library": library,
-                "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
-                "share": n / total,
-                "per_step": n / total * syncs_per_step,
-                "outside": (inside[(site, via)] == 0) if placed else None,
-            }
-        )
+        outside = (inside[(site, via)] == 0) if placed else None
+        out.append(_where_line(site, via, n / total, n / total * syncs_per_step, outside, None))
     return out
 
 
@@ -221,19 +229,22 @@ def where(runs: AnyRuns | None, sync: SyncRuns | None, syncs_per_step: float) ->
     return sites, ""
 
 
-def placed(finding: Finding, runs: AnyRuns | None, sync: SyncRuns | None) -> Finding:
+def placed(finding: Finding, runs: AnyRuns | None, sync: SyncRuns | None, module: str | None = None) -> Finding:
     """A ``sync-in-step`` finding with its source lines (:func:`where`), an ``alloc-in-step``
-    or ``dynamic-shapes`` one with its allocation lines (:func:`alloc_where`); any other
+    or ``dynamic-shapes`` one with its allocation lines (:func:`alloc_where`; ``module``: the
+    top-level module whose calls are the steps, from the baseline section); any other
     finding as it is."""
     if finding.kind == "sync-in-step":
         sites, note = where(runs, sync, float(finding.figures.get("sync_calls_p50") or 0.0))
         return dataclasses.replace(finding, where=sites, where_note=note)
-    if finding.kind in ("alloc-in-step", "dynamic-shapes"):
-        sites, note = alloc_where(sync.allocations if sync is not None else None, finding.kind)
+    if finding.kind in ALLOCATION_KINDS:
+        sites, note = alloc_where(sync.allocations if sync is not None else None, finding.kind, module)
         return dataclasses.replace(finding, where=sites, where_note=note)
     return finding
 
 
+# The findings whose lines come from the allocation run (launchprof.commands.baseline.run_allocations).
+ALLOCATION_KINDS = ("alloc-in-step", "dynamic-shapes")
 ALLOC_NOT_COLLECTED = (
     "source lines: not collected (they come from the short extra run `launchprof profile` makes of a PyTorch "
     "workload whose steps allocate or change shape, with PyTorch's allocation history on)"
@@ -244,14 +255,29 @@ ALLOC_NOT_COLLECTED = (
 CHANGING_SIZES = 3
 
 
-def _steps_timed(runs: AnyRuns) -> int:
-    """How many steps the one run's window (:func:`run_window`) holds."""
+def _alloc_steps(alloc: AllocRun, module: str | None) -> np.ndarray | None:
+    """The allocation run's timed steps as ``(start_ns, end_ns)`` rows: its marked steps but
+    the first; the later half of the calls of ``module`` (the top-level module whose calls
+    are the steps, :func:`launchprof.analysis.baseline.module_match`; without it, the module
+    called most); None for a profiler region (its steps are not in the run). Steps that
+    began before the first recorded allocation are left out: PyTorch keeps only the latest
+    entries (:data:`launchprof.profiler_region.ALLOC_ENTRIES`), so a long run's first
+    steps may have lost theirs."""
+    runs = alloc.runs
     if isinstance(runs, RegionRuns):
-        return len(runs.runs[0])
+        return None
     if isinstance(runs, ModuleRuns):
-        calls = module_calls(runs, 0)
-        return 0 if calls is None else len(calls[0]) - len(calls[0]) // 2
-    return max(len(runs[0]) - 1, 0)
+        calls = {k: v for k, v in runs.runs[0].items() if len(v)}
+        if not calls:
+            return np.empty((0, 2), dtype=np.int64)
+        name = module if module in calls else max(calls, key=lambda k: len(calls[k]))
+        steps = later_half(calls[name])
+    else:
+        steps = runs[0][1:]
+    if alloc.events and len(steps):
+        first = min(e[0] for e in alloc.events)
+        steps = steps[steps[:, 0] >= first]
+    return steps
 
 
 def _size(n: float) -> str:
@@ -279,18 +305,24 @@ def _growing(sizes: Sequence[int]) -> bool:
     return len(seen) >= CHANGING_SIZES and new_top >= 0.8 * len(seen)
 
 
-def alloc_sites(alloc: AllocRun, kind: str) -> list[dict[str, Any]]:
+def alloc_sites(alloc: AllocRun, kind: str, module: str | None = None) -> list[dict[str, Any]]:
     """The source lines of the allocation run's timed steps (its window, :func:`run_window`),
     the user's own first, at most :data:`TOP_SITES`: for ``alloc-in-step``, the lines whose
     allocation made the allocator call ``cudaMalloc`` (``segment_alloc``), else - none met in
     the window - the lines whose allocations change size (what makes a caching allocator
     ask for more); for ``dynamic-shapes``, the lines whose allocations change size
-    (:data:`CHANGING_SIZES`). Each: ``file``, ``line``, ``function``, ``library``, ``via``,
-    ``share`` (of the events listed), ``per_step`` (events a timed step), ``outside``
-    (None), ``reason`` (what the allocations there are: count, sizes, growing)."""
-    window = run_window(alloc.runs, 0)
-    steps = _steps_timed(alloc.runs)
-    if window is None or steps <= 0:
+    (:data:`CHANGING_SIZES`). The steps are :func:`_alloc_steps` (``module``: the module
+    whose calls are the steps). Each: ``file``, ``line``, ``function``, ``library``,
+    ``via``, ``share`` (of the events listed), ``per_step`` (events a timed step; None for a
+    profiler region), ``outside`` (None), ``reason`` (what the allocations there are:
+    count, sizes, growing)."""
+    timed = _alloc_steps(alloc, module)
+    if timed is None:  # a profiler region: the region's span, no step count
+        window, steps = run_window(alloc.runs, 0), 0
+    else:
+        window = (int(timed[0, 0]), int(timed[-1, 1])) if len(timed) else None
+        steps = len(timed)
+    if window is None or (timed is not None and steps <= 0):
         return []
     inside = [e for e in alloc.events if window[0] <= e[0] <= window[1]]
     by_site: dict[tuple[Frame, Frame | None], list[tuple[int, str, int]]] = {}
@@ -320,36 +352,24 @@ def alloc_sites(alloc: AllocRun, kind: str) -> list[dict[str, Any]]:
     out = []
     for (site, via), events in sorted(counted.items(), key=rank)[:TOP_SITES]:
         sizes = [size for _, _, size in sorted(events)]
+        span = f"in {steps} steps" if steps else "in the profiler region"
         if chosen is mallocs:
-            what = f"cudaMalloc {len(sizes)} times in {steps} steps ({_size(min(sizes))} to {_size(max(sizes))})"
+            what = f"cudaMalloc {len(sizes)} times {span} ({_size(min(sizes))} to {_size(max(sizes))})"
         else:
             trend = "growing" if _growing(sizes) else "changing"
             what = f"{trend}: {len(set(sizes))} sizes, {_size(min(sizes))} to {_size(max(sizes))}"
-        library = _library(site[0])
-        out.append(
-            {
-                "file": _short(site[0]) if library else site[0],
-                "line": site[1],
-                "function": site[2],
-                "library": library,
-                "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
-                "share": len(events) / total,
-                "per_step": len(events) / steps,
-                "outside": None,
-                "reason": what,
-            }
-        )
+        out.append(_where_line(site, via, len(events) / total, len(events) / steps if steps else None, None, what))
     return out
 
 
-def alloc_where(alloc: AllocRun | None, kind: str) -> tuple[list[dict[str, Any]], str]:
+def alloc_where(alloc: AllocRun | None, kind: str, module: str | None = None) -> tuple[list[dict[str, Any]], str]:
     """An ``alloc-in-step`` or ``dynamic-shapes`` finding's allocation lines
     (:func:`alloc_sites`) and, when there are none, one line why."""
     if alloc is None:
         return [], ALLOC_NOT_COLLECTED
     if alloc.unavailable and not alloc.events:
         return [], f"source lines: not collected ({alloc.unavailable})"
-    sites = alloc_sites(alloc, kind)
+    sites = alloc_sites(alloc, kind, module)
     if not sites:
         what = (
             "cudaMalloc or allocation that changes size" if kind == "alloc-in-step" else "allocation that changes size"
@@ -386,9 +406,15 @@ SKIP_FIXES = (
 SKIP_FIX_OTHER = "fix what Inductor names at the line shown (TORCH_LOGS=perf_hints prints its reason too)"
 
 
-def _skip_fix(reason: str) -> str:
+def skip_cause(reason: str) -> str | None:
+    """The word of :data:`SKIP_FIXES` that Inductor's ``reason`` holds (what the fix and the
+    page's code are chosen by), None for a reason none matches."""
     low = reason.lower()
-    return next((fix for word, fix in SKIP_FIXES if word in low), SKIP_FIX_OTHER)
+    return next((word for word, _ in SKIP_FIXES if word in low), None)
+
+
+def _skip_fix(reason: str) -> str:
+    return dict(SKIP_FIXES).get(skip_cause(reason) or "", SKIP_FIX_OTHER)
 
 
 def graph_skips(sync: SyncRuns | None, graph_launches_per_step: float) -> Finding | None:
@@ -417,20 +443,7 @@ def graph_skips(sync: SyncRuns | None, graph_launches_per_step: float) -> Findin
         if found is None:
             continue
         site, via = found
-        library = _library(site[0])
-        where.append(
-            {
-                "file": _short(site[0]) if library else site[0],
-                "line": site[1],
-                "function": site[2],
-                "library": library,
-                "via": f"{via[0]}:{via[1]} ({via[2]})" if via is not None else None,
-                "share": n / total,
-                "per_step": None,
-                "outside": None,
-                "reason": reason,
-            }
-        )
+        where.append(_where_line(site, via, n / total, None, None, reason))
     replaying = graph_launches_per_step >= 1
     said = "; ".join(f"{r} (x{n})" for r, n in reasons.most_common())
     fixes = list(dict.fromkeys(_skip_fix(r) for r in reasons))

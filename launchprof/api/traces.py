@@ -308,7 +308,7 @@ def analyze_loaded(
         analysis.notes.append(note)
     calibration, source = user_calibration()
     runs = _runs_of(baseline, step)
-    sync = sync_runs(baseline) if isinstance(baseline, (str, Path)) else None
+    sync = sync_runs(baseline, step) if isinstance(baseline, (str, Path)) else None
     diagnosis, recommendation = diagnose(
         analysis, steps, calibration=calibration, calibration_source=source, baseline=runs, sync=sync
     )
@@ -348,7 +348,7 @@ def _runs_of(
     return runs
 
 
-def sync_runs(folder: str | Path) -> SyncRuns | None:
+def sync_runs(folder: str | Path, step: str | None = None) -> SyncRuns | None:
     """The synchronizing calls the runs without nsys of a report folder wrote
     (``baseline-I.sources`` beside each ``baseline-I.steps``, in :func:`baseline_runs`'
     order; :func:`launchprof.trace.steptimes.read_sources`; with Inductor's reasons for
@@ -359,7 +359,7 @@ def sync_runs(folder: str | Path) -> SyncRuns | None:
         return None
     read = [read_sources(sources_file(p)) for p in paths]
     unavailable = next((r.unavailable for r in read if r.unavailable), None)
-    return SyncRuns([r.syncs for r in read], unavailable, [r.skips for r in read], allocation_run(folder))
+    return SyncRuns([r.syncs for r in read], unavailable, [r.skips for r in read], allocation_run(folder, step))
 
 
 def allocation_run(folder: str | Path, step: str | None = None) -> AllocRun | None:
@@ -388,7 +388,7 @@ def with_baseline(result: AnalysisResult, baseline: BaselineRuns, sync: SyncRuns
     """
     runs = _runs_of(baseline, result.step_name)
     if sync is None and isinstance(baseline, (str, Path)):
-        sync = sync_runs(baseline)
+        sync = sync_runs(baseline, result.step_name)
     calibration, source = user_calibration()
     diagnosis, recommendation = diagnose(
         result, result.found_steps, calibration=calibration, calibration_source=source, baseline=runs, sync=sync

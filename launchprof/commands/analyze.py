@@ -118,7 +118,7 @@ def _write_early(
     the runs without nsys when there are some; the analysis and summary."""
     rendered, analysis = early.rendered, early.analysis
     if baseline is not None:
-        analysis, rendered = with_baseline(analysis, baseline, sync_runs(trace.parent)), None
+        analysis, rendered = with_baseline(analysis, baseline, sync_runs(trace.parent, analysis.step_name)), None
     with open_report_folder(output, force, trace) as writer:
         if rendered is None or workload is not None:
             rendered = render_files(analysis, str(trace), early.figures, workload)
@@ -156,7 +156,7 @@ def _analyse_and_write(
             memory=memory,
             baseline=baseline,
         )
-        sync = sync_runs(trace.parent) if baseline is not None else None
+        sync = sync_runs(trace.parent, step) if baseline is not None else None
         if sync is not None:  # the runs' synchronizing calls: the sync-in-step finding's source lines
             analysis = with_baseline(analysis, baseline, sync)
         mark("analysis_done")

@@ -207,20 +207,17 @@ def _read_run(
     return times, region, calls
 
 
-# The findings whose source lines an allocation run gives (launchprof.analysis.sources.placed).
-ALLOCATION_FINDINGS = ("alloc-in-step", "dynamic-shapes")
-
-
 def wants_allocations(summary: Any, folder: Path) -> bool:
     """Whether ``profile`` makes an allocation run (:func:`run_allocations`): the analysis
     found steps that allocate memory (``alloc-in-step``) or change shape
     (``dynamic-shapes``), and the runs without nsys imported torch (they wrote a
     ``baseline-1.sources``: the allocation history is PyTorch's)."""
+    from launchprof.analysis.sources import ALLOCATION_KINDS
     from launchprof.trace.steptimes import run_files, sources_file
 
     diag = getattr(summary, "diagnosis", None)
     kinds = {f.kind for f in (diag.findings if diag is not None else None) or []}
-    return bool(kinds & set(ALLOCATION_FINDINGS)) and sources_file(run_files(folder, 1)[0]).is_file()
+    return bool(kinds & set(ALLOCATION_KINDS)) and sources_file(run_files(folder, 1)[0]).is_file()
 
 
 def run_allocations(

@@ -306,13 +306,13 @@ def _after_recording(
         except BaseException:  # what it printed before it failed, as it would have been
             _release(console, first.get(), [], None)
             raise
-        again = (
-            _with_allocations(run, files.sqlite, baseline, code)
-            if baseline is not None and wants_allocations(summary, folder)
-            else None
-        )
-        if again is None:
-            _release(console, first.get(), held, run.document)
+        again = None
+        try:
+            if baseline is not None and wants_allocations(summary, folder):
+                again = _with_allocations(run, files.sqlite, baseline, code)
+        finally:  # the first report stands unless the second was made: its lines are shown (a Ctrl-C too)
+            if again is None:
+                _release(console, first.get(), held, run.document)
         summary = again or summary
     except LaunchprofError as exc:
         if code == 0:

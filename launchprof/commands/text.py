@@ -111,7 +111,9 @@ def where_lines(summary: Any) -> list[str]:
     findings or the lines."""
     diag = summary.diagnosis
     out = []
-    labels = {"alloc-in-step": "allocates", "dynamic-shapes": "changes shape"}
+    from launchprof.analysis.sources import ALLOCATION_KINDS
+
+    labels = dict(zip(ALLOCATION_KINDS, ("allocates", "changes shape"), strict=True))
     for finding in (diag.findings if diag else None) or []:
         if finding.kind not in ("sync-in-step", "cudagraph-skip", *labels):
             continue
@@ -192,7 +194,7 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
         return (
             f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: slower "
             "without the profiler than with it, so the two runs ran at different paces; the expected speedup is "
-            "the estimate (--baseline-runs 3 gives a spread)"
+            "the estimate" + (" (--baseline-runs 3 gives a spread)" if (section.get("runs") or 0) < 3 else "")
         )
     if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
         return (

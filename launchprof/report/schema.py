@@ -148,11 +148,14 @@ class SourceLine(_Model):
     function: str
     library: bool
     via: str | None = Field(description="the user's frame on the way to a library line: file:line (function)")
-    share: float = Field(ge=0, le=1, description="of the calls (syncs, skips, allocations) listed for the finding")
+    share: float = Field(
+        ge=0, le=1, description="this line's share of the finding's counted events (syncs, skips or allocations)"
+    )
     per_step: float | None = Field(
         ge=0,
         description="sync-in-step: share x the trace's synchronizing calls per steady step (p50); allocations: "
-        "the allocation run's a timed step; null for a cudagraph-skip",
+        "this line's allocations (or cudaMalloc calls) per timed step of the allocation run; null for a "
+        "cudagraph-skip and for a profiler region",
     )
     outside: bool | None = Field(
         None,

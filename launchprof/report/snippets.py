@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from launchprof.analysis.diagnose import Diagnosis, Recommendation
+from launchprof.analysis.sources import skip_cause
 
 
 @dataclass(frozen=True)
@@ -179,8 +180,8 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
     )
 
 
-# What each of Inductor's reasons asks of the compiled function, as code (the reason's word,
-# as launchprof.analysis.sources.SKIP_FIXES matches it; the fix text is there).
+# What each of Inductor's reasons asks of the compiled function, as code, by the word
+# launchprof.analysis.sources.skip_cause finds in it (the fix's text is there, SKIP_FIXES).
 _SKIP_CODE = (
     (
         "mutated input",
@@ -221,8 +222,7 @@ def your_graph_skips(d: Diagnosis) -> Snippet | None:
     for w in finding.where:
         at = f"{w['file']}:{w['line']} ({w['function']})"
         lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {w['reason']}")
-        reason = str(w["reason"]).lower()
-        code = next((c for word, c in _SKIP_CODE if word in reason), None)
+        code = dict(_SKIP_CODE).get(skip_cause(str(w["reason"])) or "")
         if code is not None:
             lines.append(f"# in {w['function']}():")
             lines += code
@@ -250,8 +250,8 @@ def choose(d: Diagnosis, r: Recommendation) -> list[Snippet]:
         for mine in (your_syncs(d), your_graph_skips(d)):
             if mine is not None:
                 out.insert(0, mine)
-        if "dynamic-shapes" in kinds:
-            out.insert(1, TORCH_BUCKETS)
+        if "dynamic-shapes" in kinds:  # after the user's own lines, before the generic recipes
+            out.insert(out.index(TORCH_GRAPH) + 1, TORCH_BUCKETS)
         return out
     out = [CUDA_CAPTURE]
     if "reinstantiation" in kinds or "dynamic-shapes" in kinds or r.convert:
