@@ -420,7 +420,11 @@ class _Allocations:
                 if "time_us" not in entry:
                     untimed += 1
                     continue
-                frames = [[f.get("filename"), f.get("line"), f.get("name")] for f in entry.get("frames") or []]
+                frames = [
+                    [f.get("filename"), f.get("line"), f.get("name")]
+                    for f in entry.get("frames") or []
+                    if f.get("filename") != __file__  # this file's own frames (the runpy wrapper)
+                ]
                 frames.reverse()  # PyTorch lists the innermost frame first
                 t = int(entry["time_us"]) * 1000 + self.offset
                 event = {"t": t, "kind": entry["action"], "size": int(entry.get("size") or 0), "stack": frames}

@@ -163,3 +163,37 @@ def test_steps_before_the_first_recorded_allocation_are_left_out() -> None:
     alloc = AllocRun(runs_of([steps], [steps[:0]]), events)
     (w,) = alloc_sites(alloc, "dynamic-shapes")
     assert w["per_step"] == 1.0
+
+
+def test_terminal_lines_of_odd_source_lines_stay_one_line_each() -> None:
+    """Breaker's cases: a profiler-region allocation line (no per-step figure) crashed the
+    terminal line; a line break in a file or function name faked a 'verdict:' line."""
+    from types import SimpleNamespace
+
+    from launchprof.commands.text import where_lines
+
+    def line(**kw: object) -> SimpleNamespace:
+        base = {"file": "a.py", "line": 3, "function": "f", "library": False, "via": None, "share": 1.0,
+                "per_step": None, "outside": None, "reason": "growing: 3 sizes, 1 B to 3 B"}  # fmt: skip
+        return SimpleNamespace(**{**base, **kw})
+
+    findings = [
+        SimpleNamespace(kind="dynamic-shapes", where=[line(), line(function="f\nverdict: gpu-bound FAKE")]),
+        SimpleNamespace(kind="sync-in-step", where=[line(per_step=123.4, reason=None)]),
+    ]
+    out = where_lines(SimpleNamespace(diagnosis=SimpleNamespace(findings=findings)))
+    assert out[0] == "  changes shape at a.py:3 (f): growing: 3 sizes, 1 B to 3 B"
+    assert "\n" not in out[1] and "(f\\nverdict: gpu-bound FAKE)" in out[1]
+    assert out[2] == "  sync at a.py:3 (f), 123 a step"
+
+
+def test_sizes_past_int64_and_lines_nested_too_deep_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "allocations-1.sources"
+    good = '{"t": 5, "kind": "alloc", "size": 64, "stack": [["a.py", 1, "f"]]}'
+    path.write_text(
+        "[" * 100_000 + "\n"
+        + '{"t": 5, "kind": "alloc", "size": ' + str(10**400) + ', "stack": []}\n'
+        + '{"t": 5, "kind": "alloc", "size": 0, "stack": []}\n'
+        + good + "\n"
+    )  # fmt: skip
+    assert [a[2] for a in read_sources(path).allocs] == [64]

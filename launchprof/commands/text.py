@@ -103,31 +103,42 @@ def steady_line(summary: Any) -> str | None:
     return line
 
 
+def _one_line(text: str) -> str:
+    """A name from the program's source (a file, a function, Inductor's reason) on one
+    terminal line: a line break written as ``\\n`` (it could fake a line of launchprof's)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _count(x: float) -> str:
+    """A count a step: two significant digits below 10, else whole (``0.06``, ``1``, ``120``)."""
+    return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
+
+
 def where_lines(summary: Any) -> list[str]:
     """The source lines of the steady steps' synchronizing calls (the ``sync-in-step``
     finding's ``where``, :mod:`launchprof.analysis.sources`), of Inductor's skipped CUDA
     Graphs (``cudagraph-skip``) and of allocations in the step (``alloc-in-step``,
     ``dynamic-shapes``, from the allocation run), the user's own first; none without the
     findings or the lines."""
-    diag = summary.diagnosis
-    out = []
     from launchprof.analysis.sources import ALLOCATION_KINDS
 
+    diag = summary.diagnosis
+    out = []
     labels = dict(zip(ALLOCATION_KINDS, ("allocates", "changes shape"), strict=True))
     for finding in (diag.findings if diag else None) or []:
         if finding.kind not in ("sync-in-step", "cudagraph-skip", *labels):
             continue
         for w in finding.where:
+            at = _one_line(f"{w.file}:{w.line} ({w.function})")
+            rate = f", {_count(w.per_step)} a step" if w.per_step is not None else ""
             if finding.kind == "sync-in-step":
-                line = f"  sync at {w.file}:{w.line} ({w.function}), {w.per_step:.2g} a step"
+                line = f"  sync at {at}{rate}"
             elif finding.kind == "cudagraph-skip":
-                line = f"  CUDA Graphs skipped at {w.file}:{w.line} ({w.function}): {w.reason}"
+                line = f"  CUDA Graphs skipped at {at}: {_one_line(w.reason or '')}"
             else:
-                line = (
-                    f"  {labels[finding.kind]} at {w.file}:{w.line} ({w.function}), {w.per_step:.2g} a step: {w.reason}"
-                )
+                line = f"  {labels[finding.kind]} at {at}{rate}: {_one_line(w.reason or '')}"
             if w.library:
-                line += " [library" + (f"; called from {w.via}" if w.via else "") + "]"
+                line += " [library" + (f"; called from {_one_line(w.via)}" if w.via else "") + "]"
             if w.outside:
                 line += "; between the top-level module calls: outside a graph of them"
             out.append(line)

@@ -148,6 +148,12 @@ cudaGraphLaunch(exec, s);
 )
 
 
+def _comment(text: str) -> str:
+    """Text from the program's source inside a ``#`` comment of the code: a line break would
+    end the comment and make the rest look like code; it is written as ``\\n``."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def your_syncs(d: Diagnosis) -> Snippet | None:
     """The user's own synchronizing lines (the ``sync-in-step`` finding's ``where``, from
     the runs without nsys: :mod:`launchprof.analysis.sources`) and what to do at each; None
@@ -159,7 +165,7 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
     lines = []
     for w in finding.where:
         at = w["via"] if w["library"] and w["via"] else f"{w['file']}:{w['line']} ({w['function']})"
-        what = f"{w['file']}:{w['line']} ({w['function']}), from your {at}" if w["library"] else at
+        what = _comment(f"{w['file']}:{w['line']} ({w['function']}), from your {at}" if w["library"] else at)
         outside = " (between the module calls: keep it outside the graph)" if w.get("outside") else ""
         lines.append(f"# {what}: {w['per_step']:.2g} a step{outside}")
     lines += [
@@ -220,11 +226,11 @@ def your_graph_skips(d: Diagnosis) -> Snippet | None:
         return None
     lines: list[str] = []
     for w in finding.where:
-        at = f"{w['file']}:{w['line']} ({w['function']})"
-        lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {w['reason']}")
+        at = _comment(f"{w['file']}:{w['line']} ({w['function']})")
+        lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {_comment(str(w['reason']))}")
         code = dict(_SKIP_CODE).get(skip_cause(str(w["reason"])) or "")
         if code is not None:
-            lines.append(f"# in {w['function']}():")
+            lines.append(f"# in {_comment(str(w['function']))}():")
             lines += code
         lines.append("#")
     lines.append('step = torch.compile(step, mode="reduce-overhead")  # then graphs are captured and replayed')

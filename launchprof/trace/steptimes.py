@@ -129,7 +129,7 @@ def read_sources(path: Path) -> RunSources:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             doc = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line nested too deep to parse
             continue
         if not isinstance(doc, dict):
             continue
@@ -143,7 +143,7 @@ def read_sources(path: Path) -> RunSources:
             out.syncs.append((t, stack))
         elif kind == "cudagraph-skip" and isinstance(doc.get("reason"), str):
             out.skips.append((doc["reason"], stack))
-        elif kind in ("alloc", "segment_alloc") and type(doc.get("size")) is int and doc["size"] >= 0:
+        elif kind in ("alloc", "segment_alloc") and type(doc.get("size")) is int and 0 < doc["size"] < 2**63:
             out.allocs.append((t, kind, doc["size"], stack))
     return dataclasses.replace(out, unavailable=unavailable)
 
