@@ -49,7 +49,7 @@ from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
 from launchprof.analysis.sources import SyncRuns, graph_skips, placed
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
-from launchprof.analysis.stepmix import step_shapes
+from launchprof.analysis.stepmix import step_shapes, stream_figures
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
 
@@ -235,6 +235,7 @@ def _figures(ctx: StepContext) -> dict[str, Any]:
         "launch_wait_p50_ns": p50("launch_wait_ns"),
         "sync_wait_p50_ns": p50("sync_wait_ns"),
         "host_work_wait_p50_ns": p50("host_work_wait_ns"),
+        **stream_figures(ctx),
     }
 
 

@@ -37,7 +37,8 @@ PyTorch launches the backward pass from its autograd threads):
   (tests/test_slower_host.py); a host that another process preempts adds its pauses where
   they fall (on the corpus' slowed recordings the kept share moved 0.30 -> 0.40 for a
   decode loop);
-- the graph step without the profiler ``G``: its GPU side (busy time, dispatch gaps, the
+- the graph step without the profiler ``G``: its GPU side (busy time - for kernels on
+  several streams the busiest stream's, :func:`graph_busy` -, dispatch gaps, the
   gap between graph launches; :func:`~launchprof.analysis.predict.unprofiled_values`) and
   its CPU side (one unprofiled ``cudaGraphLaunch`` + ``kept_host_ns``) add up when the
   step synchronizes (the host waits for the GPU, then the GPU for the host), and overlap
@@ -45,7 +46,8 @@ PyTorch launches the backward pass from its autograd threads):
 - ``expected_speedup = E / G``; the range takes the launch path's share that may stay
   outside the captured region of a synchronizing step (``UNCAPTURED_SHARE`` of the
   removed host time, e.g. a decode loop's logits processing), the profiler estimate's
-  spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD``) and ``NOISE``
+  spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD`` above the per-call
+  estimate, down to nothing) and ``NOISE``
   (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
 - steps of several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`: kernels a step differ, e.g. a
   data-dependent branch): each shape predicted as above from its own medians, the
@@ -339,7 +341,10 @@ def profiler_share(
     ``profiler_torch_inflation`` constants, or ``profiler_torch_replay_inflation`` for a
     run that already ``replaying`` graphs (a calibration's factors below 1 taken as 1:
     nsys does not speed a program up); for other programs, ``launches`` launch calls and
-    the other traced ``calls`` at their per-call costs, +/- :data:`PROFILER_SPREAD`."""
+    the other traced ``calls`` at their per-call costs, the range from that + :data:`PROFILER_SPREAD`
+    down to nothing: what nsys adds to a launch call differs between programs (2.76 us a
+    launch in the bundled demo, about 0.3 us in a two-stream C++ step recorded on the same
+    kind of H200: tests/data/frameworks/MANIFEST.md), and it never speeds one up."""
     if framework == "pytorch":
         key = "profiler_torch_replay_inflation" if replaying else "profiler_torch_inflation"
         low, inflation, high = sorted(max(float(values[k]), 1.0) for k in (f"{key}_low", key, f"{key}_high"))
@@ -347,7 +352,7 @@ def profiler_share(
     profiler = (
         launches * values["profiler_launch_overhead_ns"] + (calls - launches) * values["profiler_call_overhead_ns"]
     )
-    return profiler, (profiler * (1 + PROFILER_SPREAD), profiler * (1 - PROFILER_SPREAD))
+    return profiler, (profiler * (1 + PROFILER_SPREAD), 0.0)
 
 
 def step_without_profiler(
@@ -447,18 +452,19 @@ def expect(
     # Inferred steps are the shortest repeat: one graph may hold many (as the profiled
     # prediction assumes, predict.py); one graph cannot span a synchronization.
     amortized = ctx.steps.source == "inferred" and not synchronizing
-    base = predict_graph_step(period, float(busy), nodes, unprofiled_values(values), amortized=amortized)
+    base = predict_graph_step(period, graph_busy(fig), nodes, unprofiled_values(values), amortized=amortized)
+    floor = predict_graph_step(period, float(busy), nodes, unprofiled_values(values), amortized=amortized).gpu_side_ns
     if region is None:
         region = capture_region(ctx, synchronizing)
     if region.empty:
         return None
     calls = float(region["calls"].median())
     launches = float(region["launch_calls"].median())
-    e, e_low, e_high = step_without_profiler(framework, period, base.gpu_side_ns, calls, launches, values)
+    e, e_low, e_high = step_without_profiler(framework, period, floor, calls, launches, values)
     cpu = region["cpu_ns"].dropna()
     spans = region["region_ns"].dropna()
     share = kept_share(region)
-    gpu = base.gpu_side_ns  # the eager step's floor: the eager GPU pays the same dispatch gaps
+    gpu = base.gpu_side_ns  # the graph's GPU side (the eager step's floor is the eager busy time's)
     cpu_step = float(cpu.median()) if len(cpu) else period
     exp = Expectation(
         profiled_step_ns=period,
@@ -493,6 +499,19 @@ def expect(
             exp, profiled_graph_step_ns=traced.gpu_side_ns + traced.cpu_side_ns + share * cpu_step
         )
     return exp
+
+
+def graph_busy(fig: Mapping[str, float | None]) -> float:
+    """The GPU work a graph of the step runs one activity after another, ns: the step's busy
+    time, or - for steps whose kernels run on several streams - the busiest stream's kernel
+    time (``stream_busy_max_p50_ns``): the branches of a fork/join step overlap in a graph
+    even where the eager launches ran them one by one (a two-stream C++ step on an H200:
+    21.0 us busy under nsys, 11.4 us on its busier stream, 14.3 us a step as a graph without
+    nsys; tests/data/frameworks/MANIFEST.md). A lower bound of the critical path: branches
+    that wait on each other take longer."""
+    busy = float(fig.get("busy_p50_ns") or 0.0)
+    streams = fig.get("stream_busy_max_p50_ns")
+    return min(busy, float(streams)) if streams else busy
 
 
 def expect_shapes(

@@ -4,11 +4,15 @@ each side of ``compare`` (:func:`launchprof.analysis.expect.steps_without_profil
 
 A program whose steps take several paths (a data-dependent branch, an optimizer step every
 few steps) spends its time in all of them; the medians of its steps are one path's.
+
+Steps over several streams (:func:`stream_figures`): the busiest stream's kernel time a
+step, what a graph of a fork/join step runs one kernel after another at least.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,4 +74,21 @@ def shape_figures(steady: pd.DataFrame) -> dict[str, float | None]:
         "busy_p50_ns": p50("busy_ns"),
         "kernels_per_step_p50": p50("kernels"),
         "memops_per_step_p50": p50("memops"),
+    }
+
+
+def stream_figures(ctx: StepContext) -> dict[str, Any]:
+    """For steps whose kernels run on several streams: ``streams_per_step_p50`` and
+    ``stream_busy_max_p50_ns``, the median over steady steps of the busiest stream's kernel
+    time (a stream runs its kernels one after another, so a graph of the step takes at
+    least that long on the GPU: the critical path's lower bound when the streams' branches
+    overlap). Empty for one stream (the busy time is that already)."""
+    k = ctx.kernels
+    if k.empty or k["stream_id"].nunique() < 2:
+        return {}
+    per = (k["end"] - k["start"]).groupby([k["step"], k["stream_id"]]).sum()
+    streams = per.groupby(level=0).size()
+    return {
+        "streams_per_step_p50": float(streams.median()),
+        "stream_busy_max_p50_ns": float(per.groupby(level=0).max().median()),
     }
