@@ -122,11 +122,17 @@ def read_sources(path: Path) -> RunSources:
     whose file or function is not text or whose line is not an integer, a reason that is
     not text) is skipped. An event without ``kind`` is a synchronizing call (the first
     collector wrote no kind)."""
-    out = RunSources()
     if not path.is_file():
-        return out
+        return RunSources()
+    with path.open(encoding="utf-8", errors="replace") as lines:  # line by line: a run may write 100 MB
+        return _parse_sources(lines)
+
+
+def _parse_sources(lines: Any) -> RunSources:
+    """:func:`read_sources` of an iterable of lines."""
+    out = RunSources()
     unavailable = None
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in lines:
         try:
             doc = json.loads(line)
         except (ValueError, RecursionError):  # RecursionError: a line nested too deep to parse
