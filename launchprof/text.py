@@ -4,7 +4,8 @@ A kernel name, an NVTX range or a file name can hold control characters: an esca
 sequence (set the terminal's title, clear the screen), a NUL, a bell. The terminal
 (:mod:`launchprof.cli.consoles`) and the pages (:mod:`launchprof.report.html`, every
 ``{{ }}`` of a template) write each as its escape, ``\\x1b``; tab and line feed stay as they
-are (a carriage return is escaped: on a terminal it writes over the line).
+are (a carriage return is escaped: on a terminal it writes over the line). A count a step
+reads the same on both (:func:`count_text`).
 """
 
 from __future__ import annotations
@@ -18,3 +19,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def escape_controls(text: str) -> str:
     """``text`` with each control character (module docstring) written as ``\\xNN``."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def count_text(x: float) -> str:
+    """A count a step as the terminal and the pages show it: two significant digits below
+    10, else whole with thousands separators (``0.061``, ``1``, ``120``, ``5,700``)."""
+    return f"{x:.2g}" if x < 10 else f"{x:,.0f}"

@@ -39,10 +39,10 @@ def _sql(name: str, tmp_path: Path, query: str) -> int:
 
 
 def test_a_fork_join_step_over_two_streams(tmp_path: Path) -> None:
-    """One step = both streams' 22 kernels (not one stream's); its graph's GPU side counts
-    the busier stream (the branches overlap in a graph), and the step without nsys - the
-    program's own clock - lies inside the range of the eager step's estimate (nsys added
-    about 0.3 us a launch here, not the demo's 2.76 us)."""
+    """One step = both streams' 22 kernels (not one stream's), the busier stream's kernel
+    time reported beside the busy time, and the step without nsys - the program's own
+    clock - inside the range of the eager step's estimate (nsys added about 0.3 us a launch
+    here, not the demo's 2.76 us: the range now reaches the traced step)."""
     rec = REC["streams_eager_rec1"]
     a = launchprof.analyze(CORPUS / "streams_eager_rec1.sqlite.xz")
     fig = a.diagnosis.figures
@@ -52,7 +52,6 @@ def test_a_fork_join_step_over_two_streams(tmp_path: Path) -> None:
     assert fig["steady_steps"] >= rec["steps"] - 3
     assert fig["stream_busy_max_p50_ns"] < 0.7 * fig["busy_p50_ns"]
     exp = a.recommendation.expected
-    assert exp.gpu_side_ns < fig["busy_p50_ns"]  # the graph runs the branches side by side
     for bare in rec["bare_step_us"]:
         assert exp.eager_low_ns <= bare * 1e3 <= exp.eager_high_ns * 1.05
     assert a.diagnosis.verdict == "launch-bound" and a.recommendation.convert is True

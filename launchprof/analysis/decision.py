@@ -42,14 +42,15 @@ def agree(
     spread: a step more than that slower is not used, baseline.SLOWER_THAN_TRACED). Without an
     expectation, the prediction under nsys (``pred``) decides the same way. When the
     verdict changes, the idle gaps' cause (the last reason) is said to be nsys's view."""
-    if verdict == "gpu-bound" and exp is not None and exp.speedup >= MIN_SPEEDUP:
-        # busy under nsys, yet the step without it (measured: within the runs' spread of the
+    if verdict == "gpu-bound" and exp is not None and exp.eager_source == "measured" and exp.speedup >= MIN_SPEEDUP:
+        # busy under nsys, yet the step measured without it (within the runs' spread of the
         # traced one, baseline.SLOWER_THAN_TRACED) leaves room a graph is expected to take
-        eager = "measured" if exp.eager_source == "measured" else "estimated"
+        if reasons:
+            reasons = [*reasons[:-1], "Under nsys: " + reasons[-1][0].lower() + reasons[-1][1:]]
         return "launch-bound", [
             *reasons,
             f"Under nsys the GPU's own work nearly fills the step, but without the profiler the step is "
-            f"{_us(exp.eager_step_ns)} ({eager}) against {_us(exp.graph_step_ns)} as a graph: a graph is "
+            f"{_us(exp.eager_step_ns)} (measured) against {_us(exp.graph_step_ns)} as a graph: a graph is "
             f"expected to give {exp.speedup:.2f}x.",
         ]
     if verdict not in ("launch-bound", "host-bound") or (exp is None and pred is None):

@@ -37,8 +37,7 @@ PyTorch launches the backward pass from its autograd threads):
   (tests/test_slower_host.py); a host that another process preempts adds its pauses where
   they fall (on the corpus' slowed recordings the kept share moved 0.30 -> 0.40 for a
   decode loop);
-- the graph step without the profiler ``G``: its GPU side (busy time - for kernels on
-  several streams the busiest stream's, :func:`graph_busy` -, dispatch gaps, the
+- the graph step without the profiler ``G``: its GPU side (busy time, dispatch gaps, the
   gap between graph launches; :func:`~launchprof.analysis.predict.unprofiled_values`) and
   its CPU side (one unprofiled ``cudaGraphLaunch`` + ``kept_host_ns``) add up when the
   step synchronizes (the host waits for the GPU, then the GPU for the host), and overlap
@@ -452,8 +451,8 @@ def expect(
     # Inferred steps are the shortest repeat: one graph may hold many (as the profiled
     # prediction assumes, predict.py); one graph cannot span a synchronization.
     amortized = ctx.steps.source == "inferred" and not synchronizing
-    base = predict_graph_step(period, graph_busy(fig), nodes, unprofiled_values(values), amortized=amortized)
-    floor = predict_graph_step(period, float(busy), nodes, unprofiled_values(values), amortized=amortized).gpu_side_ns
+    base = predict_graph_step(period, float(busy), nodes, unprofiled_values(values), amortized=amortized)
+    floor = base.gpu_side_ns
     if region is None:
         region = capture_region(ctx, synchronizing)
     if region.empty:
@@ -464,7 +463,7 @@ def expect(
     cpu = region["cpu_ns"].dropna()
     spans = region["region_ns"].dropna()
     share = kept_share(region)
-    gpu = base.gpu_side_ns  # the graph's GPU side (the eager step's floor is the eager busy time's)
+    gpu = base.gpu_side_ns  # the eager step's floor: the eager GPU pays the same dispatch gaps
     cpu_step = float(cpu.median()) if len(cpu) else period
     exp = Expectation(
         profiled_step_ns=period,
@@ -499,19 +498,6 @@ def expect(
             exp, profiled_graph_step_ns=traced.gpu_side_ns + traced.cpu_side_ns + share * cpu_step
         )
     return exp
-
-
-def graph_busy(fig: Mapping[str, float | None]) -> float:
-    """The GPU work a graph of the step runs one activity after another, ns: the step's busy
-    time, or - for steps whose kernels run on several streams - the busiest stream's kernel
-    time (``stream_busy_max_p50_ns``): the branches of a fork/join step overlap in a graph
-    even where the eager launches ran them one by one (a two-stream C++ step on an H200:
-    21.0 us busy under nsys, 11.4 us on its busier stream, 14.3 us a step as a graph without
-    nsys; tests/data/frameworks/MANIFEST.md). A lower bound of the critical path: branches
-    that wait on each other take longer."""
-    busy = float(fig.get("busy_p50_ns") or 0.0)
-    streams = fig.get("stream_busy_max_p50_ns")
-    return min(busy, float(streams)) if streams else busy
 
 
 def expect_shapes(

@@ -6,7 +6,9 @@ A program whose steps take several paths (a data-dependent branch, an optimizer 
 few steps) spends its time in all of them; the medians of its steps are one path's.
 
 Steps over several streams (:func:`stream_figures`): the busiest stream's kernel time a
-step, what a graph of a fork/join step runs one kernel after another at least.
+step, reported beside the busy time (not yet used by the prediction: a graph of a fork/join
+step runs its branches side by side, but streams that wait on each other do not, and which
+is which needs the events between them).
 """
 
 from __future__ import annotations
@@ -81,8 +83,8 @@ def stream_figures(ctx: StepContext) -> dict[str, Any]:
     """For steps whose kernels run on several streams: ``streams_per_step_p50`` and
     ``stream_busy_max_p50_ns``, the median over steady steps of the busiest stream's kernel
     time (a stream runs its kernels one after another, so a graph of the step takes at
-    least that long on the GPU: the critical path's lower bound when the streams' branches
-    overlap). Empty for one stream (the busy time is that already)."""
+    least that long on the GPU; the critical path is longer where the streams wait on each
+    other). Empty for one stream. Reported, not used by the prediction (module docstring)."""
     k = ctx.kernels
     if k.empty or k["stream_id"].nunique() < 2:
         return {}

@@ -109,11 +109,6 @@ def _one_line(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
-def _count(x: float) -> str:
-    """A count a step: two significant digits below 10, else whole (``0.06``, ``1``, ``120``)."""
-    return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
-
-
 def where_lines(summary: Any) -> list[str]:
     """The source lines of the steady steps' synchronizing calls (the ``sync-in-step``
     finding's ``where``, :mod:`launchprof.analysis.sources`), of Inductor's skipped CUDA
@@ -121,6 +116,7 @@ def where_lines(summary: Any) -> list[str]:
     ``dynamic-shapes``, from the allocation run), the user's own first; none without the
     findings or the lines."""
     from launchprof.analysis.sources import ALLOCATION_KINDS
+    from launchprof.text import count_text
 
     diag = summary.diagnosis
     out = []
@@ -130,7 +126,7 @@ def where_lines(summary: Any) -> list[str]:
             continue
         for w in finding.where:
             at = _one_line(f"{w.file}:{w.line} ({w.function})")
-            rate = f", {_count(w.per_step)} a step" if w.per_step is not None else ""
+            rate = f", {count_text(w.per_step)} a step" if w.per_step is not None else ""
             if finding.kind == "sync-in-step":
                 line = f"  sync at {at}{rate}"
             elif finding.kind == "cudagraph-skip":

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from launchprof.analysis.diagnose import Diagnosis, Recommendation
 from launchprof.analysis.sources import skip_cause
+from launchprof.text import count_text
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,7 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
         at = w["via"] if w["library"] and w["via"] else f"{w['file']}:{w['line']} ({w['function']})"
         what = _comment(f"{w['file']}:{w['line']} ({w['function']}), from your {at}" if w["library"] else at)
         outside = " (between the module calls: keep it outside the graph)" if w.get("outside") else ""
-        lines.append(f"# {what}: {w['per_step']:.2g} a step{outside}")
+        lines.append(f"# {what}: {count_text(w['per_step'])} a step{outside}")
     lines += [
         "#",
         "# Inside the captured function a sync cannot be captured: move it out of the step,",
