@@ -78,31 +78,39 @@ def run(corpus: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         truth = tb["bare_step_us"] / ta["bare_step_us"]
         e = analyses[before].recommendation.expected
         m = _measured(analyses[before], tb["bare_step_us"] * 1e3)
-        cu, cr = c.speedup_unprofiled, c.speedup_unprofiled_ci
+        cu = c.speedup_unprofiled
         pairs.append(
             {
-                "pair": f"{before} -> {after}",
-                "built_as": p["work"],
-                "truth": truth,
-                "expected": e.speedup if e else None,
-                "error": (e.speedup / truth - 1) if e else None,
-                "in_range": (e.speedup_low <= truth <= e.speedup_high) if e else None,
+                **_against(f"{before} -> {after}", p["work"], truth, e, c),
                 "predicted": analyses[before].recommendation.predicted_speedup,
-                "compare": c.speedup,
                 "measured": m.speedup if m else None,
                 "measured_error": (m.speedup / truth - 1) if m else None,
                 "measured_in_range": (m.speedup_low <= truth <= m.speedup_high) if m else None,
-                "compare_unprofiled": cu,
                 "compare_unprofiled_source": c.speedup_unprofiled_source,
                 "compare_unprofiled_error": (cu / truth - 1) if cu else None,
-                "compare_unprofiled_in_range": (cr[0] <= truth <= cr[1]) if cr else None,
                 "workload_nsys": tb["nsys_step_us"] / ta["nsys_step_us"],
-                "verdict": c.verdict,
                 "work_change": c.work_change.kind if c.work_change else None,
                 "changed_share": c.work_change.changed_kernel_share if c.work_change else None,
             }
         )
     return traces, pairs
+
+
+def _against(pair: str, built_as: str, truth: float, e: Any, c: Any) -> dict[str, Any]:
+    """A pair's row: BEFORE's expectation ``e`` and the comparison ``c`` against ``truth``."""
+    cu, cr = c.speedup_unprofiled, c.speedup_unprofiled_ci
+    return {
+        "pair": pair,
+        "built_as": built_as,
+        "truth": truth,
+        "expected": e.speedup if e else None,
+        "error": (e.speedup / truth - 1) if e else None,
+        "in_range": (e.speedup_low <= truth <= e.speedup_high) if e else None,
+        "compare_unprofiled": cu,
+        "compare_unprofiled_in_range": (cr[0] <= truth <= cr[1]) if cr else None,
+        "compare": c.speedup,
+        "verdict": c.verdict,
+    }
 
 
 def other_pairs(corpus: Path) -> list[dict[str, Any]]:
@@ -129,21 +137,7 @@ def other_pairs(corpus: Path) -> list[dict[str, Any]]:
         truth = (sum(bare[before]) / len(bare[before])) / (sum(bare[after]) / len(bare[after]))
         e = launchprof.analyze(corpus / f"{before}.sqlite.xz").recommendation.expected
         c = launchprof.compare(corpus / f"{before}.sqlite.xz", corpus / f"{after}.sqlite.xz")
-        cu, cr = c.speedup_unprofiled, c.speedup_unprofiled_ci
-        rows.append(
-            {
-                "pair": f"{before} -> {after}",
-                "built_as": p["work"],
-                "truth": truth,
-                "expected": e.speedup if e else None,
-                "error": (e.speedup / truth - 1) if e else None,
-                "in_range": (e.speedup_low <= truth <= e.speedup_high) if e else None,
-                "compare_unprofiled": cu,
-                "compare_unprofiled_in_range": (cr[0] <= truth <= cr[1]) if cr else None,
-                "compare": c.speedup,
-                "verdict": c.verdict,
-            }
-        )
+        rows.append(_against(f"{before} -> {after}", p["work"], truth, e, c))
     return rows
 
 
