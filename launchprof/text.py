@@ -25,3 +25,10 @@ def count_text(x: float) -> str:
     """A count a step as the terminal and the pages show it: two significant digits below
     10, else whole with thousands separators (``0.061``, ``1``, ``120``, ``5,700``)."""
     return f"{x:.2g}" if x < 10 else f"{x:,.0f}"
+
+
+def one_line(text: str) -> str:
+    """A name from the program's source (a file, a function, Inductor's reason) kept on one
+    line - of the terminal, or of a ``#`` comment in the page's code: a line break written as
+    ``\\n`` (it could fake a line of launchprof's, or end the comment)."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")

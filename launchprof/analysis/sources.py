@@ -340,25 +340,27 @@ def alloc_sites(alloc: AllocRun, kind: str, module: str | None = None) -> list[d
     if not total:
         return []
 
+    sizes = {k: [size for _, _, size in sorted(v)] for k, v in counted.items()}  # in time order
+    grows = {k: _growing(v) for k, v in sizes.items()}
+
     # cudaMalloc lines by count; lines that change size by how many sizes (a cache that grows
     # a row a step has one per step), growing ones first
-    def rank(kv: tuple[tuple[Frame, Frame | None], list[tuple[int, str, int]]]) -> tuple[Any, ...]:
-        (site, _), events = kv
+    def rank(key: tuple[Frame, Frame | None]) -> tuple[Any, ...]:
+        site = key[0]
         if chosen is mallocs:
-            return (_library(site[0]), -len(events), site)
-        sizes = [size for _, _, size in sorted(events)]
-        return (_library(site[0]), not _growing(sizes), -len(set(sizes)), site)
+            return (_library(site[0]), -len(sizes[key]), site)
+        return (_library(site[0]), not grows[key], -len(set(sizes[key])), site)
 
     out = []
-    for (site, via), events in sorted(counted.items(), key=rank)[:TOP_SITES]:
-        sizes = [size for _, _, size in sorted(events)]
-        span = f"in {steps} steps" if steps else "in the profiler region"
+    span = f"in {steps} steps" if steps else "in the profiler region"
+    for key in sorted(counted, key=rank)[:TOP_SITES]:
+        (site, via), these = key, sizes[key]
+        small, large = _size(min(these)), _size(max(these))
         if chosen is mallocs:
-            what = f"cudaMalloc {len(sizes)} times {span} ({_size(min(sizes))} to {_size(max(sizes))})"
+            what = f"cudaMalloc {len(these)} times {span} ({small} to {large})"
         else:
-            trend = "growing" if _growing(sizes) else "changing"
-            what = f"{trend}: {len(set(sizes))} sizes, {_size(min(sizes))} to {_size(max(sizes))}"
-        out.append(_where_line(site, via, len(events) / total, len(events) / steps if steps else None, None, what))
+            what = f"{'growing' if grows[key] else 'changing'}: {len(set(these))} sizes, {small} to {large}"
+        out.append(_where_line(site, via, len(these) / total, len(these) / steps if steps else None, None, what))
     return out
 
 

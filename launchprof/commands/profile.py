@@ -13,6 +13,7 @@ while nsys still exports (:mod:`launchprof.commands.early`); the runs without ns
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import shlex
 import shutil
@@ -283,34 +284,34 @@ def _after_recording(
     prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed, summary = True, None
     held: list[str] = []  # summary.json's text, for --json, while an allocation run may follow
+    analyse = functools.partial(
+        run_analyze,
+        files.sqlite,
+        folder,
+        bubble_threshold_ns=run.bubble_threshold_ns,
+        nsys=str(run.nsys_path),
+        console=console,
+        step=run.step,
+        baseline=baseline,
+        workload={"exit_code": code} if code != 0 else None,
+        memory=run.memory,
+    )
     try:
         # Held back (the report's lines and --json) until it is known whether an allocation
-        # run follows, which makes the report again: the verdict is printed once.
-        first = console.capture()
+        # run follows, which makes the report again: the verdict is printed once. The first
+        # report's lines are shown unless the second was made - also when anything fails or
+        # a Ctrl-C comes.
+        first, again = console.capture(), None
         try:
             with first:
-                summary = run_analyze(
-                    files.sqlite,
-                    folder,
-                    False,
-                    run.bubble_threshold_ns,
-                    str(run.nsys_path),
-                    console,
-                    step=run.step,
-                    baseline=baseline,
+                summary = analyse(
+                    force=False,
                     early=ready if (ready is not None and not files.imported and not files.exported) else None,
-                    workload={"exit_code": code} if code != 0 else None,
-                    memory=run.memory,
                     document=held.append if run.document is not None else None,
                 )
-        except BaseException:  # what it printed before it failed, as it would have been
-            _release(console, first.get(), [], None)
-            raise
-        again = None
-        try:
             if baseline is not None and wants_allocations(summary, folder):
-                again = _with_allocations(run, files.sqlite, baseline, code)
-        finally:  # the first report stands unless the second was made: its lines are shown (a Ctrl-C too)
+                again = _with_allocations(run, files.sqlite, analyse)
+        finally:
             if again is None:
                 _release(console, first.get(), held, run.document)
         summary = again or summary
@@ -341,27 +342,13 @@ def _release(console: Console, text: str, held: list[str], document: Callable[[s
         document(held[-1])
 
 
-def _with_allocations(run: _Run, sqlite: Path, baseline: Any, code: int) -> Any:
+def _with_allocations(run: _Run, sqlite: Path, analyse: Callable[..., Any]) -> Any:
     """The allocation run (:func:`launchprof.commands.baseline.run_allocations`) and, when it
-    ran, the report made again with its lines (printed, and handed to ``--json``); None
-    when that run failed (the first report stands)."""
-    from launchprof.commands.analyze import run_analyze
-
+    ran, the report made again with its lines (``analyse``: the first analysis' call; printed,
+    and handed to ``--json``); None when that run failed (the first report stands)."""
     if not run_allocations(run.work, run.folder, run.console, run.step, timing(sqlite), run.workload_stdout):
         return None
-    return run_analyze(
-        sqlite,
-        run.folder,
-        True,
-        run.bubble_threshold_ns,
-        str(run.nsys_path),
-        run.console,
-        step=run.step,
-        baseline=baseline,
-        workload={"exit_code": code} if code != 0 else None,
-        memory=run.memory,
-        document=run.document,
-    )
+    return analyse(force=True, document=run.document)
 
 
 def _baseline(run: _Run, code: int, sqlite: Path, interrupted: bool = False) -> Any:

@@ -103,12 +103,6 @@ def steady_line(summary: Any) -> str | None:
     return line
 
 
-def _one_line(text: str) -> str:
-    """A name from the program's source (a file, a function, Inductor's reason) on one
-    terminal line: a line break written as ``\\n`` (it could fake a line of launchprof's)."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
 def where_lines(summary: Any) -> list[str]:
     """The source lines of the steady steps' synchronizing calls (the ``sync-in-step``
     finding's ``where``, :mod:`launchprof.analysis.sources`), of Inductor's skipped CUDA
@@ -116,7 +110,7 @@ def where_lines(summary: Any) -> list[str]:
     ``dynamic-shapes``, from the allocation run), the user's own first; none without the
     findings or the lines."""
     from launchprof.analysis.sources import ALLOCATION_KINDS
-    from launchprof.text import count_text
+    from launchprof.text import count_text, one_line
 
     diag = summary.diagnosis
     out = []
@@ -125,16 +119,16 @@ def where_lines(summary: Any) -> list[str]:
         if finding.kind not in ("sync-in-step", "cudagraph-skip", *labels):
             continue
         for w in finding.where:
-            at = _one_line(f"{w.file}:{w.line} ({w.function})")
+            at = one_line(f"{w.file}:{w.line} ({w.function})")
             rate = f", {count_text(w.per_step)} a step" if w.per_step is not None else ""
             if finding.kind == "sync-in-step":
                 line = f"  sync at {at}{rate}"
             elif finding.kind == "cudagraph-skip":
-                line = f"  CUDA Graphs skipped at {at}: {_one_line(w.reason or '')}"
+                line = f"  CUDA Graphs skipped at {at}: {one_line(w.reason or '')}"
             else:
-                line = f"  {labels[finding.kind]} at {at}{rate}: {_one_line(w.reason or '')}"
+                line = f"  {labels[finding.kind]} at {at}{rate}: {one_line(w.reason or '')}"
             if w.library:
-                line += " [library" + (f"; called from {_one_line(w.via)}" if w.via else "") + "]"
+                line += " [library" + (f"; called from {one_line(w.via)}" if w.via else "") + "]"
             if w.outside:
                 line += "; between the top-level module calls: outside a graph of them"
             out.append(line)

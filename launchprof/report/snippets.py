@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from launchprof.analysis.diagnose import Diagnosis, Recommendation
 from launchprof.analysis.sources import skip_cause
-from launchprof.text import count_text
+from launchprof.text import count_text, one_line
 
 
 @dataclass(frozen=True)
@@ -149,12 +149,6 @@ cudaGraphLaunch(exec, s);
 )
 
 
-def _comment(text: str) -> str:
-    """Text from the program's source inside a ``#`` comment of the code: a line break would
-    end the comment and make the rest look like code; it is written as ``\\n``."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
 def your_syncs(d: Diagnosis) -> Snippet | None:
     """The user's own synchronizing lines (the ``sync-in-step`` finding's ``where``, from
     the runs without nsys: :mod:`launchprof.analysis.sources`) and what to do at each; None
@@ -166,7 +160,7 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
     lines = []
     for w in finding.where:
         at = w["via"] if w["library"] and w["via"] else f"{w['file']}:{w['line']} ({w['function']})"
-        what = _comment(f"{w['file']}:{w['line']} ({w['function']}), from your {at}" if w["library"] else at)
+        what = one_line(f"{w['file']}:{w['line']} ({w['function']}), from your {at}" if w["library"] else at)
         outside = " (between the module calls: keep it outside the graph)" if w.get("outside") else ""
         lines.append(f"# {what}: {count_text(w['per_step'])} a step{outside}")
     lines += [
@@ -227,11 +221,11 @@ def your_graph_skips(d: Diagnosis) -> Snippet | None:
         return None
     lines: list[str] = []
     for w in finding.where:
-        at = _comment(f"{w['file']}:{w['line']} ({w['function']})")
-        lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {_comment(str(w['reason']))}")
+        at = one_line(f"{w['file']}:{w['line']} ({w['function']})")
+        lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {one_line(str(w['reason']))}")
         code = dict(_SKIP_CODE).get(skip_cause(str(w["reason"])) or "")
         if code is not None:
-            lines.append(f"# in {_comment(str(w['function']))}():")
+            lines.append(f"# in {one_line(str(w['function']))}():")
             lines += code
         lines.append("#")
     lines.append('step = torch.compile(step, mode="reduce-overhead")  # then graphs are captured and replayed')
