@@ -57,6 +57,39 @@ def test_a_fork_join_step_over_two_streams(tmp_path: Path) -> None:
     assert a.diagnosis.verdict == "launch-bound" and a.recommendation.convert is True
 
 
+def test_a_fork_join_step_s_critical_path_is_the_fork_the_longer_branch_and_the_join(tmp_path: Path) -> None:
+    """The program's construction: a step is norm, then 10 kernels on each stream, then
+    join (12 kernels on the first stream, 10 on the second); the path is norm + the longer
+    branch + join. sqlite3 works it out per step from each stream's kernels in order; the
+    graph's GPU side takes the path (its range's low end the busy time), which brings the
+    expectation to the program's own graph step (14.3 us without nsys) within 30 %."""
+    rec = REC["streams_eager_rec1"]
+    paths = _sql(
+        "streams_eager_rec1",
+        tmp_path,
+        """with a as (select (row_number() over (order by start) - 1) / 12 step,
+                             s.value = 'branch' br, end - start d
+                      from CUPTI_ACTIVITY_KIND_KERNEL k join StringIds s on s.id = k.shortName
+                      where streamId = (select min(streamId) from CUPTI_ACTIVITY_KIND_KERNEL)),
+                b as (select (row_number() over (order by start) - 1) / 10 step, end - start d
+                      from CUPTI_ACTIVITY_KIND_KERNEL
+                      where streamId = (select max(streamId) from CUPTI_ACTIVITY_KIND_KERNEL)),
+                sa as (select step, sum(case when br then d end) br, sum(case when br then 0 else d end) ends
+                       from a group by step),
+                sb as (select step, sum(d) br from b group by step),
+                cp as (select sa.ends + max(sa.br, sb.br) c from sa join sb using (step))
+           select c from cp order by c limit 1 offset (select count(*) / 2 from cp)""",
+    )
+    a = launchprof.analyze(CORPUS / "streams_eager_rec1.sqlite.xz")
+    fig, exp = a.diagnosis.figures, a.recommendation.expected
+    assert fig["critical_path_nodes_p50"] == 1 + (rec["kernels_per_step"] - 2) // 2 + 1  # norm, a branch, join
+    assert fig["critical_path_p50_ns"] == pytest.approx(paths, rel=0.02)
+    assert exp.gpu_side_ns < exp.gpu_side_serial_ns and exp.graph_step_high_ns >= exp.gpu_side_serial_ns
+    graph_bare_us = FAMILIES["recordings"]["streams_graph_rec1"]["bare_step_us"]
+    for bare in graph_bare_us:
+        assert abs(exp.graph_step_ns / (bare * 1e3) - 1) <= 0.3
+
+
 def test_the_captured_fork_join_replays_one_graph_a_step(tmp_path: Path) -> None:
     rec = REC["streams_graph_rec1"]
     a = launchprof.analyze(CORPUS / "streams_graph_rec1.sqlite.xz")

@@ -46,7 +46,7 @@ from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import Expectation, expect_shapes, measured_range, steps_without_profiler
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
-from launchprof.analysis.predict import Prediction, break_even, constants, predict_graph_step
+from launchprof.analysis.predict import Prediction, break_even, constants, gpu_work, predict_graph_step
 from launchprof.analysis.sources import SyncRuns, graph_skips, placed
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes, stream_figures
@@ -345,8 +345,13 @@ def _predict(
         return None, None
     host_ns = (fig["host_work_wait_p50_ns"] or 0) + (fig["sync_wait_p50_ns"] or 0)
     inferred = ctx.steps.source == "inferred"
-    main = predict_graph_step(period, busy, nodes, values, amortized=inferred, host_ns=host_ns)
-    single = predict_graph_step(period, busy, nodes, values, amortized=False, host_ns=host_ns) if inferred else None
+    work, path = gpu_work(fig)
+    main = predict_graph_step(period, work, nodes, values, amortized=inferred, host_ns=host_ns, path_nodes=path)
+    single = (
+        predict_graph_step(period, work, nodes, values, amortized=False, host_ns=host_ns, path_nodes=path)
+        if inferred
+        else None
+    )
     return main, single
 
 

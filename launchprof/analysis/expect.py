@@ -37,14 +37,18 @@ PyTorch launches the backward pass from its autograd threads):
   (tests/test_slower_host.py); a host that another process preempts adds its pauses where
   they fall (on the corpus' slowed recordings the kept share moved 0.30 -> 0.40 for a
   decode loop);
-- the graph step without the profiler ``G``: its GPU side (busy time, dispatch gaps, the
-  gap between graph launches; :func:`~launchprof.analysis.predict.unprofiled_values`) and
+- the graph step without the profiler ``G``: its GPU side (busy time - for kernels on
+  several streams the critical path, a fork/join's branches side by side:
+  :func:`~launchprof.analysis.predict.gpu_work` -, dispatch gaps, the gap between graph
+  launches; :func:`~launchprof.analysis.predict.unprofiled_values`) and
   its CPU side (one unprofiled ``cudaGraphLaunch`` + ``kept_host_ns``) add up when the
   step synchronizes (the host waits for the GPU, then the GPU for the host), and overlap
   otherwise: ``G = gpu + cpu`` or ``max(gpu, cpu)``;
 - ``expected_speedup = E / G``; the range takes the launch path's share that may stay
   outside the captured region of a synchronizing step (``UNCAPTURED_SHARE`` of the
-  removed host time, e.g. a decode loop's logits processing), the profiler estimate's
+  removed host time, e.g. a decode loop's logits processing), the streams' branches not
+  overlapping at all (the busy time in place of the critical path: kernels that each
+  fill the GPU do not run side by side), the profiler estimate's
   spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD`` above the per-call
   estimate, down to nothing) and ``NOISE``
   (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
@@ -68,7 +72,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.predict import predict_graph_step, unprofiled_values
+from launchprof.analysis.predict import gpu_work, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes
 
@@ -111,9 +115,12 @@ class Expectation:
         kept_host_ns: host time per step a graph keeps (outside the region);
             ``removed_host_ns``: the rest of the CPU step without the profiler.
         synchronizing: the step synchronizes with the GPU (CPU and GPU sides add up).
-        gpu_side_ns: the graph step's GPU side (busy time, dispatch gaps, the gap between
-            graph launches); ``launch_call_ns``: one ``cudaGraphLaunch`` call;
-            ``cpu_side_ns``: that call plus ``kept_host_ns``.
+        gpu_side_ns: the graph step's GPU side (busy time - or, for kernels on several
+            streams, the critical path: :func:`~launchprof.analysis.predict.gpu_work` -
+            dispatch gaps, the gap between graph launches); ``gpu_side_serial_ns``: the
+            same with the busy time (the streams' branches not overlapping: the range's
+            low end takes it; ``gpu_side_ns`` for one stream); ``launch_call_ns``: one
+            ``cudaGraphLaunch`` call; ``cpu_side_ns``: that call plus ``kept_host_ns``.
         graph_step_ns: the predicted graph step without the profiler (``gpu + cpu`` for a
             synchronizing step, else ``max(gpu, cpu)``); ``graph_step_high_ns``: its upper
             bound (the range's low end).
@@ -144,6 +151,7 @@ class Expectation:
     removed_host_ns: float
     synchronizing: bool
     gpu_side_ns: float
+    gpu_side_serial_ns: float
     launch_call_ns: float
     cpu_side_ns: float
     graph_step_ns: float
@@ -168,14 +176,15 @@ def _with_eager(exp: Expectation, e: float, e_low: float, e_high: float) -> Expe
     kept = exp.kept_share * host_u
     removed = host_u - kept
 
-    def graph_step(extra_host: float) -> float:
+    def graph_step(gpu: float, extra_host: float) -> float:
         host = exp.launch_call_ns + kept + extra_host
-        return exp.gpu_side_ns + host if exp.synchronizing else max(exp.gpu_side_ns, host)
+        return gpu + host if exp.synchronizing else max(gpu, host)
 
     # What stays outside the graph is uncertain only where the capture cannot take the
-    # whole step (a synchronizing step: the graph is one sync-free run).
-    g = graph_step(0.0)
-    g_high = graph_step(UNCAPTURED_SHARE * removed if exp.synchronizing else 0.0)
+    # whole step (a synchronizing step: the graph is one sync-free run), and how far the
+    # streams' branches overlap only where there are several.
+    g = graph_step(exp.gpu_side_ns, 0.0)
+    g_high = graph_step(exp.gpu_side_serial_ns, UNCAPTURED_SHARE * removed if exp.synchronizing else 0.0)
     e_low, e_high = min(e_low, e), max(e_high, e)  # the range holds the step
     return dataclasses.replace(
         exp,
@@ -451,7 +460,10 @@ def expect(
     # Inferred steps are the shortest repeat: one graph may hold many (as the profiled
     # prediction assumes, predict.py); one graph cannot span a synchronization.
     amortized = ctx.steps.source == "inferred" and not synchronizing
-    base = predict_graph_step(period, float(busy), nodes, unprofiled_values(values), amortized=amortized)
+    work, path_nodes = gpu_work(fig)
+    unprofiled = unprofiled_values(values)
+    base = predict_graph_step(period, work, nodes, unprofiled, amortized=amortized, path_nodes=path_nodes)
+    serial = predict_graph_step(period, float(busy), nodes, unprofiled, amortized=amortized).gpu_side_ns
     floor = base.gpu_side_ns
     if region is None:
         region = capture_region(ctx, synchronizing)
@@ -483,6 +495,7 @@ def expect(
         removed_host_ns=0.0,
         synchronizing=synchronizing,
         gpu_side_ns=gpu,
+        gpu_side_serial_ns=max(serial, gpu),
         launch_call_ns=base.cpu_side_ns,  # one unprofiled graph launch
         cpu_side_ns=base.cpu_side_ns,
         graph_step_ns=0.0,
@@ -493,7 +506,7 @@ def expect(
     )
     exp = _with_eager(exp, exp.eager_step_ns, exp.eager_low_ns, exp.eager_high_ns)
     if synchronizing:  # the sides add up under nsys too, with the host time kept as traced
-        traced = predict_graph_step(period, float(busy), nodes, values, amortized=amortized)
+        traced = predict_graph_step(period, work, nodes, values, amortized=amortized, path_nodes=path_nodes)
         exp = dataclasses.replace(
             exp, profiled_graph_step_ns=traced.gpu_side_ns + traced.cpu_side_ns + share * cpu_step
         )

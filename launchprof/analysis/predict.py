@@ -3,7 +3,9 @@
 The model, per steady-state step of ``nodes`` GPU activities (kernels + memcpys + memsets):
 
 - GPU side: ``max(gpu_work + node_gap_ns x (nodes - 1), node_interval_ns x nodes)
-  + graph_launch_gap_ns`` - the step's GPU busy time (graphs do not make kernels faster),
+  + graph_launch_gap_ns`` - the step's GPU busy time (graphs do not make kernels faster;
+  for kernels on several streams, the critical path and its kernels in place of the busy
+  time and ``nodes`` in the gap term: :func:`gpu_work`),
   the dispatch gap the GPU still leaves between consecutive graph nodes, never faster than
   the GPU dispatches graph nodes at all (``node_interval_ns``: back-to-back empty kernels
   in one graph, measured by ``launchprof calibrate``; 0 = no floor), and the idle time
@@ -189,6 +191,20 @@ def break_even(instantiate_ns: float, graph_step_ns: float, per_launch_step_ns: 
     return int(math.floor(instantiate_ns / saving)) + 1
 
 
+def gpu_work(fig: Mapping[str, Any]) -> tuple[float, float | None]:
+    """The GPU work a graph of the step runs one after another (ns) and the activities on
+    that chain (None: all of them): the critical path and its kernels where the step's
+    kernels run on several streams and the critical path was found
+    (:func:`~launchprof.analysis.stepmix.critical_paths`: a fork/join step's branches run
+    side by side in a graph), else the busy time (``busy_p50_ns``). Raises KeyError without
+    ``busy_p50_ns``."""
+    busy = float(fig["busy_p50_ns"] or 0.0)
+    path, path_nodes = fig.get("critical_path_p50_ns"), fig.get("critical_path_nodes_p50")
+    if path is None or path_nodes is None or not 0 < path < busy:
+        return busy, None
+    return float(path), float(path_nodes)
+
+
 def predict_graph_step(
     per_launch_step_ns: float,
     gpu_work_ns: float,
@@ -196,6 +212,7 @@ def predict_graph_step(
     values: Mapping[str, float],
     amortized: bool = False,
     host_ns: float = 0.0,
+    path_nodes: float | None = None,
 ) -> Prediction:
     """Predict the graph step for a step of ``nodes`` activities (module docstring).
 
@@ -207,13 +224,16 @@ def predict_graph_step(
         amortized: drop the per-graph terms (a graph holding many repeats of the step).
         host_ns: host time per step that a graph does not remove (host work between
             launches, waits after synchronizing calls); added to the CPU side.
+        path_nodes: the activities on the chain ``gpu_work_ns`` runs (:func:`gpu_work`):
+            the dispatch gaps of the GPU side are theirs; default ``nodes``.
 
     Raises:
         ValueError: a negative input.
     """
     if per_launch_step_ns < 0 or gpu_work_ns < 0 or nodes < 0:
         raise ValueError("step figures must be >= 0")
-    gaps = max(nodes - 1.0, 0.0) if not amortized else nodes
+    chain = nodes if path_nodes is None else min(path_nodes, nodes)
+    gaps = max(chain - 1.0, 0.0) if not amortized else chain
     dispatch = max(gpu_work_ns + values["node_gap_ns"] * gaps, values.get("node_interval_ns", 0.0) * nodes)
     gpu_side = dispatch + (0.0 if amortized else values["graph_launch_gap_ns"])
     cpu_side = (

@@ -1,0 +1,102 @@
+"""The critical path of a step over several streams (launchprof.analysis.stepmix.longest_chain):
+kernels of one stream run in order, a stream-wait-event call makes the kernels launched
+after it wait for each stream's last kernel launched before it, unless the trace shows the
+later kernel starting before the earlier one ended. Ground truth: steps built here as an
+eager run would execute them (launch by launch, one kernel at a time per stream), and
+the path worked out by hand or by a brute-force longest path over the same dependencies."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from launchprof.analysis.predict import DEFAULTS, gpu_work, predict_graph_step
+from launchprof.analysis.stepmix import longest_chain
+
+
+def _eager(kernels: list[tuple[int, int]], launch_every: int = 5000) -> tuple[np.ndarray, ...]:
+    """(launch, start, end, stream) of kernels ``(stream, duration)`` launched in this
+    order every ``launch_every`` ns, each starting at its launch or when its stream is free."""
+    free: dict[int, int] = {}
+    launch, start, end, stream = [], [], [], []
+    for i, (s, d) in enumerate(kernels):
+        t = i * launch_every
+        b = max(t + 100, free.get(s, 0))
+        launch.append(t)
+        start.append(b)
+        end.append(b + d)
+        stream.append(s)
+        free[s] = b + d
+    return tuple(np.asarray(x) for x in (launch, start, end, stream))
+
+
+def test_a_fork_join_is_the_fork_the_longer_branch_and_the_join() -> None:
+    # norm on 1; 2 waits; 3 kernels on 1 (1 us) and 3 on 2 (2 us) interleaved; 1 waits; join on 1.
+    order = [(1, 3000)] + [k for _ in range(3) for k in ((1, 1000), (2, 2000))] + [(1, 4000)]
+    launch, start, end, stream = _eager(order)
+    waits = np.array([launch[1] - 10, launch[7] - 10])  # before the branches, before the join
+    assert longest_chain(launch, start, end, stream, waits) == (3000 + 3 * 2000 + 4000, 5.0)
+
+
+def test_without_waits_the_streams_are_independent() -> None:
+    launch, start, end, stream = _eager([(1, 1000), (2, 5000), (1, 1000), (2, 5000), (1, 1000)])
+    assert longest_chain(launch, start, end, stream, np.empty(0)) == (10000, 2.0)
+
+
+def test_a_wait_the_trace_contradicts_holds_nothing() -> None:
+    """Stream 2's long kernel was launched before the wait, but stream 1's next kernel
+    started before it ended (the wait was for another event): no dependency."""
+    launch = np.array([0, 1000, 5000])
+    start = np.array([100, 1100, 5100])
+    end = np.array([900, 50000, 6000])  # the stream-2 kernel runs past the third's start
+    stream = np.array([1, 2, 1])
+    # 48,900 alone, not 48,900 + 900 over 2 kernels:
+    assert longest_chain(launch, start, end, stream, np.array([2000])) == (48900, 1.0)
+
+
+def _brute(kernels: list[tuple[int, int]], waits_after: set[int]) -> float:
+    """The longest path by dynamic programming over the explicit dependencies of an
+    eager run of one kernel at a time (every dependency consistent with the timeline)."""
+    best: list[float] = []
+    for i, (s, d) in enumerate(kernels):
+        preds = [j for j in range(i) if kernels[j][0] == s]
+        for w in waits_after:
+            if w < i:  # a wait after kernel w: each stream's last kernel up to w
+                for other in {k[0] for k in kernels[: w + 1]}:
+                    last = max(j for j in range(w + 1) if kernels[j][0] == other)
+                    preds.append(last)
+        best.append(d + max((best[j] for j in preds), default=0.0))
+    return max(best)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    kernels=st.lists(st.tuples(st.integers(1, 3), st.integers(1, 50).map(lambda x: x * 100)), min_size=1, max_size=25),
+    wait_points=st.sets(st.integers(0, 24), max_size=6),
+)
+def test_the_path_is_the_longest_over_the_dependencies(kernels: list[tuple[int, int]], wait_points: set[int]) -> None:
+    """Launches far apart (each kernel ends before the next launch: every dependency holds
+    in the timeline), so the path is the brute-force longest path; it lies between the
+    busiest stream's time and the sum of all."""
+    waits_after = {w for w in wait_points if w < len(kernels) - 1}
+    launch, start, end, stream = _eager(kernels, launch_every=10000)
+    waits = np.array(sorted(launch[w] + 10 for w in waits_after), dtype=np.int64)
+    path, nodes = longest_chain(launch, start, end, stream, waits)
+    assert path == _brute(kernels, waits_after)
+    per_stream = {s: sum(d for t, d in kernels if t == s) for s, _ in kernels}
+    assert max(per_stream.values()) <= path <= sum(d for _, d in kernels)
+    assert 1 <= nodes <= len(kernels)
+
+
+def test_the_graph_s_gpu_side_takes_the_path_and_its_kernels() -> None:
+    """A step of 22 kernels whose path holds 12: the GPU side is the path plus 11 node gaps
+    (not the busy time plus 21); one stream, or a path no shorter than the busy time,
+    keeps the busy time."""
+    fig = {"busy_p50_ns": 21000.0, "critical_path_p50_ns": 11500.0, "critical_path_nodes_p50": 12.0}
+    work, nodes = gpu_work(fig)
+    assert (work, nodes) == (11500.0, 12.0)
+    p = predict_graph_step(100000.0, work, 22, DEFAULTS, path_nodes=nodes)
+    assert p.gpu_side_ns == 11500.0 + 11 * DEFAULTS["node_gap_ns"] + DEFAULTS["graph_launch_gap_ns"]
+    assert gpu_work({"busy_p50_ns": 21000.0}) == (21000.0, None)
+    assert gpu_work({**fig, "critical_path_p50_ns": 25000.0}) == (21000.0, None)
