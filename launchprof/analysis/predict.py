@@ -39,7 +39,8 @@ layer: :func:`launchprof.api.calibration.user_calibration`, or an explicit argum
 overrides :data:`DEFAULTS` key by key; this module reads no file. :data:`DEFAULTS` were measured on one H200 under
 nsys 2025.3 from the bundled traces by ``scripts/derive_defaults.py`` (see its docstring
 for each one), except the ``unprofiled_graph_launch_call_*`` pair, which is the H200
-calibration in docs/data/calibration_h200_2026-11-29.json, and
+calibration in docs/data/calibration_h200_2026-11-29.json, ``unprofiled_graph_launch_gap_ns``
+(two H200 calibrations, docs/data/calibration_h200_2026-12-03_run*.json), and
 ``profiler_launch_overhead_ns`` (2.76 us: docs/metrics.md, "Launch overhead and the
 profiler"). A ``launchprof.calibration/1`` file is
 measured without the profiler; only its ``profiler`` section (``launchprof calibrate
@@ -75,7 +76,7 @@ DEFAULTS: dict[str, float] = {
     "profiler_torch_replay_inflation": 1.4,
     "profiler_torch_replay_inflation_low": 1.0,
     "profiler_torch_replay_inflation_high": 2.0,
-    "unprofiled_graph_launch_gap_ns": 5648,
+    "unprofiled_graph_launch_gap_ns": 848,
     "unprofiled_graph_launch_call_base_ns": 2926,
     "unprofiled_graph_launch_call_per_node_ns": 9.3,
 }
