@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import launchprof
@@ -57,37 +58,78 @@ def test_a_fork_join_step_over_two_streams(tmp_path: Path) -> None:
     assert a.diagnosis.verdict == "launch-bound" and a.recommendation.convert is True
 
 
-def test_a_fork_join_step_s_critical_path_is_the_fork_the_longer_branch_and_the_join(tmp_path: Path) -> None:
-    """The program's construction: a step is norm, then 10 kernels on each stream, then
-    join (12 kernels on the first stream, 10 on the second); the path is norm + the longer
-    branch + join. sqlite3 works it out per step from each stream's kernels in order; the
-    graph's GPU side takes the path (its range's low end the busy time), which brings the
-    expectation to the program's own graph step (14.3 us without nsys) within 30 %."""
-    rec = REC["streams_eager_rec1"]
+FORK_JOINS = sorted(n for n, r in REC.items() if "critical_path" in r)
+
+
+def _graph_bare_us(before: str) -> list[float]:
+    after = next(p["after"] for p in FAMILIES["pairs"] if p["before"] == before)
+    return list(REC[after]["bare_step_us"])
+
+
+@pytest.mark.parametrize("name", FORK_JOINS)
+def test_a_fork_join_step_s_critical_path_is_the_fork_the_longer_branch_and_the_join(name: str, tmp_path: Path) -> None:
+    """The programs' construction: a step runs a head on the main stream, then one branch
+    on each stream, then a tail on the main stream (C++: norm, 10 and 10 kernels, join;
+    PyTorch: 2 kernels, 6 and 12, 2 - there the side branch is the longer, so the path is
+    longer than either stream's kernel time). sqlite3 works the path out per step from
+    each stream's kernels in order (head + the longer branch + tail); the graph's GPU side
+    takes it (the range's low end the busy time), and the expected graph step is within
+    30 % of the program's own graph step without nsys."""
+    rec = REC[name]
+    cp = rec["critical_path"]
+    main, head, tail, side = cp["main_per_step"], cp["head"], cp["tail"], cp["side_per_step"]
     paths = _sql(
-        "streams_eager_rec1",
+        name,
         tmp_path,
-        """with a as (select (row_number() over (order by start) - 1) / 12 step,
-                             s.value = 'branch' br, end - start d
-                      from CUPTI_ACTIVITY_KIND_KERNEL k join StringIds s on s.id = k.shortName
-                      where streamId = (select min(streamId) from CUPTI_ACTIVITY_KIND_KERNEL)),
-                b as (select (row_number() over (order by start) - 1) / 10 step, end - start d
-                      from CUPTI_ACTIVITY_KIND_KERNEL
-                      where streamId = (select max(streamId) from CUPTI_ACTIVITY_KIND_KERNEL)),
-                sa as (select step, sum(case when br then d end) br, sum(case when br then 0 else d end) ends
-                       from a group by step),
-                sb as (select step, sum(d) br from b group by step),
-                cp as (select sa.ends + max(sa.br, sb.br) c from sa join sb using (step))
-           select c from cp order by c limit 1 offset (select count(*) / 2 from cp)""",
+        f"""with a as (select (row_number() over (order by start) - 1) / {main} step,
+                              (row_number() over (order by start) - 1) % {main} pos, end - start d
+                       from CUPTI_ACTIVITY_KIND_KERNEL
+                       where streamId = (select streamId from CUPTI_ACTIVITY_KIND_KERNEL
+                                         group by streamId order by count(*) {"desc" if main > side else "asc"}
+                                         limit 1)),
+                 b as (select (row_number() over (order by start) - 1) / {side} step, end - start d
+                       from CUPTI_ACTIVITY_KIND_KERNEL
+                       where streamId = (select streamId from CUPTI_ACTIVITY_KIND_KERNEL
+                                         group by streamId order by count(*) {"asc" if main > side else "desc"}
+                                         limit 1)),
+                 sa as (select step, sum(case when pos >= {head} and pos < {main - tail} then d else 0 end) br,
+                               sum(case when pos < {head} or pos >= {main - tail} then d else 0 end) ends
+                        from a group by step having count(*) = {main}),
+                 sb as (select step, sum(d) br from b group by step having count(*) = {side}),
+                 cp as (select sa.ends + max(sa.br, sb.br) c from sa join sb using (step))
+            select c from cp order by c limit 1 offset (select count(*) / 2 from cp)""",
     )
-    a = launchprof.analyze(CORPUS / "streams_eager_rec1.sqlite.xz")
+    a = launchprof.analyze(CORPUS / f"{name}.sqlite.xz")
     fig, exp = a.diagnosis.figures, a.recommendation.expected
-    assert fig["critical_path_nodes_p50"] == 1 + (rec["kernels_per_step"] - 2) // 2 + 1  # norm, a branch, join
-    assert fig["critical_path_p50_ns"] == pytest.approx(paths, rel=0.02)
+    assert fig["critical_path_nodes_p50"] == head + max(main - head - tail, side) + tail
+    assert fig["critical_path_p50_ns"] == pytest.approx(paths, rel=0.03)
+    assert fig["critical_path_p50_ns"] >= fig["stream_busy_max_p50_ns"]
     assert exp.gpu_side_ns < exp.gpu_side_serial_ns and exp.graph_step_high_ns >= exp.gpu_side_serial_ns
-    graph_bare_us = FAMILIES["recordings"]["streams_graph_rec1"]["bare_step_us"]
-    for bare in graph_bare_us:
+    for bare in _graph_bare_us(name):
         assert abs(exp.graph_step_ns / (bare * 1e3) - 1) <= 0.3
+
+
+@pytest.mark.parametrize("program", ["streams_eager", "torch_streams_eager"])
+def test_a_fork_join_program_recorded_twice_gets_the_same_advice_and_its_ranges_hold_the_truth(program: str) -> None:
+    """Each recording (two device calls for the C++ step, one call for the PyTorch step's
+    two): the same verdict and decision, and the expected speedup's range - the estimate,
+    and for the PyTorch step its run without nsys too - holds the truth of every recording
+    (the step without nsys over the converted step, each on the program's own clock)."""
+    names = [n for n in FORK_JOINS if n.startswith(program + "_rec")]
+    assert len(names) >= 2
+    truths = [float(np.mean(REC[n]["bare_step_us"])) / float(np.mean(_graph_bare_us(n))) for n in names]
+    advice = set()
+    for name in names:
+        a = launchprof.analyze(CORPUS / f"{name}.sqlite.xz")
+        exp = a.recommendation.expected
+        advice.add((a.diagnosis.verdict, a.recommendation.convert))
+        assert all(exp.speedup_low <= t <= exp.speedup_high for t in truths), (name, truths)
+        if "baseline_folder" in REC[name]:
+            m = launchprof.analyze(CORPUS / f"{name}.sqlite.xz", baseline=CORPUS / REC[name]["baseline_folder"])
+            e = m.recommendation.expected
+            assert e.eager_source == "measured" and all(e.speedup_low <= t <= e.speedup_high for t in truths)
+            advice.add((m.diagnosis.verdict, m.recommendation.convert))
+    assert advice == {("launch-bound", True)}
 
 
 def test_the_captured_fork_join_replays_one_graph_a_step(tmp_path: Path) -> None:
