@@ -406,10 +406,11 @@ def _other_pairs(fidelity: Any, doc: dict[str, Any]) -> list[str]:
         "against each side's own clock (the mean of its runs before and after the profile). The LSTM's expected "
         "speedup is for one cell (the step found), its truth for a whole sequence; the JAX and compile pairs are "
         "no graph conversions (jit fuses, `default` fuses without graphs), so their expected figure (a graph of "
-        "the eager step) has no truth there. The two-stream C++ step is the known miss: nsys added about 0.3 us "
-        "a launch (the range now reaches the traced step) and its graph ran its two branches side by side, "
-        "14.3 us a step against 28.4 us predicted from the eager busy time (the critical path between the "
-        "streams is not modelled yet).",
+        "the eager step) has no truth there. The fork/join steps (C++ and PyTorch, two streams) are predicted "
+        'from their critical path (docs/metrics.md, "Prediction"); nsys added 0.3 us a launch to the first C++ '
+        "recording and 2.3 us to the second, so its estimate's error moves with the machine while the range "
+        "holds both. compare's estimate for them is short: nsys's node-level graph tracing slows the converted "
+        "step (23-30 us a step for a 14.4 us graph), and that traced step is what it divides.",
         *fidelity.markdown_other(doc["other_pairs"]).splitlines(),
     ]
 
