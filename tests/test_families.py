@@ -177,3 +177,34 @@ def test_compare_of_each_family_pair(pair: dict[str, str]) -> None:
     another program's (different-work)."""
     c = launchprof.compare(CORPUS / f"{pair['before']}.sqlite.xz", CORPUS / f"{pair['after']}.sqlite.xz")
     assert c.verdict == pair["verdict"]
+
+
+@pytest.mark.parametrize(
+    "mutation",
+    [
+        "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME",
+        "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN "
+        "(SELECT id FROM StringIds WHERE value LIKE 'cudaStreamWaitEvent%')",
+    ],
+    ids=["no-api-table", "no-event-waits"],
+)
+def test_a_fork_join_trace_missing_its_calls(mutation: str, tmp_path: Path) -> None:
+    """Without the API table no launch is placed: no critical path, the busy time stands
+    (an earlier build raised IndexError there). Without the stream-wait-event calls the
+    streams are independent: the path is the busier stream's (the main one: norm, branch,
+    join), never more than the busy time."""
+    _sql("streams_eager_rec2", tmp_path, "select 1")
+    trace = tmp_path / "streams_eager_rec2.sqlite"
+    con = sqlite3.connect(trace)
+    con.execute(mutation)
+    con.commit()
+    con.close()
+    a = launchprof.analyze(trace)
+    fig = a.diagnosis.figures
+    if "DROP" in mutation:
+        assert "critical_path_p50_ns" not in fig and fig["streams_per_step_p50"] == 2
+        assert a.diagnosis.verdict is not None
+    else:
+        assert fig["critical_path_nodes_p50"] == 12
+        assert fig["critical_path_p50_ns"] == pytest.approx(fig["stream_busy_max_p50_ns"], rel=0.01)
+        assert fig["critical_path_p50_ns"] < fig["busy_p50_ns"]

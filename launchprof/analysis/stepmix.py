@@ -133,6 +133,8 @@ def critical_paths(ctx: StepContext) -> np.ndarray:
     if k.empty or not len(ctx.kernel_calls) or "graph_node_id" not in k:
         return np.empty((0, 2))
     calls = ctx.kernel_calls
+    if not (calls >= 0).any() or "start" not in ctx.api:  # no launch call known (no API table)
+        return np.empty((0, 2))
     launch = np.where(calls >= 0, ctx.api["start"].to_numpy()[np.maximum(calls, 0)], -1)
     bad = (calls < 0) | k["graph_node_id"].notna().to_numpy()
     step = k["step"].to_numpy()
