@@ -104,6 +104,8 @@ def test_a_fork_join_step_s_critical_path_is_the_fork_the_longer_branch_and_the_
     assert fig["critical_path_nodes_p50"] == head + max(main - head - tail, side) + tail
     assert fig["critical_path_p50_ns"] == pytest.approx(paths, rel=0.03)
     assert fig["critical_path_p50_ns"] >= fig["stream_busy_max_p50_ns"]
+    said = f"{fig['critical_path_nodes_p50']:g} of {rec['kernels_per_step']} kernels"
+    assert sum("critical path" in x and said in x for x in a.recommendation.assumptions) == 1
     assert exp.gpu_side_ns < exp.gpu_side_serial_ns and exp.graph_step_high_ns >= exp.gpu_side_serial_ns
     for bare in _graph_bare_us(name):
         assert abs(exp.graph_step_ns / (bare * 1e3) - 1) <= 0.3

@@ -46,7 +46,7 @@ from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import Expectation, expect_shapes, measured_range, steps_without_profiler
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.hostwork import host_outside_graph
-from launchprof.analysis.predict import Prediction, break_even, constants, gpu_work, predict_graph_step
+from launchprof.analysis.predict import Prediction, break_even, constants, gpu_work, gpu_work_note, predict_graph_step
 from launchprof.analysis.sources import SyncRuns, graph_skips, placed
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes, stream_figures
@@ -569,7 +569,9 @@ def _recommend(
         nodes_per_step=pred.nodes if pred else None,
         model=model,
         blockers=blockers,
-        assumptions=(_assumptions(ctx, pred, single, calib) + _kept_note(pred, exp)) if pred else [],
+        assumptions=[*_assumptions(ctx, pred, single, calib), *gpu_work_note(fig), *_kept_note(pred, exp)]
+        if pred
+        else [],
         calibration=calib,
         expected=exp,
     )

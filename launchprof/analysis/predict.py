@@ -206,6 +206,22 @@ def gpu_work(fig: Mapping[str, Any]) -> tuple[float, float | None]:
     return float(path), float(path_nodes)
 
 
+def gpu_work_note(fig: Mapping[str, Any]) -> list[str]:
+    """The assumption to state when :func:`gpu_work` takes a several-stream step's critical
+    path (one line), else none."""
+    work, path = gpu_work(fig)
+    if path is None:
+        return []
+    return [
+        f"The step's kernels run on {fig['streams_per_step_p50']:g} streams: the GPU side takes their critical "
+        f"path, {work / 1e3:,.1f} us over {path:g} of {fig['kernels_per_step_p50']:g} kernels (kernels of a stream "
+        "in order; a stream-wait-event call holds the kernels launched after it behind each stream's last kernel "
+        f"before it), in place of the busy time ({fig['busy_p50_ns'] / 1e3:,.1f} us): a graph runs independent "
+        "branches side by side. The expected speedup's low end takes the busy time (branches that each fill the "
+        "GPU do not overlap)."
+    ]
+
+
 def predict_graph_step(
     per_launch_step_ns: float,
     gpu_work_ns: float,
