@@ -234,3 +234,41 @@ def test_the_profiler_s_share_measured_on_the_recording_s_machine() -> None:
     truth = bare / (float(np.mean(REC["streams_graph_rec2"]["bare_step_us"])) * 1e3)
     assert exp.eager_step_ns == pytest.approx(bare, rel=0.05)
     assert exp.speedup == pytest.approx(truth, rel=0.10) and exp.speedup_low <= truth <= exp.speedup_high
+
+
+@pytest.mark.parametrize(("share", "placed"), [(0.3, True), (0.7, False)])
+def test_the_path_needs_half_the_steady_steps_placed(share: float, placed: bool) -> None:
+    """Steps with copies or memsets are not placed (a copy's launch is not known here):
+    with 30 % of the steady steps holding one the path stands on the rest; with 70 %, the
+    busy time does (the path was once reported from the 150 steps left)."""
+    import dataclasses
+
+    import pandas as pd
+
+    from launchprof.analysis.stepdata import step_context
+    from launchprof.analysis.stepmix import stream_figures
+
+    a = launchprof.analyze(CORPUS / "streams_eager_rec2.sqlite.xz")
+    ctx = step_context(a, a.found_steps)
+    steady = ctx.steady["step"].to_numpy()
+    with_copy = steady[: int(share * len(steady))]
+    fig = stream_figures(dataclasses.replace(ctx, memops=pd.DataFrame({"step": with_copy})))
+    assert ("critical_path_p50_ns" in fig) is placed
+    assert fig["streams_per_step_p50"] == 2
+
+
+def test_per_thread_default_stream_waits_are_waits(tmp_path: Path) -> None:
+    """A build with --default-stream per-thread calls cudaStreamWaitEvent_ptsz: still an
+    event wait (matched by name prefix). Without it the PyTorch fork/join's path would be
+    the busier stream's 12 kernels, not head + side branch + tail (16)."""
+    _sql("torch_streams_eager_rec1", tmp_path, "select 1")
+    trace = tmp_path / "torch_streams_eager_rec1.sqlite"
+    con = sqlite3.connect(trace)
+    changed = con.execute(
+        "update StringIds set value = 'cudaStreamWaitEvent_ptsz_v7000' where value like 'cudaStreamWaitEvent%'"
+    ).rowcount
+    con.commit()
+    con.close()
+    assert changed == 1
+    fig = launchprof.analyze(trace).diagnosis.figures
+    assert fig["critical_path_nodes_p50"] == 16

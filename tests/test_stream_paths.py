@@ -55,37 +55,68 @@ def test_a_wait_the_trace_contradicts_holds_nothing() -> None:
     assert longest_chain(launch, start, end, stream, np.array([2000])) == (48900, 1.0)
 
 
-def _brute(kernels: list[tuple[int, int]], waits_after: set[int]) -> float:
-    """The longest path by dynamic programming over the explicit dependencies of an
-    eager run of one kernel at a time (every dependency consistent with the timeline)."""
+def _program(
+    kernels: list[tuple[int, int]], waits: list[tuple[int, int, int]], launch_every: int
+) -> tuple[np.ndarray, ...]:
+    """An eager run of a program whose true dependencies are known: kernels ``(stream,
+    duration)`` launched in order every ``launch_every`` ns; a wait ``(w, x, y)`` after the
+    w-th launch holds stream x's later kernels behind stream y's last kernel launched by
+    then. Each kernel starts at its launch (+100 ns), when its stream is free and when its
+    true dependencies have ended. Returns (launch, start, end, stream, wait times, the
+    longest path over the true dependencies)."""
+    launch = np.arange(len(kernels)) * launch_every
+    start, end, best = np.zeros(len(kernels)), np.zeros(len(kernels)), np.zeros(len(kernels))
+    for i, (s, d) in enumerate(kernels):
+        preds = [j for j in range(i) if kernels[j][0] == s]
+        for w, x, y in waits:
+            if w < i and x == s:
+                on_y = [j for j in range(w + 1) if kernels[j][0] == y]
+                preds += on_y[-1:]
+        start[i] = max([launch[i] + 100.0, *(end[j] for j in preds)])
+        end[i] = start[i] + d
+        best[i] = d + max((best[j] for j in preds), default=0.0)
+    stream = np.array([s for s, _ in kernels])
+    wait_times = np.array(sorted(launch[w] + 10 for w, _, _ in waits), dtype=np.int64)
+    return launch, start, end, stream, wait_times, float(best.max())
+
+
+def _model(kernels: list[tuple[int, int]], waits: list[int], start: np.ndarray, end: np.ndarray) -> float:
+    """The rule of critical_paths spelled out: a kernel depends on its stream's earlier
+    kernels and, for every wait before it, on each stream's last kernel launched by then,
+    unless that one ended after the kernel started in the trace; the longest path."""
     best: list[float] = []
     for i, (s, d) in enumerate(kernels):
         preds = [j for j in range(i) if kernels[j][0] == s]
-        for w in waits_after:
-            if w < i:  # a wait after kernel w: each stream's last kernel up to w
+        for w in waits:
+            if w < i:
                 for other in {k[0] for k in kernels[: w + 1]}:
-                    last = max(j for j in range(w + 1) if kernels[j][0] == other)
-                    preds.append(last)
+                    preds.append(max(j for j in range(w + 1) if kernels[j][0] == other))
+        preds = [j for j in preds if kernels[j][0] == s or end[j] <= start[i]]
         best.append(d + max((best[j] for j in preds), default=0.0))
     return max(best)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     kernels=st.lists(st.tuples(st.integers(1, 3), st.integers(1, 50).map(lambda x: x * 100)), min_size=1, max_size=25),
-    wait_points=st.sets(st.integers(0, 24), max_size=6),
+    waits=st.lists(st.tuples(st.integers(0, 23), st.integers(1, 3), st.integers(1, 3)), max_size=6),
+    launch_every=st.sampled_from([200, 1000, 10000]),
+    seed=st.integers(0, 2**16),
 )
-def test_the_path_is_the_longest_over_the_dependencies(kernels: list[tuple[int, int]], wait_points: set[int]) -> None:
-    """Launches far apart (each kernel ends before the next launch: every dependency holds
-    in the timeline), so the path is the brute-force longest path; it lies between the
-    busiest stream's time and the sum of all."""
-    waits_after = {w for w in wait_points if w < len(kernels) - 1}
-    launch, start, end, stream = _eager(kernels, launch_every=10000)
-    waits = np.array(sorted(launch[w] + 10 for w in waits_after), dtype=np.int64)
-    path, nodes = longest_chain(launch, start, end, stream, waits)
-    assert path == _brute(kernels, waits_after)
-    per_stream = {s: sum(d for t, d in kernels if t == s) for s, _ in kernels}
-    assert max(per_stream.values()) <= path <= sum(d for _, d in kernels)
+def test_the_path_is_the_rule_s_longest_and_never_shorter_than_the_program_s(
+    kernels: list[tuple[int, int]], waits: list[tuple[int, int, int]], launch_every: int, seed: int
+) -> None:
+    """Kernels launched faster than they run queue up (200 ns apart), so the trace shows
+    which taken dependencies did not hold; the arrays come in shuffled (the walk orders by
+    launch). The path is the rule's longest path, at least the program's own (its true
+    dependencies always hold in the trace, so none of them is dropped), and at most the
+    sum of the kernels."""
+    waits = [(w, x, y) for w, x, y in waits if w < len(kernels) - 1]
+    launch, start, end, stream, wait_times, truth = _program(kernels, waits, launch_every)
+    perm = np.random.default_rng(seed).permutation(len(kernels))
+    path, nodes = longest_chain(launch[perm], start[perm], end[perm], stream[perm], wait_times)
+    assert path == _model(kernels, [w for w, _, _ in waits], start, end)
+    assert truth <= path <= sum(d for _, d in kernels)
     assert 1 <= nodes <= len(kernels)
 
 

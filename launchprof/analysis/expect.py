@@ -46,9 +46,10 @@ PyTorch launches the backward pass from its autograd threads):
   otherwise: ``G = gpu + cpu`` or ``max(gpu, cpu)``;
 - ``expected_speedup = E / G``; the range takes the launch path's share that may stay
   outside the captured region of a synchronizing step (``UNCAPTURED_SHARE`` of the
-  removed host time, e.g. a decode loop's logits processing), the streams' branches not
-  overlapping at all (the busy time in place of the critical path: kernels that each
-  fill the GPU do not run side by side), the profiler estimate's
+  removed host time, e.g. a decode loop's logits processing), the streams' branches
+  overlapping no more than in the eager run (its busy time, the union of the kernels'
+  intervals, in place of the critical path: kernels that each fill the GPU do not run
+  side by side), the profiler estimate's
   spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD`` above the per-call
   estimate, down to nothing) and ``NOISE``
   (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
@@ -74,7 +75,7 @@ import pandas as pd
 
 from launchprof.analysis.predict import gpu_work, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import StepContext
-from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes
+from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes, stream_figures
 
 UNCAPTURED_SHARE = 0.25
 # In a synchronizing step, the capture region is the shortest stretch of the launches
@@ -118,8 +119,8 @@ class Expectation:
         gpu_side_ns: the graph step's GPU side (busy time - or, for kernels on several
             streams, the critical path: :func:`~launchprof.analysis.predict.gpu_work` -
             dispatch gaps, the gap between graph launches); ``gpu_side_serial_ns``: the
-            same with the busy time (the streams' branches not overlapping: the range's
-            low end takes it; ``gpu_side_ns`` for one stream); ``launch_call_ns``: one
+            same with the busy time (the branches overlapping no more than in the eager
+            run: the range's low end takes it; ``gpu_side_ns`` for one stream); ``launch_call_ns``: one
             ``cudaGraphLaunch`` call; ``cpu_side_ns``: that call plus ``kept_host_ns``.
         graph_step_ns: the predicted graph step without the profiler (``gpu + cpu`` for a
             synchronizing step, else ``max(gpu, cpu)``); ``graph_step_high_ns``: its upper
@@ -535,7 +536,8 @@ def expect_shapes(
         if synchronizing not in regions:
             regions[synchronizing] = capture_region(ctx, synchronizing)
         region = regions[synchronizing]
-        part = expect(sub, shape_figures(sub.steady), values, framework, region[region["step"].isin(steps)])
+        figures = {**shape_figures(sub.steady), **stream_figures(sub)}
+        part = expect(sub, figures, values, framework, region[region["step"].isin(steps)])
         if part is None:
             parts = []
             break

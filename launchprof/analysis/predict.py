@@ -217,8 +217,8 @@ def gpu_work_note(fig: Mapping[str, Any]) -> list[str]:
         f"path, {work / 1e3:,.1f} us over {path:g} of {fig['kernels_per_step_p50']:g} kernels (kernels of a stream "
         "in order; a stream-wait-event call holds the kernels launched after it behind each stream's last kernel "
         f"before it), in place of the busy time ({fig['busy_p50_ns'] / 1e3:,.1f} us): a graph runs independent "
-        "branches side by side. The expected speedup's low end takes the busy time (branches that each fill the "
-        "GPU do not overlap)."
+        "branches side by side. The expected speedup's low end takes the busy time (the branches overlapping no "
+        "more than in this run: kernels that each fill the GPU do not run side by side)."
     ]
 
 

@@ -13,6 +13,7 @@ kernels that wait on each other, not the sum over the streams.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from typing import Any
 
@@ -51,13 +52,15 @@ def step_shapes(ctx: StepContext) -> list[tuple[float, np.ndarray]]:
 
 def shape_context(ctx: StepContext, steps: np.ndarray) -> StepContext:
     """``ctx`` restricted to the steady steps ``steps`` for :func:`expect`: its ``steady``
-    rows, kernels, memops and calls (``calls``); the other per-call fields stay the whole
-    context's and are not read there."""
+    rows, kernels (and their ``kernel_calls``), memops and calls (``calls``); the other
+    per-call fields stay the whole context's and are not read there."""
+    in_shape = ctx.kernels["step"].isin(steps).to_numpy()
     sub = dataclasses.replace(
         ctx,
         steady=ctx.steady[ctx.steady["step"].isin(steps)],
-        kernels=ctx.kernels[ctx.kernels["step"].isin(steps)],
+        kernels=ctx.kernels[in_shape],
         memops=ctx.memops[ctx.memops["step"].isin(steps)] if "step" in ctx.memops else ctx.memops,
+        kernel_calls=ctx.kernel_calls[in_shape] if len(ctx.kernel_calls) == len(in_shape) else ctx.kernel_calls,
     )
     calls = ctx.calls
     sub.cached("calls", lambda: calls[calls["step"].isin(steps)] if len(calls) else calls)
@@ -65,7 +68,8 @@ def shape_context(ctx: StepContext, steps: np.ndarray) -> StepContext:
 
 
 def shape_figures(steady: pd.DataFrame) -> dict[str, float | None]:
-    """The figures :func:`expect` reads, as medians over one shape's steady steps."""
+    """The figures :func:`expect` reads, as medians over one shape's steady steps (the
+    period and busy time; :func:`stream_figures` adds a several-stream step's path)."""
 
     def p50(col: str) -> float | None:
         v = steady[col].dropna().to_numpy(dtype=float) if col in steady else np.empty(0)
@@ -83,9 +87,9 @@ def stream_figures(ctx: StepContext) -> dict[str, Any]:
     """For steps whose kernels run on several streams: ``streams_per_step_p50``,
     ``stream_busy_max_p50_ns``, the median over steady steps of the busiest stream's kernel
     time (a stream runs its kernels one after another, so a graph of the step takes at
-    least that long on the GPU), and, where :func:`critical_paths` can tell,
-    ``critical_path_p50_ns`` and ``critical_path_nodes_p50``: the kernel time and kernels
-    of the longest chain a step (medians). Empty for one stream."""
+    least that long on the GPU), and, where :func:`critical_paths` can tell for at least
+    half the steady steps, ``critical_path_p50_ns`` and ``critical_path_nodes_p50``: the
+    kernel time and kernels of the longest chain a step (medians). Empty for one stream."""
     k = ctx.kernels
     if k.empty or k["stream_id"].nunique() < 2:
         return {}
@@ -95,25 +99,26 @@ def stream_figures(ctx: StepContext) -> dict[str, Any]:
         "streams_per_step_p50": float(streams.median()),
         "stream_busy_max_p50_ns": float(per.groupby(level=0).max().median()),
     }
-    paths = critical_paths(ctx)
-    if len(paths) and len(paths) >= 0.5 * min(len(ctx.steady), PATH_STEPS):
+    paths, qualified = critical_paths(ctx)
+    if len(paths) and qualified >= 0.5 * len(ctx.steady):
         out["critical_path_p50_ns"] = float(np.median(paths[:, 0]))
         out["critical_path_nodes_p50"] = float(np.median(paths[:, 1]))
     return out
 
 
-# The calls that make a stream wait for work queued on another (an event recorded there).
-EVENT_WAIT_CALLS = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent"})
+# The calls that make a stream wait for work queued on another (an event recorded there),
+# by name prefix: the per-thread default stream's are cudaStreamWaitEvent_ptsz.
+EVENT_WAIT_CALLS = ("cudaStreamWaitEvent", "cuStreamWaitEvent")
 # Steady steps whose critical path is taken (evenly spaced): a Python walk over their
 # kernels, bounded for traces of millions of kernels.
 PATH_STEPS = 256
 
 
-def critical_paths(ctx: StepContext) -> np.ndarray:
+def critical_paths(ctx: StepContext) -> tuple[np.ndarray, int]:
     """Per steady step (at most :data:`PATH_STEPS` of them, evenly spaced), the kernel
     time (ns) and the kernels of the longest chain of kernels that wait on each other,
-    as a graph of the step would run them: ``(n, 2)`` float array, empty when no step
-    qualifies.
+    as a graph of the step would run them: ``(n, 2)`` float array (empty when no step
+    qualifies), and how many steady steps qualify.
 
     The dependencies come from the program's order: kernels of one stream run one after
     another (CUDA's stream semantics); a stream-wait-event call (``cudaStreamWaitEvent``,
@@ -124,43 +129,54 @@ def critical_paths(ctx: StepContext) -> np.ndarray:
     kernel started before the earlier one ended - is dropped (a wait on one stream does not
     hold the others: DDP's gradient streams). A fork/join step (one stream forks into two
     branches joined by events) gets its exact path: the fork, the longer branch, the join.
+    Kernels on the legacy default stream are taken as any stream's: its implicit ordering
+    with blocking streams is not modelled (a capture cannot use that stream: the
+    ``legacy-stream`` finding says so, and the converted program's streams are created).
 
-    Steps with copies or memsets (not placed by launch here), kernels of graph replays
-    (their order inside a graph is not traced) or kernels without a submitting call are
-    left out.
+    Left out: the whole-trace pseudo-step, steps with copies or memsets (not placed by
+    launch here), with kernels of graph replays (their order inside a graph is not
+    traced) or kernels without a submitting call.
     """
+    none = (np.empty((0, 2)), 0)
     k = ctx.kernels
-    if k.empty or not len(ctx.kernel_calls) or "graph_node_id" not in k:
-        return np.empty((0, 2))
+    if ctx.pseudo or k.empty or len(ctx.kernel_calls) != len(k) or "graph_node_id" not in k:
+        return none
     calls = ctx.kernel_calls
     if not (calls >= 0).any() or "start" not in ctx.api:  # no launch call known (no API table)
-        return np.empty((0, 2))
+        return none
     launch = np.where(calls >= 0, ctx.api["start"].to_numpy()[np.maximum(calls, 0)], -1)
     bad = (calls < 0) | k["graph_node_id"].notna().to_numpy()
     step = k["step"].to_numpy()
     skip = set(step[bad].tolist())
     if "step" in ctx.memops and len(ctx.memops):
         skip |= set(ctx.memops["step"].tolist())
-    steady = [s for s in ctx.steady["step"].tolist() if s not in skip]
+    present = set(step.tolist())
+    steady = [s for s in ctx.steady["step"].tolist() if s not in skip and s in present]
     if not steady:
-        return np.empty((0, 2))
+        return none
     chosen = np.asarray(steady)[np.unique(np.linspace(0, len(steady) - 1, min(len(steady), PATH_STEPS)).astype(int))]
-    waits = ctx.calls[ctx.calls["call"].astype(str).isin(EVENT_WAIT_CALLS)]
+    calls_frame = ctx.calls
+    waits = calls_frame[calls_frame["call"].astype(str).str.startswith(EVENT_WAIT_CALLS)]
     wait_at = waits.groupby("step")["start"].apply(np.sort) if len(waits) else pd.Series(dtype=object)
     bounds = np.searchsorted(step, np.stack([chosen, chosen + 1]))
     start, end, stream = k["start"].to_numpy(), k["end"].to_numpy(), k["stream_id"].to_numpy()
-    out = []
-    for s, lo, hi in zip(chosen, bounds[0], bounds[1], strict=True):
-        w = wait_at.get(s, np.empty(0))
-        out.append(longest_chain(launch[lo:hi], start[lo:hi], end[lo:hi], stream[lo:hi], w))
-    return np.asarray(out, dtype=float)
+    out = [
+        longest_chain(launch[lo:hi], start[lo:hi], end[lo:hi], stream[lo:hi], wait_at.get(s, np.empty(0)))
+        for s, lo, hi in zip(chosen, bounds[0], bounds[1], strict=True)
+    ]
+    return np.asarray(out, dtype=float), len(steady)
 
 
 def longest_chain(
     launch: np.ndarray, start: np.ndarray, end: np.ndarray, stream: np.ndarray, waits: np.ndarray
 ) -> tuple[float, float]:
     """(kernel time in ns, kernels) of the longest chain of one step's kernels
-    (:func:`critical_paths` says which kernels wait on which).
+    (:func:`critical_paths` says which kernels wait on which); (0, 0) without kernels.
+
+    Each wait records, per stream, its chain so far (path end, kernels) keyed by the
+    stream's traced end until then; a kernel takes, per stream, the latest record that
+    ended by its traced start (both grow along a stream, so that one is the longest): a
+    binary search, kernels x streams x log(waits) in all.
 
     Args:
         launch: per kernel, the start of its launch call (ns, the host's clock).
@@ -168,20 +184,28 @@ def longest_chain(
         stream: per kernel, its stream.
         waits: the starts of the step's stream-wait-event calls (ns, the host's clock).
     """
+    if not len(launch):
+        return 0.0, 0.0
     order = np.argsort(launch, kind="stable")
-    wait_pos = np.searchsorted(launch[order], waits, side="left")  # kernels launched before each wait
-    last: dict[Any, tuple[float, int, float]] = {}  # stream -> (path end, path kernels, traced end)
-    deps: list[tuple[float, int, float]] = []
+    wait_pos = np.sort(np.searchsorted(launch[order], waits, side="left"))  # kernels launched before each wait
+    last: dict[Any, tuple[float, int, float]] = {}  # stream -> (path end, path kernels, traced end so far)
+    records: dict[Any, tuple[list[float], list[tuple[float, int]]]] = {}  # stream -> (traced ends, chains)
     w = 0
     for i, j in enumerate(order):
         while w < len(wait_pos) and wait_pos[w] <= i:
-            deps.extend(last.values())
+            for s2, (path, n, ended) in last.items():
+                keys, chains = records.setdefault(s2, ([], []))
+                if not chains or chains[-1] != (path, n):
+                    keys.append(ended)
+                    chains.append((path, n))
             w += 1
-        s = stream[j]
-        base = last.get(s, (0.0, 0, 0.0))
-        for d in deps:
-            if d[2] <= start[j] and d[0] > base[0]:
-                base = d
-        last[s] = (base[0] + float(end[j] - start[j]), base[1] + 1, float(end[j]))
+        s, t = stream[j], float(start[j])
+        base = last.get(s, (0.0, 0, 0.0))[:2]
+        for keys, chains in records.values():
+            p = bisect.bisect_right(keys, t) - 1
+            if p >= 0 and chains[p][0] > base[0]:
+                base = chains[p]
+        ended = max(last[s][2], float(end[j])) if s in last else float(end[j])
+        last[s] = (base[0] + float(end[j] - start[j]), base[1] + 1, ended)
     best = max(last.values(), key=lambda v: v[0])
     return best[0], float(best[1])
