@@ -5,7 +5,8 @@ sequence (set the terminal's title, clear the screen), a NUL, a bell. The termin
 (:mod:`launchprof.cli.consoles`) and the pages (:mod:`launchprof.report.html`, every
 ``{{ }}`` of a template) write each as its escape, ``\\x1b``; tab and line feed stay as they
 are (a carriage return is escaped: on a terminal it writes over the line). A count a step
-reads the same on both (:func:`count_text`).
+reads the same on both (:func:`count_text`), and a duration in a sentence of the analysis
+(:func:`us_text`).
 """
 
 from __future__ import annotations
@@ -32,3 +33,9 @@ def one_line(text: str) -> str:
     line - of the terminal, or of a ``#`` comment in the page's code: a line break written as
     ``\\n`` (it could fake a line of launchprof's, or end the comment)."""
     return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def us_text(ns: float | None) -> str:
+    """A duration in ns as the analysis' sentences (reasons, findings, checks) write it:
+    microseconds, one decimal, thousands separators (``"1,234.5 us"``); ``"-"`` for None."""
+    return "-" if ns is None else f"{ns / 1e3:,.1f} us"

@@ -18,12 +18,9 @@ from launchprof.analysis.expect import Expectation
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.predict import Prediction
 from launchprof.analysis.stepdata import StepContext
+from launchprof.text import us_text
 
 MIN_SPEEDUP = 1.25
-
-
-def _us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e3:,.1f} us"
 
 
 def agree(
@@ -50,7 +47,7 @@ def agree(
         return "launch-bound", [
             *reasons,
             f"Under nsys the GPU's own work nearly fills the step, but without the profiler the step is "
-            f"{_us(exp.eager_step_ns)} (measured) against {_us(exp.graph_step_ns)} as a graph: a graph is "
+            f"{us_text(exp.eager_step_ns)} (measured) against {us_text(exp.graph_step_ns)} as a graph: a graph is "
             f"expected to give {exp.speedup:.2f}x.",
         ]
     if verdict not in ("launch-bound", "host-bound") or (exp is None and pred is None):
@@ -71,14 +68,14 @@ def agree(
             f"give {gain:.2f}x without the profiler."
         ),
         "gpu-bound": (
-            f"Without the profiler the step is {_us(exp.eager_step_ns)} ({eager}), and the GPU's own work "
-            f"({_us(exp.gpu_side_ns)} a step as a graph) sets the pace: a graph is expected to give {gain:.2f}x, "
+            f"Without the profiler the step is {us_text(exp.eager_step_ns)} ({eager}), and the GPU's own work "
+            f"({us_text(exp.gpu_side_ns)} a step as a graph) sets the pace: a graph is expected to give {gain:.2f}x, "
             f"below {MIN_SPEEDUP:g}x."
         ),
         "host-bound": (
-            f"Without the profiler the host work a graph keeps ({_us(exp.kept_host_ns)} a step outside the region a "
-            f"capture holds, {exp.kept_share:.0%} of the CPU step) sets the pace: a graph is expected to give "
-            f"{gain:.2f}x ({eager} eager step {_us(exp.eager_step_ns)}), below {MIN_SPEEDUP:g}x."
+            f"Without the profiler the host work a graph keeps ({us_text(exp.kept_host_ns)} a step outside the region "
+            f"a capture holds, {exp.kept_share:.0%} of the CPU step) sets the pace: a graph is expected to give "
+            f"{gain:.2f}x ({eager} eager step {us_text(exp.eager_step_ns)}), below {MIN_SPEEDUP:g}x."
         ),
     }[new]
     return new, [*reasons, why]
@@ -112,7 +109,7 @@ def decide(
         return False, (
             "The steps already launch CUDA graphs but rebuild them (capture/instantiate/update) every step: "
             "fix the reinstantiation blocker; a graph built once"
-            + (f" is predicted to run a step in {_us(pred.graph_step_ns)} ({pred.speedup:.2f}x)." if pred else ".")
+            + (f" is predicted to run a step in {us_text(pred.graph_step_ns)} ({pred.speedup:.2f}x)." if pred else ".")
         )
     if already:
         return False, "The steady state already runs as CUDA graphs (a graph launch a step)."
@@ -157,12 +154,12 @@ def _launch_bound(pred: Prediction, exp: Expectation | None, n_blockers: int) ->
             f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
         )
     head = (
-        f"a graph is expected to run a step in {_us(exp.graph_step_ns)} instead of {_us(exp.eager_step_ns)} "
+        f"a graph is expected to run a step in {us_text(exp.graph_step_ns)} instead of {us_text(exp.eager_step_ns)} "
         f"without the profiler ({exp.speedup:.2f}x, range {exp.speedup_low:.2f}-{exp.speedup_high:.2f}x; "
         f"under nsys {pred.speedup:.2f}x)"
         if exp is not None
-        else f"a graph is predicted to run a step in {_us(pred.graph_step_ns)} instead of "
-        f"{_us(pred.per_launch_step_ns)} ({pred.speedup:.2f}x)"
+        else f"a graph is predicted to run a step in {us_text(pred.graph_step_ns)} instead of "
+        f"{us_text(pred.per_launch_step_ns)} ({pred.speedup:.2f}x)"
     )
     return True, (
         f"Launch-bound: {head}, paying back its instantiation after "

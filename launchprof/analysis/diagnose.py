@@ -52,6 +52,7 @@ from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes, stream_figures
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
+from launchprof.text import us_text
 
 VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 HOST_WAIT_MIN = 0.2
@@ -179,10 +180,6 @@ def _g(x: float | None) -> str:
     return "-" if x is None else f"{x:g}"
 
 
-def _us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e3:,.1f} us"
-
-
 TORCH_KERNELS = r"at::native|elementwise|layer_norm_kernel|softmax_warp|reduce_kernel|cunn_"
 
 
@@ -265,7 +262,7 @@ def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
             return "no-gpu-work", ["no GPU activity (kernels, copies, memsets) in the steps of this trace"]
     period = fig["period_p50_ns"]
     head = (
-        f"Over {where}: {'span' if ctx.pseudo else 'step period p50'} {_us(period)}, "
+        f"Over {where}: {'span' if ctx.pseudo else 'step period p50'} {us_text(period)}, "
         f"GPU busy {fig['busy_ratio']:.0%} of it, "
         f"GPU waiting for the CPU {fig['host_wait_ratio']:.0%}"
     )
@@ -362,7 +359,7 @@ def _kept_note(pred: Prediction, exp: Expectation | None) -> list[str]:
     return [
         "The step synchronizes: a capture cannot hold the sync, so the graph holds at most the step's largest "
         "sync-free run of launches; the rest of its host time stays (as traced) and the GPU and CPU sides add up: "
-        f"graph step {_us(pred.graph_step_ns)} under nsys (expected.profiled_graph_step_ns)."
+        f"graph step {us_text(pred.graph_step_ns)} under nsys (expected.profiled_graph_step_ns)."
     ]
 
 
@@ -395,7 +392,7 @@ def _assumptions(
         out.append(
             "Steps were inferred as the shortest repeating kernel sequence; the loop body may hold several. "
             "The prediction assumes one graph holds many repeats (its launch cost amortized); a graph per "
-            f"repeat would give {_us(single.graph_step_ns)} per repeat ({single.speedup:.2f}x)."
+            f"repeat would give {us_text(single.graph_step_ns)} per repeat ({single.speedup:.2f}x)."
         )
     if ctx.pseudo:
         out.append("No repeating step was found: the whole trace is treated as one step.")

@@ -28,6 +28,7 @@ from launchprof.analysis.core import Analysis
 from launchprof.analysis.expect import CYCLE_LAUNCH_SHARE, Expectation
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.timeline import corr_key
+from launchprof.text import us_text
 
 MAX_EXAMPLES = 10
 # CUPTI_ACTIVITY_MEMCPY_KIND_DTOH (CUPTI's CUpti_ActivityMemcpyKind; nsys copyKind column).
@@ -90,10 +91,6 @@ class Finding:
         }
 
 
-def _us(ns: float) -> str:
-    return f"{ns / 1e3:,.1f} us"
-
-
 def example_steps(steps: pd.Series | np.ndarray) -> list[int]:
     """The first :data:`MAX_EXAMPLES` distinct step indices of ``steps``, ascending (a
     finding's ``steps``)."""
@@ -133,7 +130,7 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
     d2h_steps = set(d2h["step"].unique()) & set(steps) if len(d2h) else set()
     evidence = (
         f"{len(steps)} of {n_steady} steady steps call a synchronizing API ({_names(sync)}); "
-        f"p50 {float(per_step.median()):g} per step, CPU blocked p50 {_us(float(blocked.median()))} per step"
+        f"p50 {float(per_step.median()):g} per step, CPU blocked p50 {us_text(float(blocked.median()))} per step"
     )
     if d2h_steps:
         evidence += (
@@ -142,7 +139,7 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
         )
     wait = ctx.steady["sync_wait_ns"] if "sync_wait_ns" in ctx.steady else pd.Series(dtype=float)
     if len(wait) and wait.median() > 0:
-        evidence += f"; GPU idle after the sync p50 {_us(float(wait.median()))} per step"
+        evidence += f"; GPU idle after the sync p50 {us_text(float(wait.median()))} per step"
     share = _region_launch_share(ctx)
     # Steps found from the kernels start where the phase fell: one sync a cycle always
     # leaves one whole cycle between syncs, wherever it sits in the user's loop body.
@@ -217,7 +214,7 @@ def alloc_in_step(ctx: StepContext) -> Finding | None:
         int(len(steps)),
         example_steps(steps),
         f"{len(steps)} of {max(len(ctx.steady), 1)} steady steps allocate or free memory ({_names(alloc)}); "
-        f"p50 {_us(float(dur.median()))} per step in those calls",
+        f"p50 {us_text(float(dur.median()))} per step in those calls",
         "Allocate before capture and reuse the buffers (static inputs/outputs), or use cudaMallocAsync/"
         "cudaFreeAsync, which a graph can hold as memory nodes. In PyTorch, keep tensors alive across steps "
         "(torch.cuda.graph uses a private memory pool).",
@@ -254,9 +251,10 @@ def reinstantiation(ctx: StepContext, analysis: Analysis) -> Finding | None:
         example_steps(hit["step"]) if len(hit) else [],
         f"{_count(int(inst.sum()), 'instantiation')} and {_count(int(upd.sum()), 'exec update')} "
         f"for {_count(launches, 'graph launch', 'graph launches')} "
-        f"({rebuilt / launches:.2f} per launch); cudaGraphInstantiate p50 {_us(inst_p50)}"
-        + (f", cudaGraphExecUpdate p50 {_us(upd_p50)}" if upd.any() else "")
-        + f", against a graph launch call of p50 {_us(launch_p50)}: the build cost is paid every step and never repaid",
+        f"({rebuilt / launches:.2f} per launch); cudaGraphInstantiate p50 {us_text(inst_p50)}"
+        + (f", cudaGraphExecUpdate p50 {us_text(upd_p50)}" if upd.any() else "")
+        + f", against a graph launch call of p50 {us_text(launch_p50)}: the build cost is paid every step and never "
+        "repaid",
         "Capture and instantiate once, outside the loop; feed new data by copying into the captured (static) "
         "buffers. When parameters must change, use cudaGraphExecUpdate (same topology) or "
         "cudaGraphExecKernelNodeSetParams instead of re-instantiating; keep one graph per shape bucket.",
@@ -402,8 +400,9 @@ def profiler_overhead(
     if share < PROFILER_SHARE_MIN:
         return None
     evidence = (
-        f"launch calls last p50 {_us(call_p50)} here, of which about {_us(per_launch)} is the profiler's own "
-        f"cost; {launches:g} per step make about {_us(overhead)} ({min(share, 1.0):.0%}) of the {_us(period)} step"
+        f"launch calls last p50 {us_text(call_p50)} here, of which about {us_text(per_launch)} is the profiler's "
+        f"own cost; {launches:g} per step make about {us_text(overhead)} ({min(share, 1.0):.0%}) of the "
+        f"{us_text(period)} step"
     )
     figures: dict[str, Any] = {
         "launch_call_p50_ns": call_p50,
@@ -418,14 +417,16 @@ def profiler_overhead(
         figures.update({"overhead_ns": overhead, "share": overhead / period, "unprofiled_step_ns": step})
         how = "measured without nsys" if measured else "estimated"
         evidence = (
-            f"launch calls last p50 {_us(call_p50)} here; with every traced call and the dispatch between them "
-            f"slowed by the profiler, about {_us(overhead)} ({min(overhead / period, 1.0):.0%}) of the "
-            f"{_us(period)} step is the profiler's: the step is {_us(step)} without it ({how})"
+            f"launch calls last p50 {us_text(call_p50)} here; with every traced call and the dispatch between them "
+            f"slowed by the profiler, about {us_text(overhead)} ({min(overhead / period, 1.0):.0%}) of the "
+            f"{us_text(period)} step is the profiler's: the step is {us_text(step)} without it ({how})"
         )
         if expected is not None:
             figures["unprofiled_graph_step_ns"] = expected.graph_step_ns
             figures["unprofiled_speedup"] = expected.speedup
-            evidence += f", a graph's {_us(expected.graph_step_ns)}: {expected.speedup:.2f}x (recommendation.expected)"
+            evidence += (
+                f", a graph's {us_text(expected.graph_step_ns)}: {expected.speedup:.2f}x (recommendation.expected)"
+            )
     fix = (
         "The expected speedup uses the step measured without nsys."
         if measured

@@ -55,6 +55,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from launchprof.text import us_text
+
 DEFAULTS: dict[str, float] = {
     "node_gap_ns": 80,
     "node_interval_ns": 0,
@@ -214,9 +216,9 @@ def gpu_work_note(fig: Mapping[str, Any]) -> list[str]:
         return []
     return [
         f"The step's kernels run on {fig['streams_per_step_p50']:g} streams: the GPU side takes their critical "
-        f"path, {work / 1e3:,.1f} us over {path:g} of {fig['kernels_per_step_p50']:g} kernels (kernels of a stream "
+        f"path, {us_text(work)} over {path:g} of {fig['kernels_per_step_p50']:g} kernels (kernels of a stream "
         "in order; a stream-wait-event call holds the kernels launched after it behind each stream's last kernel "
-        f"before it), in place of the busy time ({fig['busy_p50_ns'] / 1e3:,.1f} us): a graph runs independent "
+        f"before it), in place of the busy time ({us_text(fig['busy_p50_ns'])}): a graph runs independent "
         "branches side by side. The expected speedup's low end takes the busy time (the branches overlapping no "
         "more than in this run: kernels that each fill the GPU do not run side by side)."
     ]

@@ -67,6 +67,7 @@ from launchprof.analysis.speedstats import (
     without_profiler,
 )
 from launchprof.analysis.workchange import SAME_WORK_TOLERANCE, WorkChange, classify, kernel_table
+from launchprof.text import us_text
 
 VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "unknown-work", "churn")
 DEFAULT_MIN_EFFECT = 0.05
@@ -181,10 +182,6 @@ def _launches(n: float) -> str:
 
 def _kinds(n: int) -> str:
     return f"{n} kernel kind" if n == 1 else f"{n} kernel kinds"
-
-
-def _fmt_us(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e3:,.1f} us"
 
 
 def _fmt_pct(r: float | None) -> str:
@@ -338,7 +335,7 @@ def check_faster(
     else:
         before_ns, after_ns = fb.period_p50_ns, fa.period_p50_ns
     head = (
-        f"Step period {statistic} {_fmt_us(before_ns)} -> {_fmt_us(after_ns)}: {speedup:.2f}x "
+        f"Step period {statistic} {us_text(before_ns)} -> {us_text(after_ns)}: {speedup:.2f}x "
         f"({CI_LEVEL:.0%} CI {lo:.2f}-{hi:.2f}x, {fb.steady} and {fa.steady} steady steps)."
     )
     if unprofiled is not None:
@@ -375,7 +372,7 @@ def check_bubbles(fb: SideFigures, fa: SideFigures) -> Check:
         return Check("bubbles", None, "Per-step bubble or utilization figures missing on one side.", evidence)
     passed = all(sign * (a - b) <= _SLACK for b, a, sign in pairs)  # type: ignore[operator]
     detail = (
-        f"Per steady step: bubbles inside the step {_fmt_us(fb.bubble_p50_ns)} -> {_fmt_us(fa.bubble_p50_ns)} "
+        f"Per steady step: bubbles inside the step {us_text(fb.bubble_p50_ns)} -> {us_text(fa.bubble_p50_ns)} "
         f"({_fmt_pct(fb.bubble_ratio)} -> {_fmt_pct(fa.bubble_ratio)} of the period; the idle gap before a step's "
         "first activity is not among them, the utilization counts it); GPU utilization "
         f"{_fmt_pct(fb.utilization)} -> {_fmt_pct(fa.utilization)}; CPU-bound ratio "
@@ -432,7 +429,7 @@ def check_churn(after: SideData, fa: SideFigures) -> Check:
         detail += " AFTER re-instantiates its graph in steady state"
         if cost is not None and fa.period_p50_ns:
             detail += (
-                f": instantiation costs {_fmt_us(cost)} per step ({_fmt_us(each_ns)} each), "
+                f": instantiation costs {us_text(cost)} per step ({us_text(each_ns)} each), "
                 f"{cost / fa.period_p50_ns:.0%} of the step period"
             )
         detail += "; instantiate once and reuse the graph (static buffers), or update it with cudaGraphExecUpdate."
@@ -440,7 +437,7 @@ def check_churn(after: SideData, fa: SideFigures) -> Check:
         detail += " AFTER re-captures its graph in steady state: every step still makes the captured launch calls"
         if fa.api_p50_ns is not None and fa.period_p50_ns:
             detail += (
-                f" (CUDA API time {_fmt_us(fa.api_p50_ns)} per step, "
+                f" (CUDA API time {us_text(fa.api_p50_ns)} per step, "
                 f"{fa.api_p50_ns / fa.period_p50_ns:.0%} of the step period)"
             )
         detail += "; capture once and keep the buffers static (copy new inputs into them)."
@@ -468,14 +465,14 @@ def check_paid_back(after: SideData, fb: SideFigures, fa: SideFigures) -> Check:
         return Check(
             "paid_back",
             False,
-            f"No gain per step: the {_fmt_us(after.instantiate_ns)} instantiation never pays back.",
+            f"No gain per step: the {us_text(after.instantiate_ns)} instantiation never pays back.",
             evidence,
         )
     n_star = after.instantiate_ns / gain
     evidence["break_even_iterations"] = n_star
     passed = n >= n_star
     detail = (
-        f"Instantiation {_fmt_us(after.instantiate_ns)} / gain {_fmt_us(gain)} per step under nsys = break-even "
+        f"Instantiation {us_text(after.instantiate_ns)} / gain {us_text(gain)} per step under nsys = break-even "
         f"after {np.ceil(n_star):.0f} iterations under nsys; this run has {n}."
     )
     if not passed:
