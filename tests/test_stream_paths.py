@@ -17,18 +17,8 @@ from launchprof.analysis.stepmix import longest_chain
 
 def _eager(kernels: list[tuple[int, int]], launch_every: int = 5000) -> tuple[np.ndarray, ...]:
     """(launch, start, end, stream) of kernels ``(stream, duration)`` launched in this
-    order every ``launch_every`` ns, each starting at its launch or when its stream is free."""
-    free: dict[int, int] = {}
-    launch, start, end, stream = [], [], [], []
-    for i, (s, d) in enumerate(kernels):
-        t = i * launch_every
-        b = max(t + 100, free.get(s, 0))
-        launch.append(t)
-        start.append(b)
-        end.append(b + d)
-        stream.append(s)
-        free[s] = b + d
-    return tuple(np.asarray(x) for x in (launch, start, end, stream))
+    order every ``launch_every`` ns, with no wait between the streams (:func:`_program`)."""
+    return _program(kernels, [], launch_every)[:4]
 
 
 def test_a_fork_join_is_the_fork_the_longer_branch_and_the_join() -> None:

@@ -58,6 +58,10 @@ ALLOC_CALLS = frozenset(
         "cuMemAllocPitch",
     }
 )
+# Calls that make a stream wait for work queued on another (an event recorded there), by
+# name prefix: the per-thread default stream's are cudaStreamWaitEvent_ptsz. Not a sync:
+# the host does not wait (stepmix.critical_paths reads them as dependencies).
+EVENT_WAIT_PREFIXES = ("cudaStreamWaitEvent", "cuStreamWaitEvent")
 CAPTURE_CALLS = frozenset(
     {"cudaStreamBeginCapture", "cudaStreamEndCapture", "cuStreamBeginCapture", "cuStreamEndCapture"}
 )

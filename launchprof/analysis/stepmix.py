@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.callkinds import EVENT_WAIT_PREFIXES
 from launchprof.analysis.stepdata import StepContext
 
 # Steps of several shapes (kernels a step): each shape holding at least this share of the
@@ -106,9 +107,6 @@ def stream_figures(ctx: StepContext) -> dict[str, Any]:
     return out
 
 
-# The calls that make a stream wait for work queued on another (an event recorded there),
-# by name prefix: the per-thread default stream's are cudaStreamWaitEvent_ptsz.
-EVENT_WAIT_CALLS = ("cudaStreamWaitEvent", "cuStreamWaitEvent")
 # Steady steps whose critical path is taken (evenly spaced): a Python walk over their
 # kernels, bounded for traces of millions of kernels.
 PATH_STEPS = 256
@@ -156,7 +154,7 @@ def critical_paths(ctx: StepContext) -> tuple[np.ndarray, int]:
         return none
     chosen = np.asarray(steady)[np.unique(np.linspace(0, len(steady) - 1, min(len(steady), PATH_STEPS)).astype(int))]
     calls_frame = ctx.calls
-    waits = calls_frame[calls_frame["call"].astype(str).str.startswith(EVENT_WAIT_CALLS)]
+    waits = calls_frame[calls_frame["call"].astype(str).str.startswith(EVENT_WAIT_PREFIXES)]
     wait_at = waits.groupby("step")["start"].apply(np.sort) if len(waits) else pd.Series(dtype=object)
     bounds = np.searchsorted(step, np.stack([chosen, chosen + 1]))
     start, end, stream = k["start"].to_numpy(), k["end"].to_numpy(), k["stream_id"].to_numpy()
