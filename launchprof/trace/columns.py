@@ -77,7 +77,19 @@ NVTX_COLS = ("start", "end", "eventType", "text", "textId", "globalTid", "domain
 NVTX_RANGE_TYPES = (59, 60)
 NVTX_DOMAIN_CREATE = 75
 # Columns narrowed to int32 when every value fits (ids that CUPTI keeps in 32 bits).
-NARROW = {"device_id", "stream_id", "pid", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"}
+NARROW = {
+    "device_id",
+    "stream_id",
+    "pid",
+    "correlation_id",
+    "name_id",
+    "grid_x",
+    "grid_y",
+    "grid_z",
+    "block_x",
+    "block_y",
+    "block_z",
+}
 
 
 class Column:

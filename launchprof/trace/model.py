@@ -26,9 +26,10 @@ Columns (all times are int64 nanoseconds on the trace's own clock):
     ``flag`` (nsys ``ENUM_CUPTI_STREAM_TYPE``: 1 default, 2 non-blocking, 3 the NULL
     stream, i.e. the legacy default stream).
 
-Dtypes: times, ``correlation_id``, ``name_id``, ``tid``, ``bytes`` and graph ids are
-int64; ``device_id``, ``stream_id``, ``pid`` and the grid/block sizes of kernels are int32
-when every value fits (int64 otherwise); a NULL id reads as -1 (``pid`` 0 when the
+Dtypes: times, ``tid``, ``bytes`` and graph ids are int64; ``device_id``, ``stream_id``,
+``pid``, ``correlation_id``, ``name_id`` and the grid/block sizes of kernels are int32
+when every value of the table's column fits (int64 otherwise: CUPTI's correlation ids are
+unsigned 32-bit); a NULL id reads as -1 (``pid`` 0 when the
 globalPid is missing). ``Trace.gpu_activity()``'s ``kind`` is categorical.
 
 The process of a globalTid/globalPid is ``value >> 24`` (the nsys "Serialized GlobalId"
