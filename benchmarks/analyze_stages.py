@@ -2,10 +2,12 @@
 
 Mirrors :func:`launchprof.api.analyze` and :func:`launchprof.commands.run_analyze` with a
 wall clock (``perf_counter``) and a CPU clock (``process_time``, all threads) around each
-stage. Imports are timed first (a fresh interpreter; run it as its own process); the big
-tables are read ahead in background threads from there on, as the ``analyze`` command
-does, so "load" is what is left of the reading. The step files are written in this
-process (the command writes them from a forked child while the diagnosis runs).
+stage, and the process's resident memory (``/proc/self/statm``, Linux: the peak during
+each stage, sampled every 5 ms by a thread, and the RSS when it ends; the command line's
+malloc settings, ``launchprof.malloc``, are not applied here). Imports are timed first (a
+fresh interpreter; run it as its own process); the big tables are read ahead in
+background threads from there on, as the ``analyze`` command does, so "load" is what is
+left of the reading. The step files are written in this process.
 
 Usage::
 
@@ -19,18 +21,38 @@ import time
 T0 = (time.perf_counter(), time.process_time())
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
+import threading  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-rows: list[tuple[str, float, float]] = []
+rows: list[tuple[str, float, float, float, float]] = []
 _last = list(T0)
+_peak = [0.0]
+
+
+def _rss() -> float:
+    """Resident set size now (bytes); 0 where /proc is absent."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return float(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0.0
+
+
+def _sample() -> None:
+    while True:
+        _peak[0] = max(_peak[0], _rss())
+        time.sleep(0.005)
 
 
 def mark(stage: str) -> None:
     now = (time.perf_counter(), time.process_time())
-    rows.append((stage, now[0] - _last[0], now[1] - _last[1]))
+    end = _rss()
+    rows.append((stage, now[0] - _last[0], now[1] - _last[1], max(_peak[0], end), end))
     _last[:] = now
+    _peak[0] = end
 
 
 def main() -> None:
@@ -38,6 +60,7 @@ def main() -> None:
     ap.add_argument("trace")
     ap.add_argument("--output", default=None)
     args = ap.parse_args()
+    threading.Thread(target=_sample, daemon=True).start()
     import launchprof.cli.typer_app  # noqa: F401  (what the launchprof script imports first)
 
     mark("import launchprof.cli.typer_app")
@@ -81,9 +104,10 @@ def main() -> None:
     del api
     wall = sum(r[1] for r in rows)
     cpu = sum(r[2] for r in rows)
-    print(f"{Path(args.trace).name}: stage, wall s, CPU s")
-    for stage, w, c in rows:
-        print(f"  {stage:42s} {w:6.3f} {c:6.3f}")
+    gib = float(1 << 30)
+    print(f"{Path(args.trace).name}: stage, wall s, CPU s, peak RSS during it GiB, RSS at its end GiB")
+    for stage, w, c, peak, end in rows:
+        print(f"  {stage:42s} {w:6.3f} {c:6.3f} {peak / gib:6.2f} {end / gib:6.2f}")
     print(f"  {'total (interpreter start excluded)':42s} {wall:6.3f} {cpu:6.3f}")
     sys.stdout.flush()
 

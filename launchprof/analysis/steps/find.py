@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import kind_in
@@ -116,7 +117,7 @@ def _find_steps(
         device.device_id,
         pid,
         table,
-        pd.Series(activity_step, index=act.index, name="step"),
+        pd.Series(activity_step.astype(np.int32), index=act.index, name="step"),  # < 2**31 steps: half the memory
         warmup,
         rejected,
     )

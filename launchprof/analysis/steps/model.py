@@ -40,7 +40,7 @@ class Steps:
             ``graph_launches``, ``sync_calls``, ``alloc_calls``, ``instantiations``,
             ``exec_updates``, ``captures``, ``api_ns`` (time in CUDA API calls),
             ``cpu_ns`` (cpu_end - cpu_start), ``warmup`` (bool).
-        activity_step: step index of each row of the device's ``activity`` (-1: none).
+        activity_step: step index of each row of the device's ``activity`` (-1: none), int32.
         warmup: number of warm-up steps (the first ``warmup`` rows of ``table``).
         rejected: NVTX range labels (``domain:text``) that were not taken as the step,
             each with the reason (:func:`step_range_rejection`), in label order.
