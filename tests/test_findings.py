@@ -132,6 +132,16 @@ def test_dynamic_shapes_propose_buckets_with_their_padding(tmp_path: Path) -> No
     assert f.steps_affected == 15
 
 
+def test_dynamic_shapes_of_grids_beyond_int32(tmp_path: Path) -> None:
+    """A grid of 2**31 - 1 x N blocks: the columns are int32 once loaded, the grid size
+    (x * y * z) is not - the buckets are powers of two of the real sizes."""
+    b = TraceBuilder()
+    sizes = [3, 5, 8, 16]
+    launch_loop(b, steps=21, kernels=8, grid_of=lambda s, j: (2**31 - 1, sizes[s % 4], 1))
+    f = _built(b, tmp_path)["dynamic-shapes"]
+    assert f.figures["buckets"] == [2**33, 2**34, 2**35] and f.figures["bucket_steps"] == [5, 10, 5]
+
+
 def test_varying_sequence(tmp_path: Path) -> None:
     b = TraceBuilder()
     launch_loop(b, steps=21, kernels=8, kernels_of=lambda s: 4 if s % 3 == 1 else 8)

@@ -218,7 +218,8 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
         return None
     usual = shapes.value_counts().iloc[0]
     # The kernel whose grid size takes the most values; its per-step size (largest launch).
-    grid = k["grid_x"] * k["grid_y"] * k["grid_z"]
+    # int64: the columns may be int32, and a grid of 2**31 - 1 x 65535 blocks overflows it.
+    grid = k["grid_x"].astype(np.int64) * k["grid_y"].astype(np.int64) * k["grid_z"].astype(np.int64)
     sizes_per_name = grid.groupby(k["name_id"]).nunique()
     name = int(sizes_per_name.idxmax())
     size = grid.loc[k["name_id"] == name].groupby(k.loc[k["name_id"] == name, "step"]).max()
