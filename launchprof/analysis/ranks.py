@@ -408,7 +408,10 @@ def program_signature(analysis: Analysis) -> ProgramSignature:
     trace = analysis.trace
     ids = pd.unique(trace.kernels["name_id"].dropna()) if len(trace.kernels) else []
     names = frozenset(str(trace.string(int(i))) for i in ids)
-    calls = trace.api["call"].astype(str) if len(trace.api) else pd.Series(dtype=str)
+    # The distinct call names (a categorical's few dozen), not a text copy of every call.
+    calls = (
+        pd.Series(pd.unique(trace.api["call"]), dtype=object).astype(str) if len(trace.api) else pd.Series(dtype=str)
+    )
     nodes = trace.kernels["graph_node_id"] if "graph_node_id" in trace.kernels else pd.Series(dtype=float)
     graphs = bool(calls.str.startswith(("cudaGraphLaunch", "cuGraphLaunch")).any() or nodes.notna().any())
     return ProgramSignature(names, graphs)

@@ -227,7 +227,10 @@ def api_end_keyed(api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray] | None
         for a repeated pair the last call wins, as in :func:`api_end_lookup`).
     """
     keys, rows = index if index is not None else call_index(api)
-    return pd.Series(api["end"].to_numpy()[rows], index=pd.Index(keys, dtype="int64"), name="end")
+    # copy=False: the index shares call_index's keys (pandas 3 copies arrays by default).
+    return pd.Series(
+        api["end"].to_numpy()[rows], index=pd.Index(keys, dtype="int64", copy=False), name="end", copy=False
+    )
 
 
 def _keyed(api_end: pd.Series) -> pd.Series:

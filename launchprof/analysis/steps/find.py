@@ -117,7 +117,7 @@ def _find_steps(
         device.device_id,
         pid,
         table,
-        pd.Series(activity_step.astype(np.int32), index=act.index, name="step"),  # < 2**31 steps: half the memory
+        pd.Series(activity_step.astype(np.int32), index=act.index, name="step", copy=False),  # int32: half the memory
         warmup,
         rejected,
     )
