@@ -11,6 +11,9 @@ line and the commands can use them without importing the analysis.
   of that run are not needed): 48 step periods after the warm-up one, whose median the
   prediction takes, so the extra run costs the workload's start-up and 50 steps, not its
   whole length.
+- :data:`DIAGNOSIS_VERDICTS`, :data:`COMPARE_VERDICTS`: the verdicts of a diagnosis
+  (:mod:`launchprof.analysis.diagnose`) and of a comparison
+  (:mod:`launchprof.analysis.verify`), which ``--fail-on`` names.
 """
 
 from __future__ import annotations
@@ -20,3 +23,5 @@ STEP_DOMAIN = "launchprof"
 STEP_NAME = "step"
 BASELINE_STEPS = 50
 STOP_AFTER_ENV = "LAUNCHPROF_STOP_AFTER"
+DIAGNOSIS_VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
+COMPARE_VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "unknown-work", "churn")

@@ -79,3 +79,19 @@ def test_a_missing_after_script_is_refused_before_anything_runs(tmp_path: Path) 
     )  # fmt: skip
     assert done.returncode == 2 and "nosuch.py" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists() and "steps:" not in done.stdout  # BEFORE never ran
+
+
+@pytest.mark.slow
+def test_a_mistyped_fail_on_verdict_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """``--fail-on`` is read before the workloads run: a typo after two profiled workloads
+    would lose them (it was parsed by the comparison, at the end)."""
+    done = subprocess.run(
+        [LAUNCHPROF, "check", "-o", "out", "--fail-on", "slower", LOOP, "--", LOOP], cwd=tmp_path,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == (
+        "launchprof: error: --fail-on: unknown verdict 'slower' (choose from verified, not-faster, not-converted, "
+        "different-work, unknown-work, churn, or none)"
+    )
+    assert not (tmp_path / "out").exists() and "steps:" not in done.stdout  # BEFORE never ran

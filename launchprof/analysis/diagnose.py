@@ -52,9 +52,10 @@ from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes, stream_figures
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
+from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.text import us_text
 
-VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
+VERDICTS = DIAGNOSIS_VERDICTS
 HOST_WAIT_MIN = 0.2
 
 

@@ -67,9 +67,10 @@ from launchprof.analysis.speedstats import (
     without_profiler,
 )
 from launchprof.analysis.workchange import SAME_WORK_TOLERANCE, WorkChange, classify, kernel_table
+from launchprof.defaults import COMPARE_VERDICTS
 from launchprof.text import us_text
 
-VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "unknown-work", "churn")
+VERDICTS = COMPARE_VERDICTS
 DEFAULT_MIN_EFFECT = 0.05
 GRAPH_SHARE_MIN = 0.5
 CHURN_MAX = 0.1

@@ -31,37 +31,12 @@ from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.side import SideData, regroup, side_from_analysis, unprofiled_times
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
-from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, VERDICTS, Comparison, verify
+from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, Comparison, verify
 from launchprof.api.calibration import user_calibration
 from launchprof.api.report_folder import ReportFolderError, side_from_folder
 from launchprof.api.traces import analyze
 from launchprof.errors import LaunchprofError
 from launchprof.malloc import MallocTuning
-
-
-class CompareOptionError(LaunchprofError):
-    """A compare option has a value outside its choices."""
-
-
-DEFAULT_FAIL_ON = ",".join(v for v in VERDICTS if v != "verified")
-
-
-def parse_fail_on(text: str) -> frozenset[str]:
-    """The verdicts named in ``--fail-on`` (comma-separated; ``none`` for none).
-
-    Raises:
-        CompareOptionError: an unknown verdict.
-    """
-    names = {t.strip() for t in text.split(",") if t.strip()}
-    if names == {"none"}:
-        return frozenset()
-    unknown = sorted(names - set(VERDICTS))
-    if unknown or not names:
-        raise CompareOptionError(
-            f"--fail-on: unknown verdict {', '.join(map(repr, unknown)) or repr(text)} "
-            f"(choose from {', '.join(VERDICTS)}, or none)"
-        )
-    return frozenset(names)
 
 
 def _load(

@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launchprof.defaults import BASELINE_STEPS, DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.defaults import BASELINE_STEPS, COMPARE_VERDICTS, DEFAULT_BUBBLE_THRESHOLD_NS, DIAGNOSIS_VERDICTS
 from launchprof.errors import OptionError
 
 COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # the Typer app's, in its order
 
 # Defaults of the command line (the library's own, in ns, are in launchprof.defaults).
 DEFAULT_BUBBLE_THRESHOLD_US = DEFAULT_BUBBLE_THRESHOLD_NS / 1000
-DEFAULT_COMPARE_FAIL_ON = "not-faster,not-converted,different-work,unknown-work,churn"  # every verdict but verified
+DEFAULT_COMPARE_FAIL_ON = ",".join(v for v in COMPARE_VERDICTS if v != "verified")
 DEFAULT_MIN_EFFECT_PCT = 5.0
 DEFAULT_CHECK_RUNS = 3
 MAX_RUNS = 100  # --baseline-runs, check --runs
@@ -121,27 +121,37 @@ def output_path(option: str, value: str | None) -> Path | None:
     return None if value is None else Path(output_folder(option, value))
 
 
-# The verdicts of launchprof.analysis.diagnose (README: Diagnosis), for ``analyze --fail-on``.
-ANALYZE_VERDICTS = ("launch-bound", "sync-bound", "host-bound", "gpu-bound", "no-gpu-work")
-
-
-def analyze_fail_on(text: str | None) -> frozenset[str]:
-    """The verdicts of ``analyze --fail-on`` (comma separated; ``none`` or None: no verdict).
+def fail_on(text: str | None, verdicts: Sequence[str]) -> frozenset[str]:
+    """The verdicts a ``--fail-on`` value names, out of ``verdicts`` (comma separated;
+    ``none`` or None: no verdict). The one parser of ``analyze``, ``profile``, ``compare``
+    and ``check``, which call it before any work starts (a mistyped verdict after two
+    profiled workloads would lose them).
 
     Raises:
-        OptionError: an unknown verdict (the message lists the known ones).
+        OptionError: an unknown verdict or an empty list (the message lists the known ones).
     """
     if text is None:
         return frozenset()
-    words = [w.strip() for w in text.split(",") if w.strip()]
-    if words == ["none"]:
+    words = {w.strip() for w in text.split(",") if w.strip()}
+    if words == {"none"}:
         return frozenset()
-    unknown = [w for w in words if w not in ANALYZE_VERDICTS]
+    unknown = sorted(words - set(verdicts))
     if unknown or not words:
         raise OptionError(
-            f"--fail-on takes verdicts separated by commas ({', '.join(ANALYZE_VERDICTS)}) or 'none', not {text!r}"
+            f"--fail-on: unknown verdict {', '.join(map(repr, unknown)) or repr(text)} "
+            f"(choose from {', '.join(verdicts)}, or none)"
         )
     return frozenset(words)
+
+
+def analyze_fail_on(text: str | None) -> frozenset[str]:
+    """:func:`fail_on` of ``analyze`` and ``profile``: the verdicts of a diagnosis."""
+    return fail_on(text, DIAGNOSIS_VERDICTS)
+
+
+def compare_fail_on(text: str | None) -> frozenset[str]:
+    """:func:`fail_on` of ``compare`` and ``check``: the verdicts of a comparison."""
+    return fail_on(text, COMPARE_VERDICTS)
 
 
 def min_gain(pct: float | None) -> float | None:

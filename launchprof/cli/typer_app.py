@@ -383,13 +383,14 @@ def compare(
     console = terminal(json_out, quiet)
     try:
         folder = options.output_path("--output", output) or default_output(default_name(before, after))
+        failing = options.compare_fail_on(fail_on)
         code = run_compare(
             before,
             after,
             folder,
             force,
             step_name(step),
-            fail_on,
+            failing,
             options.min_effect(min_effect),
             threshold_ns(bubble_threshold),
             nsys,
@@ -444,7 +445,7 @@ def check(
             options.output_path("--output", output),
             runs,
             step_name(step),
-            fail_on,
+            options.compare_fail_on(fail_on),
             options.min_effect(min_effect),
             threshold_ns(bubble_threshold),
             nsys,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.defaults import COMPARE_VERDICTS, DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, OutputError
 from launchprof.malloc import MallocTuning
 
@@ -107,20 +107,20 @@ def run_check(
     output: Path | None = None,
     runs: int = 3,
     step: str | None = None,
-    fail_on: str | None = None,
+    failing: frozenset[str] | None = None,
     min_effect: float = 0.05,
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
     nsys: str | None = None,
     memory: MallocTuning | None = None,
 ) -> int:
-    """Run the loop (module docstring) and return the exit status. ``fail_on``: the
-    verdicts that exit 1 (default: every verdict but ``verified``, as ``compare``).
+    """Run the loop (module docstring) and return the exit status. ``failing``: the
+    verdicts that exit 1 (:func:`launchprof.cli.options.compare_fail_on`, parsed before
+    the workloads run; default: every verdict but ``verified``, as ``compare``).
 
     Raises:
         LaunchprofError: bad input (usage, output folder), nsys missing or failing, a side
             that cannot be compared; the caller prints it in one line.
     """
-    from launchprof.api.compare_runs import DEFAULT_FAIL_ON
     from launchprof.commands.compare import run_compare
     from launchprof.commands.profile import run_profile
 
@@ -156,7 +156,7 @@ def run_check(
         compare_dir,
         False,
         step,
-        DEFAULT_FAIL_ON if fail_on is None else fail_on,
+        frozenset(v for v in COMPARE_VERDICTS if v != "verified") if failing is None else failing,
         min_effect,
         bubble_threshold_ns,
         nsys,

@@ -20,7 +20,7 @@ def run_compare(
     output: Path,
     force: bool,
     step: str | None,
-    fail_on: str,
+    failing: frozenset[str],
     min_effect: float,
     bubble_threshold_ns: int,
     nsys: str | None,
@@ -28,11 +28,11 @@ def run_compare(
     memory: MallocTuning | None = None,
 ) -> int:
     """Compare ``before`` and ``after``, write the comparison into ``output``, print the
-    verdict and the checks; return the exit code (1 when the verdict is in ``fail_on``)."""
-    from launchprof.api.compare_runs import compare, parse_fail_on
+    verdict and the checks; return the exit code (1 when the verdict is in ``failing``,
+    the verdicts ``--fail-on`` named: :func:`launchprof.cli.options.compare_fail_on`)."""
+    from launchprof.api.compare_runs import compare
     from launchprof.report.compare import speedup_phrase, write_compare
 
-    failing = parse_fail_on(fail_on)
     with console.status("loading") as status:
         result = compare(
             before,
