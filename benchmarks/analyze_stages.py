@@ -30,6 +30,7 @@ from pathlib import Path  # noqa: E402
 rows: list[tuple[str, float, float, float, float]] = []
 _last = list(T0)
 _peak = [0.0]
+_lock = threading.Lock()  # the sampler's read-max-write against mark's reset
 
 
 def _rss() -> float:
@@ -43,16 +44,19 @@ def _rss() -> float:
 
 def _sample() -> None:
     while True:
-        _peak[0] = max(_peak[0], _rss())
+        now = _rss()
+        with _lock:
+            _peak[0] = max(_peak[0], now)
         time.sleep(0.005)
 
 
 def mark(stage: str) -> None:
     now = (time.perf_counter(), time.process_time())
     end = _rss()
-    rows.append((stage, now[0] - _last[0], now[1] - _last[1], max(_peak[0], end), end))
+    with _lock:
+        rows.append((stage, now[0] - _last[0], now[1] - _last[1], max(_peak[0], end), end))
+        _peak[0] = end
     _last[:] = now
-    _peak[0] = end
 
 
 def main() -> None:

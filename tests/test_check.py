@@ -81,7 +81,6 @@ def test_a_missing_after_script_is_refused_before_anything_runs(tmp_path: Path) 
     assert not (tmp_path / "out").exists() and "steps:" not in done.stdout  # BEFORE never ran
 
 
-@pytest.mark.slow
 def test_a_mistyped_fail_on_verdict_is_refused_before_anything_runs(tmp_path: Path) -> None:
     """``--fail-on`` is read before the workloads run: a typo after two profiled workloads
     would lose them (it was parsed by the comparison, at the end)."""

@@ -209,3 +209,15 @@ def test_reference_documents_every_contract_key() -> None:
     for key in keys:
         assert f"`{key}`" in text or f"`{key.split('.')[0]}`" in text, key
     assert "docs/reference.md" in (reference.parent.parent / "README.md").read_text()
+
+
+def test_the_compare_schema_names_the_comparison_verdicts() -> None:
+    """compare.json's ``Verdict`` type is written out for pydantic; the verdicts are
+    defined once (launchprof.defaults), which verify and the command line read."""
+    from typing import get_args
+
+    from launchprof.analysis import verify
+    from launchprof.defaults import COMPARE_VERDICTS
+    from launchprof.report.compare_schema import Verdict
+
+    assert get_args(Verdict) == COMPARE_VERDICTS == verify.VERDICTS

@@ -51,7 +51,8 @@ def _call_sums(calls: pd.Series, durations: np.ndarray) -> pd.DataFrame:
     of every row."""
     if isinstance(calls.dtype, pd.CategoricalDtype):
         codes = calls.cat.codes.to_numpy()
-        by_code = _sums(codes[codes >= 0], durations[codes >= 0])
+        named = codes >= 0
+        by_code = _sums(codes, durations) if named.all() else _sums(codes[named], durations[named])
         names = np.asarray(calls.cat.categories.astype(str), dtype=object)[by_code.index.to_numpy()]
         return by_code.set_axis(pd.Index(names, dtype=object)).groupby(level=0, sort=True).sum()
     return _sums(calls.astype(str).to_numpy(), durations)

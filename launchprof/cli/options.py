@@ -249,8 +249,8 @@ PROFILE_OPTIONS = (
     Option(
         "fail_on",
         ("--fail-on",),
-        "exit 1 when the workload exited 0 and the verdict is one of these (comma separated: launch-bound, "
-        "sync-bound, host-bound, gpu-bound, no-gpu-work)",
+        "exit 1 when the workload exited 0 and the verdict is one of these (comma separated: "
+        f"{', '.join(DIAGNOSIS_VERDICTS)})",
         "text",
     ),
 )

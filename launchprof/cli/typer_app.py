@@ -20,6 +20,7 @@ from launchprof.cli import consoles, options
 from launchprof.cli.options import BUBBLE_HELP, STEP_HELP, default_output
 from launchprof.cli.profile import profile_command
 from launchprof.commands.outcome import Outcome
+from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.errors import LaunchprofError, OptionError
 from launchprof.malloc import MallocTuning
 
@@ -156,8 +157,7 @@ def analyze(
         Optional[str],
         typer.Option(
             "--fail-on",
-            help="exit 1 when the verdict is one of these (comma separated: launch-bound, sync-bound, host-bound, "
-            "gpu-bound, no-gpu-work)",
+            help=f"exit 1 when the verdict is one of these (comma separated: {', '.join(DIAGNOSIS_VERDICTS)})",
         ),
     ] = None,
     min_gain: Annotated[

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from launchprof.defaults import DIAGNOSIS_VERDICTS
+
 SUMMARY_SCHEMA = "launchprof.summary/1"
 Number = int | float
 
@@ -213,7 +215,7 @@ class DiagnosisSection(_Model):
     the steady steps' verdict, the reasons (with, for several ranks, which rank was
     judged), the findings, the figures (by name; ns and ratios) and the thresholds used."""
 
-    verdict: str = Field(description="launch-bound, sync-bound, host-bound, gpu-bound or no-gpu-work")
+    verdict: str = Field(description="one of: " + ", ".join(DIAGNOSIS_VERDICTS))
     reasons: list[str]
     findings: list[FindingDoc]
     figures: dict[str, Any]

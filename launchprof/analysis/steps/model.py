@@ -100,7 +100,7 @@ def no_steps(reason: str, device_id: int | None, pid: int | None, n: int = 0) ->
         device_id,
         pid,
         pd.DataFrame(columns=["step", "warmup", "period_ns"]),
-        pd.Series(np.full(n, -1, dtype=np.int64), name="step"),
+        pd.Series(np.full(n, -1, dtype=np.int32), name="step", copy=False),
         0,
     )
 
