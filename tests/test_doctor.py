@@ -73,3 +73,18 @@ def test_check_nvtx_probes_that_this_nsys_records_the_steps() -> None:
     assert result.exit_code == 0, result.output
     line = next(ln for ln in result.output.splitlines() if "│ NVTX" in ln)
     assert "records launchprof.step() (probed)" in line, line
+
+
+@pytest.mark.parametrize(
+    ("output", "said"),
+    [
+        ('Importer error status: the importer binary was not found.\n{\n  "code": 3\n}\n', '"code": 3'),
+        ("Importer error status: the importer binary was not found.\n}\n", "Importer error status: the importer"),
+        ("}\n]\n", "exit code 7"),
+        ("", "exit code 7"),
+    ],
+)
+def test_a_failing_tool_is_quoted_by_its_last_line_with_words(output: str, said: str) -> None:
+    from launchprof.nsys.importer import last_message
+
+    assert last_message(output, 7).startswith(said)

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from launchprof.errors import NsysError
+from launchprof.nsys.importer import last_message
 from launchprof.nsys.locate import find_nsys
 
 
@@ -46,9 +47,8 @@ def export_sqlite(report: Path, nsys: str | None = None, output: Path | None = N
         except OSError as exc:
             raise NsysError(f"cannot run {exe}: {exc.strerror}") from None
         if done.returncode != 0 or not partial.exists():
-            lines = [ln for ln in (done.stderr + done.stdout).splitlines() if ln.strip()]
-            last = lines[-1].strip() if lines else f"exit code {done.returncode}"
-            raise NsysError(f"nsys export of {report} failed: {last}")
+            said = last_message(done.stderr + done.stdout, done.returncode)
+            raise NsysError(f"nsys export of {report} failed: {said}")
         try:
             os.replace(partial, target)
         except OSError as exc:

@@ -60,13 +60,19 @@ def library_hint(lib: str) -> str:
     return f"install the package that provides {lib} (Debian/Ubuntu: apt-file search {lib})"
 
 
+def last_message(output: str, returncode: int) -> str:
+    """The last line of a tool's output that holds a word (an importer that fails can end
+    its output with the closing ``}`` of a record it printed), at most 300 characters, or
+    ``exit code N`` when there is none."""
+    lines = [ln.strip() for ln in output.splitlines() if any(c.isalnum() for c in ln)]
+    return lines[-1][:300] if lines else f"exit code {returncode}"
+
+
 def _failure(path: Path, output: str, returncode: int, what: str) -> tuple[str | None, str]:
     lib = missing_library(output)
     if lib:
         return lib, f"{what} {path} cannot start: {lib} is missing; {library_hint(lib)}"
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
-    last = lines[-1] if lines else f"exit code {returncode}"
-    return None, f"{what} {path} failed: {last[:300]}"
+    return None, f"{what} {path} failed: {last_message(output, returncode)}"
 
 
 def check_importer(path: Path | None) -> ImporterCheck:
