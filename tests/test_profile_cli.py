@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from conftest import NSYS_FLAKE
+from conftest import nsys_flaked
 from typer.testing import CliRunner
 
 from launchprof.cli import app
@@ -30,7 +30,7 @@ def invoke_retrying(args: list[str]):  # type: ignore[no-untyped-def]
     """``runner.invoke(app, args)``, once more if Debian's nsys 2022.4 failed to reach its
     agent and wrote no trace (see conftest.run_nsys_retrying)."""
     result = runner.invoke(app, args)
-    if result.exit_code != 0 and NSYS_FLAKE in result.output:
+    if result.exit_code != 0 and nsys_flaked(result.output):
         result = runner.invoke(app, args)
     return result
 
