@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import lzma
+import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,19 +123,40 @@ def resolve_trace(path: str | Path, nsys: str | None = None) -> Path:
     return p
 
 
-def _temporary_folder() -> tempfile.TemporaryDirectory[str]:
-    """A temporary folder for a decompressed trace.
+@contextlib.contextmanager
+def _temporary_folder() -> Iterator[Path]:
+    """A temporary folder (``$TMPDIR/launchprof-XXXXXXXXXXXX``, mode 0700) for a
+    decompressed trace, removed on the way out, also when a signal unwinds while it is
+    being made (Ctrl-C; SIGTERM and SIGHUP raise ``SystemExit`` in the command line): its
+    name is held before the folder exists, so no moment has a folder that nothing will
+    remove. ``tempfile.TemporaryDirectory`` makes the folder before its object exists (and
+    the command line ends with ``os._exit``, so its finalizer never runs): a SIGHUP between
+    the two left the copy behind (tests/test_cli_robustness.py, 1 run in 6 under load).
 
     Raises:
         TraceError: none can be made (``$TMPDIR`` full, missing or read-only).
     """
+    base = Path(tempfile.gettempdir())
+    folder: Path | None = None
     try:
-        return tempfile.TemporaryDirectory(prefix="launchprof-")
-    except OSError as exc:
-        raise TraceError(
-            f"cannot make a temporary folder in {tempfile.gettempdir()} ($TMPDIR) to decompress the trace: "
-            f"{exc.strerror or exc}"
-        ) from None
+        for _ in range(100):
+            folder = base / f"launchprof-{secrets.token_hex(6)}"  # held before it exists
+            try:
+                folder.mkdir(mode=0o700)
+                break
+            except FileExistsError:  # 48 random bits taken: not ours, never removed
+                folder = None
+            except OSError as exc:
+                folder = None
+                raise TraceError(
+                    f"cannot make a temporary folder in {base} ($TMPDIR) to decompress the trace: {exc.strerror or exc}"
+                ) from None
+        if folder is None:
+            raise TraceError(f"cannot make a temporary folder in {base} ($TMPDIR): every name tried was taken")
+        yield folder
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def analyze(
@@ -193,7 +216,7 @@ def analyze(
         with _temporary_folder() as tmp:
             if progress:
                 progress("decompressing")
-            trace = _load(_decompress_xz(sqlite, Path(tmp)), progress, memory)
+            trace = _load(_decompress_xz(sqlite, tmp), progress, memory)
     else:
         trace = _load(sqlite, progress, memory)
     trace = dataclasses.replace(trace, path=Path(path), notes=(*trace.notes, *([reused] if reused else [])))
