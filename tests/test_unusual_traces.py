@@ -187,3 +187,31 @@ def test_steps_without_gpu_work_are_noted(tmp_path: Path, empty: tuple[int, ...]
         assert len(a.found_steps.steady) == 7 and "no steady step is left" not in notes[0]
     else:
         assert notes[0].endswith("no steady step is left, so the whole trace is judged as one window")
+
+
+def test_correlation_ids_past_int32_give_the_same_analysis(tmp_path: Path) -> None:
+    """CUPTI's correlation ids are unsigned 32-bit: the loader keeps a table's ids int32
+    only when they all fit, so one trace can hold int64 ids (the calls and kernels, here
+    from 3,000,000,000 on) beside int32 ones (each step's memcpy, ids from 2,000,000,000).
+    Its analysis is the one of the same loop with small ids."""
+    from steploop import launch_loop
+
+    def traced(offset: int, name: str) -> launchprof.TraceAnalysis:
+        b = TraceBuilder()
+        b._corr[100] = offset  # the next call's id is offset + 1
+
+        def copy(b: TraceBuilder, s: int, t: int) -> int:
+            corr = b.call("cudaMemcpyAsync_v3020", t, t + 2_000, corr=2_000_000_000 + s)
+            b.memcpy(t + 2_500, t + 3_500, corr)
+            return t + 2_000
+
+        launch_loop(b, steps=12, kernels=6, in_step=copy)
+        return launchprof.analyze(b.write(tmp_path / name))
+
+    big, small = traced(3_000_000_000, "big.sqlite"), traced(0, "small.sqlite")
+    assert big.trace.kernels["correlation_id"].min() > 2**31 > big.trace.memops["correlation_id"].max()
+    assert big.trace.kernels["correlation_id"].dtype == "int64" and big.trace.memops["correlation_id"].dtype == "int32"
+    assert small.trace.kernels["correlation_id"].dtype == "int32"
+    assert big.diagnosis.verdict == small.diagnosis.verdict and big.found_steps.count == small.found_steps.count == 12
+    assert big.diagnosis.figures == small.diagnosis.figures
+    assert big.recommendation.expected == small.recommendation.expected
