@@ -13,7 +13,9 @@ line and the commands can use them without importing the analysis.
   whole length.
 - :data:`DIAGNOSIS_VERDICTS`, :data:`COMPARE_VERDICTS`: the verdicts of a diagnosis
   (:mod:`launchprof.analysis.diagnose`) and of a comparison
-  (:mod:`launchprof.analysis.verify`), which ``--fail-on`` names.
+  (:mod:`launchprof.analysis.verify`), which ``--fail-on`` names;
+  :data:`COMPARE_FAILING`: the verdicts ``compare`` and ``check`` exit 1 on by default
+  (every one but ``verified``).
 """
 
 from __future__ import annotations
@@ -25,3 +27,4 @@ BASELINE_STEPS = 50
 STOP_AFTER_ENV = "LAUNCHPROF_STOP_AFTER"
 DIAGNOSIS_VERDICTS = ("launch-bound", "gpu-bound", "sync-bound", "host-bound", "no-gpu-work")
 COMPARE_VERDICTS = ("verified", "not-faster", "not-converted", "different-work", "unknown-work", "churn")
+COMPARE_FAILING = tuple(v for v in COMPARE_VERDICTS if v != "verified")

@@ -54,7 +54,7 @@ def _call_sums(calls: pd.Series, durations: np.ndarray) -> pd.DataFrame:
         named = codes >= 0
         by_code = _sums(codes, durations) if named.all() else _sums(codes[named], durations[named])
         names = np.asarray(calls.cat.categories.astype(str), dtype=object)[by_code.index.to_numpy()]
-        return by_code.set_axis(pd.Index(names, dtype=object)).groupby(level=0, sort=True).sum()
+        return by_code.set_axis(pd.Index(names, dtype=object)).sort_index()  # categories are distinct names
     return _sums(calls.astype(str).to_numpy(), durations)
 
 

@@ -17,14 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launchprof.defaults import BASELINE_STEPS, COMPARE_VERDICTS, DEFAULT_BUBBLE_THRESHOLD_NS, DIAGNOSIS_VERDICTS
+from launchprof.defaults import (
+    BASELINE_STEPS,
+    COMPARE_FAILING,
+    COMPARE_VERDICTS,
+    DEFAULT_BUBBLE_THRESHOLD_NS,
+    DIAGNOSIS_VERDICTS,
+)
 from launchprof.errors import OptionError
 
 COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # the Typer app's, in its order
 
 # Defaults of the command line (the library's own, in ns, are in launchprof.defaults).
 DEFAULT_BUBBLE_THRESHOLD_US = DEFAULT_BUBBLE_THRESHOLD_NS / 1000
-DEFAULT_COMPARE_FAIL_ON = ",".join(v for v in COMPARE_VERDICTS if v != "verified")
+DEFAULT_COMPARE_FAIL_ON = ",".join(COMPARE_FAILING)
 DEFAULT_MIN_EFFECT_PCT = 5.0
 DEFAULT_CHECK_RUNS = 3
 MAX_RUNS = 100  # --baseline-runs, check --runs

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from launchprof.defaults import COMPARE_VERDICTS, DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.defaults import COMPARE_FAILING, DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, OutputError
 from launchprof.malloc import MallocTuning
 
@@ -156,7 +156,7 @@ def run_check(
         compare_dir,
         False,
         step,
-        frozenset(v for v in COMPARE_VERDICTS if v != "verified") if failing is None else failing,
+        frozenset(COMPARE_FAILING) if failing is None else failing,
         min_effect,
         bubble_threshold_ns,
         nsys,
