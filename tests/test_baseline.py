@@ -17,7 +17,13 @@ import pandas as pd
 import pytest
 from conftest import run_nsys_retrying
 
-from launchprof.analysis.baseline import baseline_section, measured_step, nvtx_period_p50, summarize_runs
+from launchprof.analysis.baseline import (
+    SLOWER_THAN_TRACED,
+    baseline_section,
+    measured_step,
+    nvtx_period_p50,
+    summarize_runs,
+)
 from launchprof.commands.text import describe_baseline as describe
 from launchprof.trace.steptimes import StepTimesError, read_step_times
 
@@ -218,7 +224,13 @@ def test_profile_with_baseline_runs_end_to_end(tmp_path: Path) -> None:
     assert len(starts) == steps
     profiled = float(np.median(np.diff(starts)[1:]))
     assert b["profiled_period_p50_ns"] == pytest.approx(profiled)
-    assert b["overhead_ratio"] == pytest.approx(profiled / float(np.median(periods)))
+    ratio = profiled / float(np.median(periods))
+    # A run without nsys more than SLOWER_THAN_TRACED slower than the traced steps is not
+    # taken (nsys does not speed a loop up: the machine was busy); this 2-CPU VM gave one
+    # at 0.63x once, with another job beside the suite.
+    slower = ratio < 1 / SLOWER_THAN_TRACED
+    assert b["slower_than_traced"] is slower
+    assert b["overhead_ratio"] == (None if slower else pytest.approx(ratio))
     page = (folder / "report.html").read_text()
     assert 'id="baseline"' in page and "Without the profiler" in page
     assert "baseline: step p50" in done.stdout
