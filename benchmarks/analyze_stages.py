@@ -81,6 +81,7 @@ def main() -> None:
     mark("import analyze path (commands, api)")
     from launchprof.analysis import analyze_trace
     from launchprof.analysis.diagnose import diagnose
+    from launchprof.analysis.finish import finish
     from launchprof.analysis.ranks import rank_view
     from launchprof.analysis.result import AnalysisResult
     from launchprof.analysis.steps import find_steps
@@ -99,7 +100,8 @@ def main() -> None:
     mark("steps")
     diagnosis, recommendation = diagnose(analysis, steps)
     mark("diagnose")
-    result = AnalysisResult.of(analysis, steps, None, ranks, diagnosis, recommendation)
+    result = finish(AnalysisResult.of(analysis, steps, None, ranks, diagnosis, recommendation))
+    mark("finish (what the outputs show)")
     out = Path(args.output or tempfile.mkdtemp(prefix="lp-stages-")) / "report"
     write_report(result, out, force=True, trace_path=args.trace)
     mark("write report (summary, html, step files)")

@@ -43,6 +43,7 @@ def main() -> None:
     args = ap.parse_args()
     from launchprof.analysis import analyze_trace
     from launchprof.analysis.diagnose import diagnose
+    from launchprof.analysis.finish import finish
     from launchprof.analysis.result import AnalysisResult
     from launchprof.analysis.steps import find_steps
     from launchprof.report.figures import embedded_device_figures
@@ -60,8 +61,8 @@ def main() -> None:
     analysis, tl_wall, tl_cpu = _best(args.runs, lambda: analyze_trace(dataclasses.replace(trace), 1000))
     steps = find_steps(analysis, step_name=None)
     diagnosis, recommendation = diagnose(analysis, steps)
-    result = AnalysisResult.of(analysis, steps, diagnosis=diagnosis, recommendation=recommendation)
-    figures = embedded_device_figures(analysis)
+    result = finish(AnalysisResult.of(analysis, steps, diagnosis=diagnosis, recommendation=recommendation))
+    figures = embedded_device_figures(result)
     out = Path(tempfile.mkdtemp(prefix="lp-repeats-")) / "report"
     _, rep_wall, rep_cpu = _best(
         args.runs,

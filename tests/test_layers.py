@@ -195,6 +195,49 @@ def test_no_import_circle_between_packages() -> None:
     assert cycles(packages) == []
 
 
+def analysis_names_imported(name: str) -> list[tuple[str, str]]:
+    """(analysis module, name) of each name module ``name`` imports from
+    ``launchprof.analysis`` (anywhere in its source); a whole module imported (``import
+    launchprof.analysis.x``, ``from launchprof.analysis import x``) is given as (module, "*")."""
+    found = []
+    for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, "*") for a in node.names if a.name.startswith("launchprof.analysis")]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("launchprof.analysis"):
+            for alias in node.names:
+                whole = f"{node.module}.{alias.name}" in MODULES
+                found.append((f"{node.module}.{alias.name}", "*") if whole else (str(node.module), alias.name))
+    return found
+
+
+def result_type_or_constant(module: str, attr: str) -> bool:
+    """Whether ``module.attr`` is a class (a result type) or an upper-case constant that is
+    not callable: what the report may take from the analysis."""
+    import importlib
+
+    if attr == "*":
+        return False
+    value = getattr(importlib.import_module(module), attr)
+    return isinstance(value, type) or (attr.isupper() and not callable(value))
+
+
+def test_the_report_takes_only_result_types_and_constants_from_the_analysis() -> None:
+    """The analysis finishes before the report starts (docs/architecture.md): a module of
+    ``launchprof.report`` formats a finished result and calls no analysis function."""
+    report = [m for m in MODULES if m.startswith("launchprof.report")]
+    taken = {m: analysis_names_imported(m) for m in report}
+    assert sum(len(t) for t in taken.values()) > 10  # the check sees the report's imports
+    bad = {m: [f"{mod}.{attr}" for mod, attr in t if not result_type_or_constant(mod, attr)] for m, t in taken.items()}
+    assert {m: b for m, b in bad.items() if b} == {}
+
+
+def test_the_result_check_refuses_a_function_and_a_whole_module() -> None:
+    assert not result_type_or_constant("launchprof.analysis.headline", "headline")
+    assert not result_type_or_constant("launchprof.analysis.durations", "*")
+    assert result_type_or_constant("launchprof.analysis.result", "AnalysisResult")
+    assert result_type_or_constant("launchprof.analysis.verify", "CI_LEVEL")
+
+
 def test_the_checker_sees_imports_inside_functions_and_relative_ones() -> None:
     """The parse itself: a function-level import and a relative one are found."""
     assert "launchprof.commands.analyze" in GRAPH["launchprof.commands.profile"]  # inside _after_recording

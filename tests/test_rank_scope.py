@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from launchprof.analysis.finish import rank_scope
 from launchprof.commands.text import verdict_line
-from launchprof.report.summary import rank_scope
 
 STEPS = {"device_id": 0, "pid": 719, "period_p50_ns": 4_141_700.0, "steady": 56}
 RANKS = {

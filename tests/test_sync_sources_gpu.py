@@ -62,7 +62,7 @@ def test_a_planted_item_is_pinned_to_its_line(tmp_path: Path) -> None:
     # the conversion code on the page starts from the user's own line
     from launchprof.report.snippets import choose
 
-    first = choose(a.diagnosis, a.recommendation)[0]
+    first = choose(a.diagnosis, a.recommendation, a.outputs().skip_causes)[0]
     assert first.title.startswith("Your synchronizing calls") and f"planted_sync.py:{line} (main)" in first.code
 
 
@@ -130,7 +130,7 @@ def test_an_inductor_skip_is_a_blocker_at_the_line_it_names(tmp_path: Path, name
     # the page's code starts with that line and the change, named by the user's function
     from launchprof.report.snippets import choose
 
-    first = choose(a.diagnosis, a.recommendation)[0]
+    first = choose(a.diagnosis, a.recommendation, a.outputs().skip_causes)[0]
     assert f"{planted['file']}:{line} (step_mutate)" in first.code and "in step_mutate():" in first.code
 
 

@@ -1,25 +1,79 @@
 """An :class:`~launchprof.analysis.Analysis` with the results of the later stages: the
-steps found, the cross-rank view, the diagnosis and the graph recommendation.
+steps found, the cross-rank view, the diagnosis and the graph recommendation, and what the
+outputs show of them (:class:`Shown`).
 
 :func:`~launchprof.analysis.analyze_trace` gives the figures; the later stages take that
 :class:`~launchprof.analysis.Analysis` and return their own results
 (:func:`~launchprof.analysis.steps.find_steps`, :func:`~launchprof.analysis.ranks.rank_view`,
 :func:`~launchprof.analysis.diagnose.diagnose`); :meth:`AnalysisResult.of` puts them
-together. The report (:mod:`launchprof.report`) reads an :class:`AnalysisResult`.
+together and :func:`launchprof.analysis.finish.finish` adds :class:`Shown`: the analysis is
+then over. The report (:mod:`launchprof.report`) reads a finished :class:`AnalysisResult`
+and computes nothing of its own (``tests/test_layers.py``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import pandas as pd
 
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnose import Diagnosis, Recommendation
+from launchprof.analysis.nvtx_steps import NvtxSteps
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.steps import Steps
 
 R = TypeVar("R", bound="AnalysisResult")
+
+# The utilization-over-time series of each device (Shown.utilization): equal time bins over
+# its span (the report's chart; 200 bins draw a one-second trace at 5 ms a bin).
+UTILIZATION_BINS = 200
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shown:
+    """What the outputs (summary.json, report.html, the step files, the notebook card)
+    show besides the figures of :class:`~launchprof.analysis.Analysis` and the diagnosis:
+    computed once, by :func:`launchprof.analysis.finish.finish`, before any output is made.
+
+    Attributes:
+        step_stats: the found steps' statistics (summary.json's ``steps``:
+            :func:`~launchprof.analysis.steps.step_stats`), None without steps.
+        host_steps: the NVTX step ranges on the host
+            (:func:`~launchprof.analysis.nvtx_steps.nvtx_steps`) of a trace without GPU
+            work (no device, or the verdict ``no-gpu-work``); else None.
+        reasons: the verdict's reasons as the outputs give them: the diagnosis' own, then,
+            with several ranks, which rank the verdict judged
+            (:func:`launchprof.analysis.finish.rank_scope`); empty without a diagnosis.
+        headline: summary.json's ``headline`` (:func:`launchprof.analysis.headline.headline`
+            of the sections above), None without a diagnosis.
+        durations: the histogram of the diagnosis' kernel and launch-call durations
+            (:func:`~launchprof.analysis.durations.duration_histogram`: ``low_ns``,
+            ``high_ns``, ``kernels``, ``launch_calls``); empty without a diagnosis.
+        skip_causes: for each ``where`` line of the ``cudagraph-skip`` finding, the cause
+            its fix is chosen by (:func:`~launchprof.analysis.sources.skip_cause`), else None.
+        utilization: per device id, the busy share of
+            :data:`UTILIZATION_BINS` equal time bins
+            (:func:`~launchprof.analysis.core.utilization_series`: ``start_ns``,
+            ``end_ns``, ``utilization``).
+        step_table, step_kernels, step_sample: the step files' tables
+            (:class:`~launchprof.analysis.side.SideData`'s ``table``, ``kernels`` and
+            ``sample`` of the found steps: steps.csv, step_kernels.csv, step_timeline.csv);
+            None without steps.
+    """
+
+    step_stats: dict[str, Any] | None
+    host_steps: NvtxSteps | None
+    reasons: list[str]
+    headline: dict[str, Any] | None
+    durations: pd.DataFrame
+    skip_causes: list[str | None]
+    utilization: dict[int, pd.DataFrame]
+    step_table: pd.DataFrame | None
+    step_kernels: pd.DataFrame | None
+    step_sample: pd.DataFrame | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +90,8 @@ class AnalysisResult(Analysis):
             steps; None when made without one (:meth:`of` called before diagnosing).
         recommendation: the :class:`~launchprof.analysis.diagnose.Recommendation`; None
             before the diagnosis.
+        shown: what the outputs show (:class:`Shown`); None until
+            :func:`launchprof.analysis.finish.finish` (the outputs need it: :meth:`outputs`).
     """
 
     found_steps: Steps
@@ -43,6 +99,20 @@ class AnalysisResult(Analysis):
     ranks: CrossRank | None = None
     diagnosis: Diagnosis | None = None
     recommendation: Recommendation | None = None
+    shown: Shown | None = None
+
+    def outputs(self) -> Shown:
+        """:attr:`shown`.
+
+        Raises:
+            ValueError: the result is not finished (:func:`launchprof.analysis.finish.finish`
+                was not called): a bug, never a user error.
+        """
+        if self.shown is None:
+            raise ValueError(
+                "the analysis is not finished: launchprof.analysis.finish.finish() makes what outputs show"
+            )
+        return self.shown
 
     @classmethod
     def of(
@@ -56,7 +126,8 @@ class AnalysisResult(Analysis):
     ) -> R:
         """``analysis``'s figures with these results. The values computed once for
         ``analysis`` (:meth:`~launchprof.analysis.Analysis.cached`: the steps found for
-        each rank) are shared with it, not computed again."""
+        each rank) are shared with it, not computed again. Not finished: :attr:`shown` is
+        None."""
         figures = {f.name: getattr(analysis, f.name) for f in dataclasses.fields(Analysis) if f.init}
         made = cls(
             **figures,

@@ -89,6 +89,10 @@ class Check:
     detail: str
     evidence: Evidence = field(default_factory=dict)
 
+    def evidence_json(self) -> dict[str, Any]:
+        """``evidence`` with non-finite floats as None (JSON has no NaN)."""
+        return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in self.evidence.items()}
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -569,8 +573,3 @@ def verify(before: SideData, after: SideData, min_effect: float = DEFAULT_MIN_EF
         speedup_parts=speedup_parts(fb, fa),
         **without_profiler(before.step_without_profiler, after.step_without_profiler, unprofiled),
     )
-
-
-def evidence_json(evidence: Evidence) -> dict[str, Any]:
-    """``evidence`` with non-finite floats as None (JSON has no NaN)."""
-    return {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in evidence.items()}

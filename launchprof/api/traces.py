@@ -21,6 +21,7 @@ from launchprof.analysis import analyze_trace
 from launchprof.analysis.baseline import ModuleRuns, RegionRuns, runs_of
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.finish import finish
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.sources import AllocRun, SyncRuns
@@ -335,7 +336,7 @@ def analyze_loaded(
     diagnosis, recommendation = diagnose(
         analysis, steps, calibration=calibration, calibration_source=source, baseline=runs, sync=sync
     )
-    return TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation)
+    return finish(TraceAnalysis.of(analysis, steps, step, ranks, diagnosis, recommendation))
 
 
 def _critical_rank(analysis: Analysis, ranks: CrossRank | None) -> tuple[int | None, int | None]:
@@ -416,7 +417,8 @@ def with_baseline(result: AnalysisResult, baseline: BaselineRuns, sync: SyncRuns
     diagnosis, recommendation = diagnose(
         result, result.found_steps, calibration=calibration, calibration_source=source, baseline=runs, sync=sync
     )
-    return TraceAnalysis.of(result, result.found_steps, result.step_name, result.ranks, diagnosis, recommendation)
+    redone = TraceAnalysis.of(result, result.found_steps, result.step_name, result.ranks, diagnosis, recommendation)
+    return finish(redone, reuse=result.shown)
 
 
 def _run_paths(folder: str | Path) -> list[Path]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from launchprof.analysis.side import SideData
-from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures, evidence_json
+from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures
 from launchprof.report.compare_schema import (
     CheckDoc,
     CompareDoc,
@@ -87,10 +87,7 @@ def build_compare_doc(c: Comparison, before_path: str | None = None, after_path:
         min_effect=c.min_effect,
         before=before,
         after=after,
-        checks=[
-            CheckDoc(name=k.name, passed=k.passed, detail=k.detail, evidence=evidence_json(k.evidence))
-            for k in c.checks
-        ],
+        checks=[CheckDoc(name=k.name, passed=k.passed, detail=k.detail, evidence=k.evidence_json()) for k in c.checks],
         kernels=[
             KernelDoc(
                 name=str(r["name"]),

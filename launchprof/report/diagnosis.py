@@ -1,20 +1,19 @@
 """The diagnosis section of the report: verdict and recommendation card, per-step chart,
 kernel vs launch-call durations, findings table and conversion code.
 
-Draws only: every number comes from :mod:`launchprof.analysis.diagnose` (and the step
-table); trace strings reach the page through jinja2 autoescaping or escaped figure JSON.
+Draws only: every number comes from :mod:`launchprof.analysis.diagnose` and the finished
+result (:class:`~launchprof.analysis.result.Shown`); trace strings reach the page through
+jinja2 autoescaping or escaped figure JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from launchprof.analysis.diagnose import Diagnosis
-from launchprof.analysis.durations import duration_histogram
 from launchprof.analysis.result import AnalysisResult
 from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render
@@ -96,10 +95,11 @@ def _duration_label(low_ns: float) -> str:
     return f"{float(f'{value:.2g}'):g} {unit}"
 
 
-def durations_figure(d: Diagnosis) -> Figure:
-    """Overlaid histograms of kernel and launch-call durations (log-spaced bins), drawn
-    from the first to the last bin that holds a duration (one empty bin either side)."""
-    h = duration_histogram(d.durations)
+def durations_figure(histogram: pd.DataFrame) -> Figure:
+    """Overlaid histograms of kernel and launch-call durations (log-spaced bins:
+    :attr:`~launchprof.analysis.result.Shown.durations`), drawn from the first to the last
+    bin that holds a duration (one empty bin either side)."""
+    h = histogram
     filled = np.flatnonzero((h["kernels"] + h["launch_calls"]).to_numpy() > 0)
     if len(filled):
         h = h.iloc[max(filled[0] - 1, 0) : filled[-1] + 2]
@@ -140,19 +140,17 @@ def nvtx_steps_figure(table: pd.DataFrame, name: str) -> Figure:
     return _layout(fig, f"Per step: duration of each NVTX '{name}' range")
 
 
-def render_diagnosis(
-    analysis: AnalysisResult, reasons: Sequence[str] | None = None, head: Headline | None = None
-) -> str:
-    """The HTML of the diagnosis section ("" when the analysis has no diagnosis).
-    ``reasons``: the verdict's reasons as the summary gives them (with several ranks it
-    adds which rank the verdict judged: :func:`~launchprof.report.summary.rank_scope`);
-    default the diagnosis's own. ``head``: the summary's ``headline``
+def render_diagnosis(analysis: AnalysisResult, head: Headline | None = None) -> str:
+    """The HTML of the diagnosis section ("" when the analysis has no diagnosis) of a
+    finished ``analysis`` (its reasons: :attr:`~launchprof.analysis.result.Shown.reasons`,
+    with several ranks the rank the verdict judged). ``head``: the summary's ``headline``
     (:func:`launchprof.analysis.headline.headline`): what applies - no prediction,
     break-even or conversion code for steps that already replay graphs built once, no
     GPU figures without GPU work."""
     d, r = analysis.diagnosis, analysis.recommendation
     if d is None or r is None:
         return ""
+    shown = analysis.outputs()
     figs: list[EmbeddedFigure] = []
     if len(d.per_step):
         fig, drawn, total = per_step_figure(d)
@@ -167,29 +165,27 @@ def render_diagnosis(
     if len(d.durations):
         figs.append(
             embed(
-                durations_figure(d),
+                durations_figure(shown.durations),
                 "When most kernels are shorter than the call that launches them, the GPU outruns the CPU.",
             )
         )
     nvtx_fig = None
     if d.verdict == "no-gpu-work":
-        from launchprof.analysis.nvtx_steps import nvtx_steps
-
-        found = nvtx_steps(analysis.trace.nvtx, analysis.step_name)
+        found = shown.host_steps
         if found is not None and len(found.table):
             nvtx_fig = embed(
                 nvtx_steps_figure(found.table, found.name),
                 "Each bar is one step range's length on the host (its NVTX push to pop).",
             )
     settled = head is not None and head.graphs and not head.rebuilt  # graphs built once: nothing to convert
-    code = [] if settled else snippets.choose(d, r)
+    code = [] if settled else snippets.choose(d, r, shown.skip_causes)
     return render(
         "diagnosis.html.j2",
         d=d,
         r=r,
         head=head,
         settled=settled,
-        reasons=list(reasons) if reasons is not None else list(d.reasons),
+        reasons=analysis.outputs().reasons,
         steps=analysis.found_steps,
         figures=figs,
         nvtx_fig=nvtx_fig,
@@ -217,14 +213,13 @@ def render_card(analysis: AnalysisResult, summary: Any) -> str:
     if d is None or r is None:
         return '<div class="launchprof-card"><p>No diagnosis.</p></div>'
     head = summary.headline
-    reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     body = render(
         "diagnosis.html.j2",
         d=d,
         r=r,
         head=head,
         settled=head is not None and head.graphs and not head.rebuilt,
-        reasons=list(reasons) if reasons is not None else list(d.reasons),
+        reasons=analysis.outputs().reasons,
         steps=analysis.found_steps,
         figures=[],
         nvtx_fig=None,

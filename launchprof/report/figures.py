@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis import Analysis, DeviceAnalysis, utilization_series
+from launchprof.analysis import Analysis, DeviceAnalysis
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
+from launchprof.analysis.result import UTILIZATION_BINS, AnalysisResult
 from launchprof.report.html import EmbeddedFigure, embed, fmt_ms
 from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, heatmap, scatter, titled
 from launchprof.trace.model import text
@@ -28,7 +29,6 @@ if TYPE_CHECKING:  # types only: report.html's figures need none of these module
 
 TIMELINE_WINDOW_NS = 2_000_000
 MAX_TIMELINE_BARS = 4_000
-UTILIZATION_BINS = 200
 
 # One colour per kind of bar on the report page (colour-blind safe "tab10" picks).
 COLORS = {
@@ -246,10 +246,11 @@ def bubble_histogram(device: DeviceAnalysis) -> Figure:
     )
 
 
-def utilization_over_time(device: DeviceAnalysis, window: tuple[int, int] | None = None) -> Figure:
-    """Busy share per time bin (from :func:`utilization_series`), with the timeline's
-    ``window`` shaded when given."""
-    series: pd.DataFrame = utilization_series(device.activity, bins=UTILIZATION_BINS)
+def utilization_over_time(
+    device: DeviceAnalysis, series: pd.DataFrame, window: tuple[int, int] | None = None
+) -> Figure:
+    """Busy share per time bin (``series``: :attr:`~launchprof.analysis.result.Shown.utilization`
+    of ``device``), with the timeline's ``window`` shaded when given."""
     t0 = device.figures.start_ns
     fig = Figure(
         [
@@ -307,9 +308,11 @@ def _window_band(fig: Figure, x0: float, x1: float) -> None:
     )
 
 
-def embedded_device_figures(analysis: Analysis) -> list[EmbeddedFigure]:
-    """The report page's figures of each device, captioned and serialised: the timeline of
-    a representative window, the bubble lengths, the utilization over time."""
+def embedded_device_figures(analysis: AnalysisResult) -> list[EmbeddedFigure]:
+    """The report page's figures of each device of a finished ``analysis``, captioned and
+    serialised: the timeline of a representative window, the bubble lengths, the
+    utilization over time."""
+    utilization = analysis.outputs().utilization
     embedded = []
     for device in analysis.devices:
         window = timeline_window(device)
@@ -331,7 +334,7 @@ def embedded_device_figures(analysis: Analysis) -> list[EmbeddedFigure]:
         embedded.append(embed(bubble_histogram(device), f"GPU {device.device_id}: bubble lengths."))
         embedded.append(
             embed(
-                utilization_over_time(device, window),
+                utilization_over_time(device, utilization[device.device_id], window),
                 f"GPU {device.device_id}: busy share of {UTILIZATION_BINS} equal time bins over the span; "
                 "the shaded band is the timeline's window.",
             )

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launchprof.analysis.headline import headline
 from launchprof.report.html import atomic_write, render
 
 INDEX_MARKER = '<meta name="generator" content="launchprof index">'
@@ -112,9 +111,7 @@ def _report_row(folder: Path) -> ReportRow:
     diagnosis = _dict(s.get("diagnosis"))
     verdict = diagnosis.get("verdict") if isinstance(diagnosis.get("verdict"), str) else None
     kernels = _num(busiest, "kernels")
-    head = _dict(s.get("headline")) or _dict(
-        headline(steps, diagnosis, _dict(s.get("recommendation")), _dict(s.get("nvtx_steps")))
-    )
+    head = _dict(s.get("headline"))  # a summary written before there was one: no steady figures
     nvtx = _num(head.get("nvtx_steps"), "count")
     return ReportRow(
         folder=folder.name,

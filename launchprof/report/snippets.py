@@ -3,10 +3,10 @@ launchprof; plain text, escaped by the template)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from launchprof.analysis.diagnose import Diagnosis, Recommendation
-from launchprof.analysis.sources import skip_cause
 from launchprof.text import count_text, one_line
 
 
@@ -182,7 +182,8 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
 
 
 # What each of Inductor's reasons asks of the compiled function, as code, by the word
-# launchprof.analysis.sources.skip_cause finds in it (the fix's text is there, SKIP_FIXES).
+# launchprof.analysis.sources.skip_cause finds in it (the fix's text is there, SKIP_FIXES;
+# the finished result holds each line's word: Shown.skip_causes).
 _SKIP_CODE = (
     (
         "mutated input",
@@ -211,19 +212,20 @@ _SKIP_CODE = (
 )
 
 
-def your_graph_skips(d: Diagnosis) -> Snippet | None:
+def your_graph_skips(d: Diagnosis, causes: Sequence[str | None]) -> Snippet | None:
     """The lines where Inductor ran the user's compiled code without CUDA Graphs (the
     ``cudagraph-skip`` finding's ``where``, :func:`launchprof.analysis.sources.graph_skips`),
-    each with its reason and, for the reasons :data:`_SKIP_CODE` knows, the change as code
-    naming the user's function; None without them."""
+    each with its reason and, for the causes (``causes``, one per line:
+    :attr:`~launchprof.analysis.result.Shown.skip_causes`) :data:`_SKIP_CODE` knows, the
+    change as code naming the user's function; None without them."""
     finding = next((f for f in d.findings if f.kind == "cudagraph-skip" and f.where), None)
     if finding is None:
         return None
     lines: list[str] = []
-    for w in finding.where:
+    for i, w in enumerate(finding.where):
         at = one_line(f"{w['file']}:{w['line']} ({w['function']})")
         lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {one_line(str(w['reason']))}")
-        code = dict(_SKIP_CODE).get(skip_cause(str(w["reason"])) or "")
+        code = dict(_SKIP_CODE).get((causes[i] if i < len(causes) else None) or "")
         if code is not None:
             lines.append(f"# in {one_line(str(w['function']))}():")
             lines += code
@@ -237,7 +239,7 @@ def your_graph_skips(d: Diagnosis) -> Snippet | None:
     )
 
 
-def choose(d: Diagnosis, r: Recommendation) -> list[Snippet]:
+def choose(d: Diagnosis, r: Recommendation, skip_causes: Sequence[str | None]) -> list[Snippet]:
     """The snippets that fit: PyTorch or CUDA C++ by ``d.framework``; the user's own
     synchronizing lines first when the runs without nsys gave them (:func:`your_syncs`),
     and before them the lines where Inductor skipped CUDA Graphs (:func:`your_graph_skips`);
@@ -248,7 +250,7 @@ def choose(d: Diagnosis, r: Recommendation) -> list[Snippet]:
         return []
     if d.framework == "pytorch":
         out = [TORCH_GRAPH, TORCH_CALLABLES, TORCH_COMPILE]
-        for mine in (your_syncs(d), your_graph_skips(d)):
+        for mine in (your_syncs(d), your_graph_skips(d, skip_causes)):
             if mine is not None:
                 out.insert(0, mine)
         if "dynamic-shapes" in kinds:  # after the user's own lines, before the generic recipes

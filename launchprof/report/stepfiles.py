@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.side import STEP_COLUMNS, side_from_analysis
+from launchprof.analysis.side import STEP_COLUMNS
 from launchprof.errors import OutputError
 
 STEP_FILES = ("steps.csv", "step_kernels.csv", "step_timeline.csv")
@@ -60,17 +60,18 @@ def _int_csv(frame: pd.DataFrame) -> str:
 
 
 def step_file_texts(analysis: AnalysisResult) -> dict[str, str]:
-    """The step files of ``analysis`` (its ``found_steps``), name -> text; empty when
+    """The step files of a finished ``analysis`` (the tables of its ``found_steps``:
+    :attr:`~launchprof.analysis.result.Shown.step_table`, ...), name -> text; empty when
     no steps were found."""
-    side = side_from_analysis(analysis, analysis.found_steps)
-    if side.table is None:
+    shown = analysis.outputs()
+    if shown.step_table is None:
         return {}
-    table = side.table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
+    table = shown.step_table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
     texts = {"steps.csv": _int_csv(table)}
-    if side.kernels is not None:
-        texts["step_kernels.csv"] = _csv(side.kernels)
-    if side.sample is not None:
-        texts["step_timeline.csv"] = _csv(side.sample)
+    if shown.step_kernels is not None:
+        texts["step_kernels.csv"] = _csv(shown.step_kernels)
+    if shown.step_sample is not None:
+        texts["step_timeline.csv"] = _csv(shown.step_sample)
     return texts
 
 

@@ -1,15 +1,12 @@
-"""Build the :class:`~launchprof.report.schema.Summary` document from an Analysis."""
+"""Build the :class:`~launchprof.report.schema.Summary` document from a finished analysis
+(:func:`launchprof.analysis.finish.finish`: every value is computed there)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
-from launchprof.analysis.headline import headline
-from launchprof.analysis.nvtx_steps import nvtx_steps
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.steps import step_stats
 from launchprof.analysis.timeline import TimelineFigures
 from launchprof.report.html import printable
 from launchprof.report.schema import (
@@ -77,19 +74,15 @@ def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Su
         )
         for d in analysis.devices
     ]
-    steps = step_stats(analysis.found_steps)
-    diagnosis = None if analysis.diagnosis is None else analysis.diagnosis.to_dict()
-    baseline = None if analysis.diagnosis is None else analysis.diagnosis.baseline
+    shown = analysis.outputs()
+    steps = shown.step_stats
+    d = analysis.diagnosis
+    diagnosis = None if d is None else {**d.to_dict(), "reasons": shown.reasons}
+    baseline = None if d is None else d.baseline
     recommendation = None if analysis.recommendation is None else analysis.recommendation.to_dict()
     ranks = None if analysis.ranks is None else analysis.ranks.to_dict()
-    nvtx = None
-    if not devices:  # no GPU step to judge: the NVTX step ranges say what the host did
-        found = nvtx_steps(trace.nvtx, analysis.step_name)
-        if found is not None:
-            nvtx = found.to_dict()
-    scope = rank_scope(steps, ranks)
-    if scope and diagnosis is not None:
-        diagnosis = {**diagnosis, "reasons": [*diagnosis.get("reasons", []), scope]}
+    # A trace without devices: the NVTX step ranges say what the host did.
+    nvtx = shown.host_steps.to_dict() if shown.host_steps is not None and not devices else None
     return Summary(
         trace=TraceInfo(
             path=printable(trace_path if trace_path is not None else str(trace.path)),
@@ -101,7 +94,7 @@ def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Su
         processes_without_gpu=analysis.processes_without_gpu,
         nvtx_ranges_lost=analysis.nvtx_ranges_lost,
         notes=analysis.notes,
-        headline=summary_headline(steps, diagnosis, recommendation, nvtx),
+        headline=None if shown.headline is None else Headline.model_validate(shown.headline),
         steps=StepsSection.model_validate(steps),
         diagnosis=None if diagnosis is None else DiagnosisSection.model_validate(diagnosis),
         recommendation=None if recommendation is None else RecommendationSection.model_validate(recommendation),
@@ -109,57 +102,3 @@ def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Su
         nvtx_steps=None if nvtx is None else NvtxStepsSection.model_validate(nvtx),
         baseline=None if baseline is None else Baseline.model_validate(baseline),
     )
-
-
-def summary_headline(
-    steps: Mapping[str, Any] | None,
-    diagnosis: Mapping[str, Any] | None,
-    recommendation: Mapping[str, Any] | None,
-    nvtx_steps: Mapping[str, Any] | None,
-) -> Headline | None:
-    """The ``headline`` section of the summary whose sections (as dicts) these are
-    (:func:`launchprof.analysis.headline.headline`); None without a diagnosis."""
-    head = headline(steps, diagnosis, recommendation, nvtx_steps)
-    return None if head is None else Headline.model_validate(head)
-
-
-def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> str | None:
-    """With several ranks: which one the verdict judged (the steps' device and process)
-    and, when others differ, which ranks are launch-bound or stragglers; None otherwise.
-
-    Args:
-        steps: the summary's ``steps`` section (``device_id``, ``pid``).
-        ranks: the summary's ``ranks`` section (``count``, ``ranks[]`` with ``rank``,
-            ``device_id``, ``pid``, ``launch_bound``, ``straggler_steps``,
-            ``slowest_steps``; ``aligned_steps``, ``critical_rank``).
-    """
-    if not steps or not ranks or int(ranks.get("count") or 0) < 2:
-        return None
-    rows = ranks.get("ranks") or []
-    judged = next(
-        (r for r in rows if r.get("device_id") == steps.get("device_id") and r.get("pid") == steps.get("pid")), None
-    )
-    if judged is None:
-        return None
-    text = (
-        f"This verdict judges rank {judged['rank']} (GPU {judged['device_id']}, pid {judged['pid']}) of "
-        f"{ranks['count']} ranks."
-    )
-    if ranks.get("critical_rank") == judged["rank"]:
-        text += (
-            f" It is the critical rank: the slowest in {judged.get('slowest_steps')} of {ranks.get('aligned_steps')} "
-            "steps, so the others wait for it in their collectives and the job's step is its step."
-        )
-    others = [r for r in rows if r is not judged]
-    bound = [str(r["rank"]) for r in others if r.get("launch_bound") and not judged.get("launch_bound")]
-    if bound:
-        text += (
-            f" Rank{'s' if len(bound) > 1 else ''} {', '.join(bound)} {'are' if len(bound) > 1 else 'is'} launch-bound"
-        )
-        slow = [r for r in others if str(r["rank"]) in bound and r.get("straggler_steps")]
-        if slow:
-            worst = max(slow, key=lambda r: r["straggler_steps"])
-            of = ranks.get("aligned_steps")
-            text += f" (rank {worst['rank']} is the straggler in {worst['straggler_steps']} of {of} steps)"
-        text += ": see the Ranks section."
-    return text

@@ -25,7 +25,7 @@ RUN_META = '<meta name="launchprof-run" content="{}">'
 
 
 def render_report(
-    analysis: Analysis,
+    analysis: AnalysisResult,
     summary: Summary,
     diagnosis_html: str = "",
     device_figures: list[EmbeddedFigure] | None = None,
@@ -146,11 +146,10 @@ def render_files(
     extra_html = ""
     if summary.baseline is not None:
         extra_html = render("baseline.html.j2", b=summary.baseline)
-    reasons = summary.diagnosis.reasons if summary.diagnosis is not None else None
     page = render_report(
         analysis,
         summary,
-        diagnosis_html=render_diagnosis(analysis, reasons, summary.headline) + extra_html,
+        diagnosis_html=render_diagnosis(analysis, summary.headline) + extra_html,
         device_figures=device_figures,
     )
     return summary, page
