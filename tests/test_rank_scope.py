@@ -38,6 +38,7 @@ def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
         recommendation=SimpleNamespace(convert=False, predicted_speedup=1.05, predicted_step_ns=3_928_000.0,
                                        break_even_iterations=1, expected_speedup=None, blockers=[]),
         steps=SimpleNamespace(**STEPS),  # the typed steps section: attributes
+        headline=SimpleNamespace(graphs=False, rebuilt=False),
         ranks=SimpleNamespace(  # the typed ranks section: attributes
             count=RANKS["count"], ranks=[SimpleNamespace(**r) for r in RANKS["ranks"]], critical_rank=None,
             aligned_steps=56,

@@ -68,7 +68,8 @@ def test_vrect_as_plotly_adds_it(tmp_path: Path) -> None:
 
     dev = a.devices[0]
     window = (dev.figures.start_ns + 20_000, dev.figures.start_ns + 60_000)
-    mine = json.loads(_plain(figures.utilization_over_time(dev, a.outputs().utilization[dev.device_id], window)))["layout"]
+    series = a.outputs().utilization[dev.device_id]
+    mine = json.loads(_plain(figures.utilization_over_time(dev, series, window)))["layout"]
     ref = go.Figure()
     x0, x1 = (window[0] - dev.figures.start_ns) / 1e6, (window[1] - dev.figures.start_ns) / 1e6
     ref.add_vrect(

@@ -16,6 +16,7 @@ from typing import Any
 
 from launchprof.analysis.expect import Expectation
 from launchprof.analysis.findings import Finding
+from launchprof.analysis.headline import rebuilds_graphs, replays_graphs
 from launchprof.analysis.predict import Prediction
 from launchprof.analysis.stepdata import StepContext
 from launchprof.text import us_text
@@ -101,8 +102,8 @@ def decide(
     replayed (rebuilt every step or not), a repeating step or figures to predict from;
     for a verdict other than launch-bound, not; else by the expected gain
     (:func:`_launch_bound`)."""
-    already = (fig.get("graph_launches_per_step_p50") or 0) >= 1
-    rebuilt = any(f.kind == "reinstantiation" for f in findings)
+    already = replays_graphs(fig)
+    rebuilt = rebuilds_graphs(f.kind for f in findings)
     if verdict == "no-gpu-work":
         return False, "No GPU work: nothing to put in a graph."
     if already and rebuilt:

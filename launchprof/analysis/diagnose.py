@@ -45,6 +45,7 @@ from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import Expectation, expect_shapes, measured_range, steps_without_profiler
 from launchprof.analysis.findings import Finding
+from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, gpu_work, gpu_work_note, predict_graph_step
 from launchprof.analysis.sources import SyncRuns, graph_skips, placed
@@ -283,7 +284,7 @@ def _verdict(ctx: StepContext, fig: dict[str, Any]) -> tuple[str, list[str]]:
         "host-bound": fig["host_work_wait_ratio"],
     }
     verdict = max(causes, key=lambda k: (causes[k], k == "launch-bound"))
-    if (fig.get("graph_launches_per_step_p50") or 0) >= 1:
+    if replays_graphs(fig):
         # The steps replay graphs: the launches they hold are gone; what keeps the GPU
         # waiting is the host's work around the replays (the host-outside-graph finding).
         return "host-bound", [
@@ -441,19 +442,15 @@ def diagnose(
     verdict, reasons = _verdict(ctx, fig) if len(ctx.steady) else ("no-gpu-work", ["no GPU activity in this trace"])
     framework = _framework(analysis, ctx) if ctx.device is not None else "cuda"
     pred, single = _predict(ctx, fig, values) if verdict != "no-gpu-work" and not ctx.pseudo else (None, None)
-    replaying = verdict == "host-bound" and (fig.get("graph_launches_per_step_p50") or 0) >= 1
+    replaying = verdict == "host-bound" and replays_graphs(fig)
     section = baseline_of(analysis, steps, baseline) if baseline is not None else None
     # Steps of several shapes: the prediction weighs them as the program's time does, so
     # the measured step is the runs' mean (stepmix.step_shapes).
     shaped = bool(step_shapes(ctx)) if len(ctx.steady) else False
     measured = measured_step(section, mean=shaped) if section is not None else None
-    exp = (
-        expect_shapes(ctx, fig, values, framework, measured)
-        if pred is not None and not (fig.get("graph_launches_per_step_p50") or 0) >= 1
-        else None
-    )
+    exp = expect_shapes(ctx, fig, values, framework, measured) if pred is not None and not replays_graphs(fig) else None
     pred = _profiled(pred, exp)
-    if not (fig.get("graph_launches_per_step_p50") or 0) >= 1:  # replaying: nothing left to capture
+    if not replays_graphs(fig):  # replaying: nothing left to capture
         verdict, reasons = agree(verdict, reasons, exp, pred)
     unprofiled = _step_without_profiler(ctx, fig, values, framework, exp, measured)
     found_list = (

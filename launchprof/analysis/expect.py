@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.predict import gpu_work, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes, stream_figures
@@ -421,7 +422,7 @@ def _steps_without_profiler(
         n_calls, n_launches = float(per_step.median()), float(launched.median())
     else:
         n_calls = n_launches = 0.0
-    replaying = (whole.get("graph_launches_per_step_p50") or 0) >= 1
+    replaying = replays_graphs(whole)
     return step_without_profiler(framework, float(period), float(busy or 0.0), n_calls, n_launches, values, replaying)
 
 

@@ -8,7 +8,7 @@ Computed from the summary's own sections (``steps``, ``diagnosis``, ``recommenda
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -17,15 +17,27 @@ def _num(d: Mapping[str, Any] | None, key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def replays_graphs(figures: Mapping[str, Any] | None) -> bool:
+    """The steady steps already replay CUDA graphs: their median count of graph launches
+    (``graph_launches_per_step_p50`` of the diagnosis' figures) is one or more. The one
+    rule the verdict, the prediction, the decision, the headline and the terminal follow."""
+    return (_num(figures, "graph_launches_per_step_p50") or 0) >= 1
+
+
+def rebuilds_graphs(finding_kinds: Iterable[str]) -> bool:
+    """The graphs are instantiated or updated about every launch: the diagnosis has the
+    ``reinstantiation`` finding (:func:`launchprof.analysis.findings.reinstantiation`)."""
+    return "reinstantiation" in set(finding_kinds)
+
+
 def expected_speedup(recommendation: Mapping[str, Any] | None, diagnosis: Mapping[str, Any] | None) -> float | None:
     """The speedup a CUDA Graph conversion is expected to bring: the recommendation's
     ``expected_speedup`` when it has one, else its ``predicted_speedup``; 1.0 for a run
     that already replays graphs built once (nothing left to convert); None without a
     prediction."""
     figures = (diagnosis or {}).get("figures") or {}
-    graphs = _num(figures, "graph_launches_per_step_p50") or 0
-    rebuilt = any(f.get("kind") == "reinstantiation" for f in (diagnosis or {}).get("findings") or [])
-    if graphs >= 1 and not rebuilt:
+    kinds = (f.get("kind") for f in (diagnosis or {}).get("findings") or [])
+    if replays_graphs(figures) and not rebuilds_graphs(kinds):
         return 1.0
     for key in ("expected_speedup", "predicted_speedup"):
         value = _num(recommendation, key)
@@ -58,8 +70,8 @@ def headline(
     figures = diagnosis.get("figures") or {}
     rec = recommendation or {}
     steps = steps or {}
-    graphs = (_num(figures, "graph_launches_per_step_p50") or 0) >= 1
-    rebuilt = any(f.get("kind") == "reinstantiation" for f in diagnosis.get("findings") or [])
+    graphs = replays_graphs(figures)
+    rebuilt = rebuilds_graphs(f.get("kind") for f in diagnosis.get("findings") or [])
     steady = int(_num(figures, "steady_steps") or 0)
     busy = _num(figures, "busy_ratio")
     if graphs and rebuilt:

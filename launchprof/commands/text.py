@@ -26,11 +26,13 @@ def verdict_line(summary: Any) -> str | None:
     if steps and steps.period_p50_ns:
         line += f" (step period p50 {steps.period_p50_ns / 1e3:,.1f} us over {steps.steady} steady steps)"
     graphs = (diag.figures or {}).get("graph_launches_per_step_p50") or 0
-    rebuilt = any(f.kind == "reinstantiation" for f in diag.findings or [])
-    if graphs >= 1:  # as the diagnosis decides it (analysis/diagnose.py)
+    # Replays graphs, rebuilt every step: the headline's (launchprof.analysis.headline.replays_graphs).
+    head = summary.headline
+    replays, rebuilt = (head.graphs, head.rebuilt) if head is not None else (False, False)
+    if replays:
         line += f"; already runs as CUDA graphs ({graphs:g} graph launch{'es' if graphs != 1 else ''} a step"
         line += ", rebuilt every step)" if rebuilt else ")"
-    if graphs >= 1 and not rebuilt:
+    if replays and not rebuilt:
         pass  # nothing left to convert: no prediction to print
     elif rec and rec.expected_speedup and rec.expected_step_ns:
         lo, hi = rec.expected_speedup_range or (None, None)
@@ -52,12 +54,12 @@ def verdict_line(summary: Any) -> str | None:
             n = rec.break_even_iterations
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
     elif rec and rec.predicted_speedup and rec.predicted_step_ns:
-        what = "a graph built once" if graphs >= 1 else "CUDA Graph"
+        what = "a graph built once" if replays else "CUDA Graph"
         line += f"; {what} predicted {rec.predicted_step_ns / 1e3:,.1f} us a step, {rec.predicted_speedup:.2f}x"
         if rec.break_even_iterations is not None:
             n = rec.break_even_iterations
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
-    if graphs >= 1 and rebuilt:
+    if replays and rebuilt:
         line += "; build the graph once (fix the reinstantiation blocker)"
     elif rec is not None:
         blockers = len(rec.blockers or [])
