@@ -4,9 +4,13 @@ A kernel name, an NVTX range or a file name can hold control characters: an esca
 sequence (set the terminal's title, clear the screen), a NUL, a bell. The terminal
 (:mod:`launchprof.cli.consoles`) and the pages (:mod:`launchprof.report.html`, every
 ``{{ }}`` of a template) write each as its escape, ``\\x1b``; tab and line feed stay as they
-are (a carriage return is escaped: on a terminal it writes over the line). A count a step
-reads the same on both (:func:`count_text`), and a duration in a sentence of the analysis
-(:func:`us_text`).
+are (a carriage return is escaped: on a terminal it writes over the line).
+
+The numbers of the terminal and the pages are written here too, once for both: a count a
+step (:func:`count_text`), a duration in a sentence of the analysis or a terminal line
+(:func:`us_text`), the pages' table figures (:func:`fmt_us`, :func:`page_us`,
+:func:`fmt_ms`, :func:`fmt_pct`, :func:`fmt_num`), a chart's duration labels
+(:func:`duration_label`, :func:`bin_label`).
 """
 
 from __future__ import annotations
@@ -39,3 +43,42 @@ def us_text(ns: float | None) -> str:
     """A duration in ns as the analysis' sentences (reasons, findings, checks) write it:
     microseconds, one decimal, thousands separators (``"1,234.5 us"``); ``"-"`` for None."""
     return "-" if ns is None else f"{ns / 1e3:,.1f} us"
+
+
+def fmt_us(ns: float | None) -> str:
+    """ns -> ``"12.34 us"`` (``"-"`` for None)."""
+    return "-" if ns is None else f"{ns / 1e3:,.2f} us"
+
+
+def fmt_ms(ns: float | None) -> str:
+    """ns -> ``"12.345 ms"`` (``"-"`` for None)."""
+    return "-" if ns is None else f"{ns / 1e6:,.3f} ms"
+
+
+def fmt_pct(ratio: float | None) -> str:
+    """0..1 -> ``"12.3 %"`` (``"-"`` for None)."""
+    return "-" if ratio is None else f"{ratio * 100:.1f} %"
+
+
+def fmt_num(n: int | None) -> str:
+    """A count with thousands separators: ``10801`` -> ``"10,801"`` (``"-"`` for None)."""
+    return "-" if n is None else f"{n:,}"
+
+
+def page_us(ns: float | None) -> str:
+    """ns -> ``"12.34 µs"`` for a page (``"-"`` for None); the terminal keeps ``us``."""
+    return "-" if ns is None else f"{ns / 1e3:,.2f} µs"
+
+
+def duration_label(ns: float) -> str:
+    """A short duration label with a fitting unit: ``500 ns``, ``20 µs``, ``1.5 ms``, ``2 s``."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:g} {unit}"
+    return f"{ns:g} ns"
+
+
+def bin_label(low_ns: float) -> str:
+    """A bin's start with two significant digits and its unit: ``630 ns``, ``2.5 µs``, ``1.6 ms``."""
+    value, unit = (low_ns, "ns") if low_ns < 1e3 else (low_ns / 1e3, "µs") if low_ns < 1e6 else (low_ns / 1e6, "ms")
+    return f"{float(f'{value:.2g}'):g} {unit}"

@@ -9,10 +9,11 @@ from tracebuilder import TraceBuilder
 import launchprof
 from launchprof.report import figures
 from launchprof.report.write import write_report
+from launchprof.text import duration_label
 
 
 def test_duration_labels_pick_a_fitting_unit() -> None:
-    got = [figures.duration_label(ns) for ns in (500, 1_000, 20_000, 1_500_000, 2_000_000_000)]
+    got = [duration_label(ns) for ns in (500, 1_000, 20_000, 1_500_000, 2_000_000_000)]
     assert got == ["500 ns", "1 µs", "20 µs", "1.5 ms", "2 s"]
 
 

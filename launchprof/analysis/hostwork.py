@@ -30,6 +30,7 @@ import pandas as pd
 
 from launchprof.analysis.findings import COPY_DTOH, Finding
 from launchprof.analysis.stepdata import StepContext
+from launchprof.text import us_text
 
 ASYNC_COPY = re.compile(r"^(cudaMemcpy\w*Async|cuMemcpy\w*Async)$")
 FIXES = {
@@ -98,7 +99,7 @@ def host_outside_graph(ctx: StepContext) -> Finding | None:
     items = []
     for key, (n, ns) in sorted(shown.items(), key=lambda kv: -kv[1][1]):
         count = f"{n:g} " if key != "host_gaps" else ""
-        items.append(f"{count}{labels[key]} {ns / 1e3:,.1f} us ({ns / period:.0%})" if period > 0 else labels[key])
+        items.append(f"{count}{labels[key]} {us_text(ns)} ({ns / period:.0%})" if period > 0 else labels[key])
     top = max(shown, key=lambda k: shown[k][1])
     figures: dict[str, Any] = {f"{k}_per_step": v[0] for k, v in parts.items() if k != "host_gaps"}
     figures.update({f"{k}_ns_per_step": v[1] for k, v in parts.items()})
@@ -111,7 +112,7 @@ def host_outside_graph(ctx: StepContext) -> Finding | None:
         [int(x) for x in steps[:10]],
         f"Each step replays {float(s['graph_launches'].median()):g} graph(s); per step the host still spends "
         + ", ".join(items)
-        + f" of the {period / 1e3:,.1f} us step",
+        + f" of the {us_text(period)} step",
         "; ".join(f"{labels[k]}: {FIXES[k]}" for k in sorted(shown, key=lambda k: -shown[k][1]))
         + f". The largest is {labels[top]}.",
         figures,

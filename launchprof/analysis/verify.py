@@ -68,7 +68,7 @@ from launchprof.analysis.speedstats import (
 )
 from launchprof.analysis.workchange import SAME_WORK_TOLERANCE, WorkChange, classify, kernel_table
 from launchprof.defaults import COMPARE_VERDICTS
-from launchprof.text import us_text
+from launchprof.text import fmt_pct, us_text
 
 VERDICTS = COMPARE_VERDICTS
 DEFAULT_MIN_EFFECT = 0.05
@@ -189,10 +189,6 @@ def _kinds(n: int) -> str:
     return f"{n} kernel kind" if n == 1 else f"{n} kernel kinds"
 
 
-def _fmt_pct(r: float | None) -> str:
-    return "-" if r is None else f"{r * 100:.1f} %"
-
-
 def check_converted(fb: SideFigures, fa: SideFigures) -> Check:
     """The ``converted`` check (see the module docstring)."""
     glb, gla = fb.graph_launches_per_step or 0.0, fa.graph_launches_per_step or 0.0
@@ -201,8 +197,8 @@ def check_converted(fb: SideFigures, fa: SideFigures) -> Check:
     less_before = shb <= sha - 0.1 if shb is not None and sha is not None else glb < gla
     passed = bool(after_graphs and less_before)
     detail = (
-        f"AFTER: {_launches(gla)} per step, {_fmt_pct(sha)} of a step's kernels run inside graphs; "
-        f"BEFORE: {_launches(glb)} per step, {_fmt_pct(shb)} inside graphs."
+        f"AFTER: {_launches(gla)} per step, {fmt_pct(sha)} of a step's kernels run inside graphs; "
+        f"BEFORE: {_launches(glb)} per step, {fmt_pct(shb)} inside graphs."
     )
     if not after_graphs:
         detail += " AFTER does not run its steps as graphs."
@@ -378,10 +374,10 @@ def check_bubbles(fb: SideFigures, fa: SideFigures) -> Check:
     passed = all(sign * (a - b) <= _SLACK for b, a, sign in pairs)  # type: ignore[operator]
     detail = (
         f"Per steady step: bubbles inside the step {us_text(fb.bubble_p50_ns)} -> {us_text(fa.bubble_p50_ns)} "
-        f"({_fmt_pct(fb.bubble_ratio)} -> {_fmt_pct(fa.bubble_ratio)} of the period; the idle gap before a step's "
+        f"({fmt_pct(fb.bubble_ratio)} -> {fmt_pct(fa.bubble_ratio)} of the period; the idle gap before a step's "
         "first activity is not among them, the utilization counts it); GPU utilization "
-        f"{_fmt_pct(fb.utilization)} -> {_fmt_pct(fa.utilization)}; CPU-bound ratio "
-        f"{_fmt_pct(fb.cpu_bound_ratio)} -> {_fmt_pct(fa.cpu_bound_ratio)}."
+        f"{fmt_pct(fb.utilization)} -> {fmt_pct(fa.utilization)}; CPU-bound ratio "
+        f"{fmt_pct(fb.cpu_bound_ratio)} -> {fmt_pct(fa.cpu_bound_ratio)}."
     )
     if not passed:
         detail += " AFTER leaves the GPU idle more than BEFORE."

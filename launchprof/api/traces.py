@@ -32,6 +32,7 @@ from launchprof.defaults import STEP_NAME
 from launchprof.errors import TraceError
 from launchprof.malloc import MallocTuning
 from launchprof.nsys.export import export_sqlite
+from launchprof.text import us_text
 from launchprof.trace import load_trace
 from launchprof.trace.model import Trace
 from launchprof.trace.steptimes import (
@@ -288,7 +289,7 @@ class TraceAnalysis(AnalysisResult):
         if head is None:
             return f"<launchprof analysis of {name}: {', '.join(parts)}>"
         if head.scope == "steady steps" and head.period_p50_ns:
-            parts.append(f"{head.steady_steps} steady steps of {head.period_p50_ns / 1e3:,.1f} us")
+            parts.append(f"{head.steady_steps} steady steps of {us_text(head.period_p50_ns)}")
             parts.append(f"GPU busy {head.gpu_busy_ratio or 0:.0%}")
         if head.nvtx_steps:
             parts.append(f"{head.nvtx_steps.count} NVTX '{head.nvtx_steps.name}' steps")

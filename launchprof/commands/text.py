@@ -9,6 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
+from launchprof.text import us_text
+
 
 def verdict_line(summary: Any) -> str | None:
     """One line with the diagnosis and the recommendation of a summary, for the terminal."""
@@ -24,7 +26,7 @@ def verdict_line(summary: Any) -> str | None:
             slowest = ranks.ranks[crit].slowest_steps
             line += f", the critical rank (slowest in {slowest} of {ranks.aligned_steps} steps)"
     if steps and steps.period_p50_ns:
-        line += f" (step period p50 {steps.period_p50_ns / 1e3:,.1f} us over {steps.steady} steady steps)"
+        line += f" (step period p50 {us_text(steps.period_p50_ns)} over {steps.steady} steady steps)"
     graphs = (diag.figures or {}).get("graph_launches_per_step_p50") or 0
     # Replays graphs, rebuilt every step: the headline's (launchprof.analysis.headline.replays_graphs).
     head = summary.headline
@@ -45,8 +47,8 @@ def verdict_line(summary: Any) -> str | None:
                 if lo is not None and hi is not None
                 else ""
             )
-            + f", {rec.expected_step_ns / 1e3:,.1f} us a step"
-            + (f" vs {eager / 1e3:,.1f} us eager" if eager else "")
+            + f", {us_text(rec.expected_step_ns)} a step"
+            + (f" vs {us_text(eager)} eager" if eager else "")
         )
         if rec.predicted_speedup:
             line += f" (under nsys {rec.predicted_speedup:.2f}x)"
@@ -55,7 +57,7 @@ def verdict_line(summary: Any) -> str | None:
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
     elif rec and rec.predicted_speedup and rec.predicted_step_ns:
         what = "a graph built once" if replays else "CUDA Graph"
-        line += f"; {what} predicted {rec.predicted_step_ns / 1e3:,.1f} us a step, {rec.predicted_speedup:.2f}x"
+        line += f"; {what} predicted {us_text(rec.predicted_step_ns)} a step, {rec.predicted_speedup:.2f}x"
         if rec.break_even_iterations is not None:
             n = rec.break_even_iterations
             line += f", break-even {n} iteration{'s' if n != 1 else ''}"
@@ -83,7 +85,7 @@ def steady_line(summary: Any) -> str | None:
         n, period = nvtx.count, nvtx.period_p50_ns
         line = f"CPU only: {n} NVTX '{nvtx.name}' range{'s' if n != 1 else ''}"
         if period:
-            line += f", period p50 {period / 1e3:,.1f} us, duration p50 {nvtx.duration_p50_ns / 1e3:,.1f} us"
+            line += f", period p50 {us_text(period)}, duration p50 {us_text(nvtx.duration_p50_ns)}"
         return line
     if not summary.devices:
         code = getattr(getattr(summary, "workload", None), "exit_code", None)
@@ -174,8 +176,8 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
         runs = int(section.get("runs", 0) or 0)
         if section.get("source") == "module-calls" and not module:
             periods = section.get("module_periods") or {}
-            seen = ", ".join(f"{_module(n)} every {v / 1e3:,.1f} us" for n, v in list(periods.items())[:4])
-            under = f" ({prof / 1e3:,.1f} us under nsys)" if prof else ""
+            seen = ", ".join(f"{_module(n)} every {us_text(v)}" for n, v in list(periods.items())[:4])
+            under = f" ({us_text(prof)} under nsys)" if prof else ""
             return (
                 f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys timed the top-level module calls "
                 f"({seen or 'none'}); none at the pace of the trace's steps{under}: no step time without nsys "
@@ -195,36 +197,35 @@ def describe_baseline(section: Mapping[str, Any]) -> str:
         return f"baseline: {runs} run{'' if runs == 1 else 's'} without nsys, too few steps to compare"
     if section.get("slower_than_traced"):
         return (
-            f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: slower "
+            f"baseline: step p50 {us_text(unprof)} without nsys vs {us_text(prof)} under nsys: slower "
             "without the profiler than with it, so the two runs ran at different paces; the expected speedup is "
             "the estimate" + (" (--baseline-runs 3 gives a spread)" if (section.get("runs") or 0) < 3 else "")
         )
     if section.get("overhead_ratio") is None and not section.get("host_ahead_of_gpu"):
         return (
-            f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys: "
-            "no ratio (a zero period)"
+            f"baseline: step p50 {us_text(unprof)} without nsys vs {us_text(prof)} under nsys: no ratio (a zero period)"
         )
     if section.get("host_ahead_of_gpu"):
         return (
-            f"baseline: host step p50 {unprof / 1e3:,.1f} us without nsys, shorter than the GPU's busy time a step "
-            f"({section['gpu_busy_p50_ns'] / 1e3:,.1f} us under nsys): the host ran ahead of the GPU, so host step "
+            f"baseline: host step p50 {us_text(unprof)} without nsys, shorter than the GPU's busy time a step "
+            f"({us_text(section['gpu_busy_p50_ns'])} under nsys): the host ran ahead of the GPU, so host step "
             "times do not show the step's pace and no correction is made"
         )
     line = (
-        f"baseline: step p50 {unprof / 1e3:,.1f} us without nsys vs {prof / 1e3:,.1f} us under nsys "
+        f"baseline: step p50 {us_text(unprof)} without nsys vs {us_text(prof)} under nsys "
         f"(under nsys / without: {section['overhead_ratio']:.2f}x; {_runs(section['runs'])}, steps {section['steps']})"
     )
     if module:
         line = (
-            f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the period of the top-level "
-            f"{_module(module)} calls, {_runs(section['runs'])}) vs {prof / 1e3:,.1f} us under nsys (under nsys / "
+            f"baseline: step {us_text(unprof)} without nsys (no step markers: the period of the top-level "
+            f"{_module(module)} calls, {_runs(section['runs'])}) vs {us_text(prof)} under nsys (under nsys / "
             f"without: {section['overhead_ratio']:.2f}x)"
         )
     if region:
         line = (
-            f"baseline: step {unprof / 1e3:,.1f} us without nsys (no step markers: the workload's profiler region, "
+            f"baseline: step {us_text(unprof)} without nsys (no step markers: the workload's profiler region, "
             f"median of {_runs(section['periods'])}, / the {section['region_steps']} steps found in it) vs "
-            f"{prof / 1e3:,.1f} us under nsys (under nsys / without: {section['overhead_ratio']:.2f}x)"
+            f"{us_text(prof)} under nsys (under nsys / without: {section['overhead_ratio']:.2f}x)"
         )
     # The speedup with this measured step is the verdict line's expected one
     # (recommendation.expected): the one prediction, not repeated here.

@@ -23,7 +23,8 @@ from launchprof.report.compare_schema import (
     WorkChangeExample,
 )
 from launchprof.report.figures import side_bars, step_timelines
-from launchprof.report.html import embed, fmt_us, printable, render
+from launchprof.report.html import embed, printable, render
+from launchprof.text import fmt_us
 
 COMPARE_FILES = ("compare.json", "compare.html")
 

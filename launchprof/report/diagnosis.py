@@ -19,6 +19,7 @@ from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render
 from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, scatter, titled
 from launchprof.report.schema import Headline
+from launchprof.text import bin_label
 
 MAX_STEP_BARS = 1_000
 
@@ -89,12 +90,6 @@ def per_step_figure(d: Diagnosis) -> tuple[Figure, int, int]:
     return _layout(fig, "Per step: GPU busy vs idle, by cause"), len(t), total
 
 
-def _duration_label(low_ns: float) -> str:
-    """A bin's start with two significant digits and its unit: ``630 ns``, ``2.5 µs``, ``1.6 ms``."""
-    value, unit = (low_ns, "ns") if low_ns < 1e3 else (low_ns / 1e3, "µs") if low_ns < 1e6 else (low_ns / 1e6, "ms")
-    return f"{float(f'{value:.2g}'):g} {unit}"
-
-
 def durations_figure(histogram: pd.DataFrame) -> Figure:
     """Overlaid histograms of kernel and launch-call durations (log-spaced bins:
     :attr:`~launchprof.analysis.result.Shown.durations`), drawn from the first to the last
@@ -103,7 +98,7 @@ def durations_figure(histogram: pd.DataFrame) -> Figure:
     filled = np.flatnonzero((h["kernels"] + h["launch_calls"]).to_numpy() > 0)
     if len(filled):
         h = h.iloc[max(filled[0] - 1, 0) : filled[-1] + 2]
-    labels = [_duration_label(lo) for lo in h["low_ns"]]
+    labels = [bin_label(lo) for lo in h["low_ns"]]
     fig = Figure()
     fig.add_trace(bar(x=labels, y=h["kernels"].to_numpy(), name="kernel duration (GPU)", marker=dict(color="#2b7bba")))
     fig.add_trace(

@@ -17,8 +17,9 @@ import pandas as pd
 from launchprof.analysis import Analysis, DeviceAnalysis
 from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
 from launchprof.analysis.result import UTILIZATION_BINS, AnalysisResult
-from launchprof.report.html import EmbeddedFigure, embed, fmt_ms
+from launchprof.report.html import EmbeddedFigure, embed
 from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, heatmap, scatter, titled
+from launchprof.text import duration_label, fmt_ms
 from launchprof.trace.model import text
 
 if TYPE_CHECKING:  # types only: report.html's figures need none of these modules
@@ -55,14 +56,6 @@ def _layout(fig: Figure, title: str, height: int = 320, legend: bool = False) ->
     )
     fig.update_layout(yaxis=dict(automargin=True))
     return fig
-
-
-def duration_label(ns: float) -> str:
-    """A short duration label with a fitting unit: ``500 ns``, ``20 µs``, ``1.5 ms``, ``2 s``."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            return f"{ns / scale:g} {unit}"
-    return f"{ns:g} ns"
 
 
 def timeline_window(device: DeviceAnalysis, window_ns: int = TIMELINE_WINDOW_NS) -> tuple[int, int]:

@@ -25,7 +25,7 @@ import markupsafe
 from launchprof.errors import OutputError
 from launchprof.report.folder import refuse_other_kind
 from launchprof.report.plainfig import Figure, plotly_package_file
-from launchprof.text import count_text, escape_controls
+from launchprof.text import count_text, escape_controls, fmt_ms, fmt_num, fmt_pct, page_us
 
 # Part of the compiled templates' cache file names: Jinja checks a cached template by its
 # source alone, but the Environment's options (``finalize``, ``autoescape``) are compiled
@@ -73,31 +73,6 @@ _ENV = jinja2.Environment(
     keep_trailing_newline=True,
     bytecode_cache=_bytecode_cache(),
 )
-
-
-def fmt_us(ns: float | None) -> str:
-    """ns -> ``"12.34 us"`` (``"-"`` for None)."""
-    return "-" if ns is None else f"{ns / 1e3:,.2f} us"
-
-
-def fmt_ms(ns: float | None) -> str:
-    """ns -> ``"12.345 ms"`` (``"-"`` for None)."""
-    return "-" if ns is None else f"{ns / 1e6:,.3f} ms"
-
-
-def fmt_pct(ratio: float | None) -> str:
-    """0..1 -> ``"12.3 %"`` (``"-"`` for None)."""
-    return "-" if ratio is None else f"{ratio * 100:.1f} %"
-
-
-def fmt_num(n: int | None) -> str:
-    """A count with thousands separators: ``10801`` -> ``"10,801"`` (``"-"`` for None)."""
-    return "-" if n is None else f"{n:,}"
-
-
-def page_us(ns: float | None) -> str:
-    """ns -> ``"12.34 µs"`` for a page (``"-"`` for None); the terminal keeps ``us``."""
-    return "-" if ns is None else f"{ns / 1e3:,.2f} µs"
 
 
 _MICRO = re.compile(r"(\d) us\b")
