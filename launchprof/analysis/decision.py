@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from launchprof.analysis.expect import Expectation
-from launchprof.analysis.findings import Finding
+from launchprof.analysis.findings import Finding, Severity
 from launchprof.analysis.headline import rebuilds_graphs, replays_graphs
 from launchprof.analysis.predict import Prediction
 from launchprof.analysis.stepdata import StepContext
@@ -127,7 +127,7 @@ def decide(
             if x < 1
             else f"a graph is expected to gain only {x:.2f}x{where}{under}"
         )
-        breaks = any(f.kind == "sync-in-step" and f.severity == "blocker" for f in findings)
+        breaks = any(f.kind == "sync-in-step" and f.severity == Severity.BLOCKER for f in findings)
         return False, {
             "gpu-bound": f"GPU-bound: {gain}; the GPU's work sets the pace.",
             "sync-bound": "Sync-bound: remove the synchronizing calls from the step first"

@@ -37,18 +37,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis import findings as F
-from launchprof.analysis import stepshapes
 from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import Expectation, expect_shapes, measured_range, steps_without_profiler
-from launchprof.analysis.findings import Finding
+from launchprof.analysis.finders import FinderInputs, find_all
+from launchprof.analysis.findings import Finding, Severity
 from launchprof.analysis.headline import replays_graphs
-from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.predict import Prediction, break_even, constants, gpu_work, gpu_work_note, predict_graph_step
-from launchprof.analysis.sources import SyncRuns, graph_skips, placed
+from launchprof.analysis.sources import SyncRuns, placed
 from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes, stream_figures
 from launchprof.analysis.steps import Steps, find_steps
@@ -453,27 +451,10 @@ def diagnose(
     if not replays_graphs(fig):  # replaying: nothing left to capture
         verdict, reasons = agree(verdict, reasons, exp, pred)
     unprofiled = _step_without_profiler(ctx, fig, values, framework, exp, measured)
-    found_list = (
-        [
-            F.sync_in_step(ctx) if not replaying else None,
-            F.alloc_in_step(ctx),
-            stepshapes.dynamic_shapes(ctx, analysis),
-            stepshapes.varying_sequence(ctx),
-            F.reinstantiation(ctx, analysis),
-            F.graph_trace_mode(ctx, analysis),
-            F.legacy_stream(ctx, analysis, framework),
-            F.profiler_overhead(ctx, values, exp, unprofiled),
-            host_outside_graph(ctx) if replaying else None,
-            graph_skips(sync, fig.get("graph_launches_per_step_p50") or 0),
-        ]
-        if ctx.device is not None and len(ctx.steady)
-        else [F.graph_trace_mode(ctx, analysis)]
-    )
-    order = {"blocker": 0, "warning": 1, "info": 2}
+    inputs = FinderInputs(ctx, analysis, fig, framework, values, exp, unprofiled, sync, replaying)
+    found = find_all(inputs, with_steps=ctx.device is not None and bool(len(ctx.steady)))
     module = section.get("module") if section is not None else None
-    findings = sorted(
-        (placed(f, baseline, sync, module) for f in found_list if f is not None), key=lambda f: order[f.severity]
-    )
+    findings = sorted((placed(f, baseline, sync, module) for f in found), key=lambda f: f.severity.rank)
     diagnosis = Diagnosis(
         verdict=verdict,
         reasons=reasons,
@@ -549,7 +530,7 @@ def _recommend(
     blockers = [
         {"kind": f.kind, "evidence": f.evidence, "fix": f.fix, "where": [dict(w) for w in f.where]}
         for f in findings
-        if f.severity == "blocker"
+        if f.severity == Severity.BLOCKER
     ]
     convert, reason = decide(ctx, fig, verdict, findings, pred, exp, len(blockers))
     model = _model(pred, single, exp) if pred is not None else {}

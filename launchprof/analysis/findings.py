@@ -3,9 +3,11 @@ capture breakers of docs/metrics.md, and the places where graphs do not pay).
 
 Each finder takes a :class:`~launchprof.analysis.stepdata.StepContext` (steady-state
 steps only, so warm-up allocations and one-off syncs do not count) and returns a
-:class:`Finding` or None. Severities: ``blocker`` (breaks capture or defeats the graph:
-fix it before converting), ``warning`` (the analysis or the conversion needs care),
-``info`` (context for the numbers).
+:class:`Finding` or None; :data:`launchprof.analysis.finders.FINDING_KINDS` lists every
+finder, one line a kind, and the diagnosis runs them from there. Severities
+(:class:`Severity`): ``blocker`` (breaks capture or defeats the graph: fix it before
+converting), ``warning`` (the analysis or the conversion needs care), ``info`` (context
+for the numbers).
 
 The findings about what changes between steps (``dynamic-shapes``, ``varying-sequence``)
 are in :mod:`launchprof.analysis.stepshapes`, those about the host around a graph replay
@@ -18,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -46,16 +49,33 @@ REINSTANTIATE_RATIO = 0.5
 PROFILER_SHARE_MIN = 0.05
 
 
+class Severity(StrEnum):
+    """How much a finding matters, most first: ``blocker`` (breaks capture or defeats the
+    graph: fix it before converting), ``warning`` (the analysis or the conversion needs
+    care), ``info`` (context for the numbers). Written as its text in summary.json."""
+
+    BLOCKER = "blocker"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        """0 for a blocker, 1 for a warning, 2 for info: the order findings are listed in."""
+        return list(Severity).index(self)
+
+
 @dataclass(frozen=True)
 class Finding:
     """One finding.
 
     Attributes:
-        kind: ``sync-in-step``, ``alloc-in-step``, ``reinstantiation``, ``graph-trace-mode``,
+        kind: one of :data:`launchprof.analysis.finders.FINDING_KINDS`: ``sync-in-step``,
+            ``alloc-in-step``, ``reinstantiation``, ``graph-trace-mode``,
             ``legacy-stream``, ``profiler-overhead`` (this module), ``dynamic-shapes``,
-            ``varying-sequence`` (:mod:`launchprof.analysis.stepshapes`) or
-            ``host-outside-graph`` (:mod:`launchprof.analysis.hostwork`).
-        severity: ``blocker``, ``warning`` or ``info``.
+            ``varying-sequence`` (:mod:`launchprof.analysis.stepshapes`),
+            ``host-outside-graph`` (:mod:`launchprof.analysis.hostwork`) or
+            ``cudagraph-skip`` (:mod:`launchprof.analysis.sources`).
+        severity: a :class:`Severity` (``blocker``, ``warning`` or ``info``).
         steps_affected: number of steady-state steps that show it.
         steps: up to 10 example step indices.
         evidence: what the trace shows, with numbers and units.
@@ -68,7 +88,7 @@ class Finding:
     """
 
     kind: str
-    severity: str
+    severity: Severity
     steps_affected: int
     steps: list[int]
     evidence: str
@@ -151,7 +171,7 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
             evidence += " (steps found from the kernels: a stretch may run on into the next step)"
     return Finding(
         "sync-in-step",
-        "warning" if outside else "blocker",
+        Severity.WARNING if outside else Severity.BLOCKER,
         int(len(steps)),
         example_steps(steps),
         evidence,
@@ -210,7 +230,7 @@ def alloc_in_step(ctx: StepContext) -> Finding | None:
     dur = (alloc["end"] - alloc["start"]).groupby(alloc["step"]).sum()
     return Finding(
         "alloc-in-step",
-        "blocker",
+        Severity.BLOCKER,
         int(len(steps)),
         example_steps(steps),
         f"{len(steps)} of {max(len(ctx.steady), 1)} steady steps allocate or free memory ({_names(alloc)}); "
@@ -246,7 +266,7 @@ def reinstantiation(ctx: StepContext, analysis: Analysis) -> Finding | None:
     )
     return Finding(
         "reinstantiation",
-        "blocker",
+        Severity.BLOCKER,
         int(len(hit)),
         example_steps(hit["step"]) if len(hit) else [],
         f"{_count(int(inst.sum()), 'instantiation')} and {_count(int(upd.sum()), 'exec update')} "
@@ -277,7 +297,7 @@ def graph_trace_mode(ctx: StepContext, analysis: Analysis) -> Finding | None:
     steps = ctx.steady["step"] if len(ctx.steady) else pd.Series(dtype=int)
     return Finding(
         "graph-trace-mode",
-        "warning",
+        Severity.WARNING,
         int(len(steps)),
         example_steps(steps),
         f"{n} graph executions were recorded as whole graphs (CUPTI_ACTIVITY_KIND_GRAPH_TRACE) and no kernel "
@@ -336,7 +356,7 @@ def legacy_stream(ctx: StepContext, analysis: Analysis, framework: str) -> Findi
     torch = framework == "pytorch"
     return Finding(
         "legacy-stream",
-        "info" if torch else "blocker",  # PyTorch's capture moves to a side stream: nothing to change
+        Severity.INFO if torch else Severity.BLOCKER,  # PyTorch's capture moves to a side stream: nothing to change
         int(len(steps)),
         example_steps(steps),
         f"{n_on} of {n_per_launch} kernels of the steady steps ({share:.0%}) run on the legacy default "
@@ -434,7 +454,9 @@ def profiler_overhead(
         "from a graph under nsys, 4.28x without). Let launchprof profile time the loop without nsys (steps "
         "marked with launchprof.step()), or run launchprof calibrate, to confirm."
     )
-    return Finding("profiler-overhead", "info", int(len(steady)), example_steps(steady["step"]), evidence, fix, figures)
+    return Finding(
+        "profiler-overhead", Severity.INFO, int(len(steady)), example_steps(steady["step"]), evidence, fix, figures
+    )
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

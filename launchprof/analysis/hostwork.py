@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.findings import COPY_DTOH, Finding
+from launchprof.analysis.findings import COPY_DTOH, Finding, Severity
 from launchprof.analysis.stepdata import StepContext
 from launchprof.text import us_text
 
@@ -107,7 +107,7 @@ def host_outside_graph(ctx: StepContext) -> Finding | None:
     figures["read_backs_per_step"] = read_backs
     return Finding(
         "host-outside-graph",
-        "warning",
+        Severity.WARNING,
         int(len(s)),
         [int(x) for x in steps[:10]],
         f"Each step replays {float(s['graph_launches'].median()):g} graph(s); per step the host still spends "

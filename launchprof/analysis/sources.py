@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from launchprof.analysis.baseline import AnyRuns, ModuleRuns, RegionRuns, later_half
-from launchprof.analysis.findings import Finding
+from launchprof.analysis.findings import Finding, Severity
 
 TOP_SITES = 5
 TORCH_PARTS = ("/site-packages/torch/", "/dist-packages/torch/")
@@ -452,7 +452,7 @@ def graph_skips(sync: SyncRuns | None, graph_launches_per_step: float) -> Findin
     runs = sum(1 for run in sync.skips if run)
     return Finding(
         "cudagraph-skip",
-        "warning" if replaying else "blocker",
+        Severity.WARNING if replaying else Severity.BLOCKER,
         0,
         [],
         f'torch.compile(mode="reduce-overhead") ran compiled code without CUDA Graphs in {runs} of '

@@ -16,7 +16,7 @@ import pandas as pd
 
 from launchprof.analysis.arrays import row_codes
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.findings import Finding, example_steps
+from launchprof.analysis.findings import Finding, Severity, example_steps
 from launchprof.analysis.stepdata import StepContext
 
 # A launch configuration: the kernel's name and its grid and block sizes.
@@ -235,7 +235,7 @@ def dynamic_shapes(ctx: StepContext, analysis: Analysis) -> Finding | None:
     fix = _shapes_fix(kname, growing, pooled, len(buckets))
     return Finding(
         "dynamic-shapes",
-        "info" if pooled else "blocker",
+        Severity.INFO if pooled else Severity.BLOCKER,
         int(len(shapes) - usual),
         example_steps(odd_steps),
         f"{distinct} distinct step shapes over {len(shapes)} steady steps ({varying} kernels change their "
@@ -296,7 +296,7 @@ def varying_sequence(ctx: StepContext) -> Finding | None:
     share = float(counts.iloc[0] / len(names))
     return Finding(
         "varying-sequence",
-        "blocker" if share < DOMINANT_SHARE else "warning",
+        Severity.BLOCKER if share < DOMINANT_SHARE else Severity.WARNING,
         int(len(odd)),
         example_steps(odd),
         f"{len(counts)} distinct kernel sequences over {len(names)} steady steps; the most common covers "
