@@ -19,6 +19,7 @@ from launchprof import __version__
 from launchprof.cli import consoles, options
 from launchprof.cli.options import BUBBLE_HELP, STEP_HELP, default_output
 from launchprof.cli.profile import profile_command
+from launchprof.commands.common import AnalysisOptions
 from launchprof.commands.outcome import Outcome
 from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.errors import LaunchprofError, OptionError
@@ -188,7 +189,8 @@ def analyze(
         many = expand_traces(trace)
         if many is not None:
             folder = folder_given or default_output("combined")
-            _analyze_many(many, folder, force, bubble_threshold, nsys, step, scheduler, workers, console, json_out)
+            how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
+            _analyze_many(many, folder, force, how, scheduler, workers, console, json_out)
             if open_report:
                 from launchprof.commands.common import open_page
 
@@ -196,18 +198,15 @@ def analyze(
             return None
     except LaunchprofError as exc:
         raise fail(exc) from None
-    return _analyze_one(
-        trace[0], folder_given, force, bubble_threshold, nsys, step, console, json_out, failing, gain, open_report
-    )
+    how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
+    return _analyze_one(trace[0], folder_given, force, how, console, json_out, (failing, gain), open_report)
 
 
 def _analyze_many(
     traces: list[str],
     folder: Path,
     force: bool,
-    bubble_threshold: float,
-    nsys: str | None,
-    step: str | None,
+    how: AnalysisOptions,
     scheduler: str | None,
     workers: int | None,
     console: Console,
@@ -222,18 +221,7 @@ def _analyze_many(
     # walking their objects again at every full collection (~40 ms on a large trace).
     gc.freeze()
     try:
-        run_analyze_many(
-            traces,
-            folder,
-            force,
-            threshold_ns(bubble_threshold),
-            nsys,
-            console,
-            step=step_name(step),
-            scheduler=scheduler,
-            workers=workers,
-            memory=MallocTuning(),
-        )
+        run_analyze_many(traces, folder, force, how, console, scheduler=scheduler, workers=workers)
     finally:
         if json_out and (folder / "combined.json").is_file():
             print_document((folder / "combined.json").read_text(encoding="utf-8"))
@@ -243,18 +231,17 @@ def _analyze_one(
     trace: str,
     output: Path | None,
     force: bool,
-    bubble_threshold: float,
-    nsys: str | None,
-    step: str | None,
+    how: AnalysisOptions,
     console: Console,
     json_out: bool,
-    failing: frozenset[str],
-    gain: float | None,
+    gates: tuple[frozenset[str], float | None],
     open_report: bool,
 ) -> Outcome:
     """``analyze`` of one trace (:func:`launchprof.commands.analyze.run_analyze`): its
     outcome; the process may leave at once whatever happens from here (nothing left to
-    tear down)."""
+    tear down). ``gates``: ``--fail-on``'s verdicts and ``--min-gain`` as a speedup
+    (:func:`launchprof.commands.analyze.gate`). (Eight parameters: the command's options
+    that decide the output and the exit, beside ``how``.)"""
     from launchprof.commands.analyze import gate, run_analyze
     from launchprof.commands.common import open_page, print_document
 
@@ -263,16 +250,7 @@ def _analyze_one(
     folder = output or default_output(_trace_stem(trace))
     try:
         summary = run_analyze(
-            Path(trace),
-            folder,
-            force,
-            threshold_ns(bubble_threshold),
-            nsys,
-            console,
-            step=step_name(step),
-            require_gpu=True,
-            document=print_document if json_out else None,
-            memory=MallocTuning(),
+            Path(trace), folder, force, how, console, require_gpu=True, document=print_document if json_out else None
         )
     except LaunchprofError as exc:
         return Outcome(consoles.print_error(exc), quick_exit=True)
@@ -280,7 +258,7 @@ def _analyze_one(
         return Outcome(exc.exit_code, quick_exit=True)
     if open_report:
         open_page(folder / "report.html", err)
-    return Outcome(gate(summary, failing, gain, err), quick_exit=True)
+    return Outcome(gate(summary, *gates, err), quick_exit=True)
 
 
 def _trace_stem(trace: str) -> str:

@@ -17,9 +17,9 @@ from rich.console import Console
 from launchprof.analysis import Analysis
 from launchprof.api import analyze
 from launchprof.api.traces import baseline_runs, sync_runs, with_baseline
+from launchprof.commands.common import AnalysisOptions
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
-from launchprof.malloc import MallocTuning
 from launchprof.report.index import write_index
 from launchprof.report.stepfiles import stage_step_files
 from launchprof.report.write import commit_report, open_report_folder, render_files
@@ -49,39 +49,35 @@ def run_analyze(
     trace: Path,
     output: Path,
     force: bool,
-    bubble_threshold_ns: int,
-    nsys: str | None,
+    how: AnalysisOptions,
     console: Console,
-    step: str | None = None,
+    *,
     require_gpu: bool = False,
     baseline: list[Any] | None = None,
     early: Any = None,
     workload: dict[str, Any] | None = None,
     document: Callable[[str], None] | None = None,
-    memory: MallocTuning | None = None,
 ) -> Any:
-    """Analyse ``trace`` and write its report into ``output``; print where it went;
-    return the summary (:class:`~launchprof.report.schema.Summary`).
+    """Analyse ``trace`` as ``how`` says and write its report into ``output``; print where
+    it went; return the summary (:class:`~launchprof.report.schema.Summary`).
     ``baseline``: step times of unprofiled runs (:mod:`launchprof.analysis.baseline`), or None.
     ``workload``: the summary's ``workload`` section (``profile``: the failed run's
     ``exit_code``), or None.
     ``document``: called with summary.json's text once written (``--json``), or None.
-    ``memory``: the malloc settings of loading and analysing (:func:`launchprof.api.analyze`).
     ``early``: the analysis already made while nsys exported ``trace``
     (:class:`launchprof.commands.early.EarlyResult`): only the files are written.
+    (Ten parameters: the five keyword-only ones are what ``profile`` adds to ``analyze``.)
 
     Raises:
         NoCudaActivityError: ``require_gpu`` and the trace has no GPU activity (raised
             after the report, which holds what can be said, was written).
     """
     if baseline is None and early is None:
-        baseline = _folder_runs(trace, step, console)
+        baseline = _folder_runs(trace, how.step, console)
     if early is not None:
         analysis, summary = _write_early(early, trace, output, force, baseline, workload)
     else:
-        analysis, summary = _analyse_and_write(
-            trace, output, force, bubble_threshold_ns, nsys, console, step, baseline, workload, memory
-        )
+        analysis, summary = _analyse_and_write(trace, output, force, how, console, baseline, workload)
     print_summary(summary, output, console)
     if document is not None:
         document(summary.to_json())
@@ -137,26 +133,23 @@ def _analyse_and_write(
     trace: Path,
     output: Path,
     force: bool,
-    bubble_threshold_ns: int,
-    nsys: str | None,
+    how: AnalysisOptions,
     console: Console,
-    step: str | None,
     baseline: list[Any] | None,
     workload: dict[str, Any] | None = None,
-    memory: MallocTuning | None = None,
 ) -> tuple[Analysis, Any]:
     """Analyse ``trace`` and write its report (run_analyze); the analysis and summary."""
     with console.status("loading trace") as status:
         analysis = analyze(
             trace,
-            bubble_threshold_ns,
-            nsys=nsys,
+            how.bubble_threshold_ns,
+            nsys=how.nsys,
             progress=lambda msg: status.update(f"{msg}..."),
-            step=step,
-            memory=memory,
+            step=how.step,
+            memory=how.memory,
             baseline=baseline,
         )
-        sync = sync_runs(trace.parent, step) if baseline is not None else None
+        sync = sync_runs(trace.parent, how.step) if baseline is not None else None
         if sync is not None:  # the runs' synchronizing calls: the sync-in-step finding's source lines
             analysis = with_baseline(analysis, baseline, sync)
         mark("analysis_done")

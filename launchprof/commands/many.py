@@ -39,10 +39,9 @@ from rich.console import Console
 
 from launchprof.analysis.ranks import cross_rank, find_ranks, not_one_job, program_signature
 from launchprof.commands.analyze import update_index
+from launchprof.commands.common import AnalysisOptions
 from launchprof.commands.folders import trace_stem
-from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, TraceError
-from launchprof.malloc import MallocTuning
 from launchprof.report.combined import Combined, ReportResult
 from launchprof.report.html import prepare_folder
 
@@ -96,16 +95,7 @@ def folder_names(paths: Sequence[str]) -> list[str]:
     return names
 
 
-def analyze_one(
-    path: str,
-    folder: str,
-    output: str,
-    force: bool,
-    bubble_threshold_ns: int,
-    nsys: str | None,
-    step: str | None,
-    memory: MallocTuning | None = None,
-) -> ReportResult:
+def analyze_one(path: str, folder: str, output: str, force: bool, how: AnalysisOptions) -> ReportResult:
     """Analyse one trace and write its report into ``output/folder`` (one Dask task).
 
     The same calls as ``launchprof analyze TRACE --output output/folder``; ``path`` is
@@ -116,12 +106,12 @@ def analyze_one(
     from launchprof.report.write import write_report
 
     try:
-        analysis = analyze(Path(path), bubble_threshold_ns, nsys=nsys, step=step, memory=memory)
+        analysis = analyze(Path(path), how.bubble_threshold_ns, nsys=how.nsys, step=how.step, memory=how.memory)
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
         if not analysis.devices:
             # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
             return ReportResult(path, folder, [], "no CUDA activity in this trace (no kernel, memcpy or memset rows)")
-        ranks = analysis.ranks.ranks if analysis.ranks is not None else find_ranks(analysis, step)
+        ranks = analysis.ranks.ranks if analysis.ranks is not None else find_ranks(analysis, how.step)
     except LaunchprofError as exc:
         return ReportResult(path, folder, [], str(exc))
     single = len(ranks) == 1
@@ -259,13 +249,10 @@ def analyze_many(
     paths: Sequence[str],
     output: Path,
     force: bool = False,
-    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
-    nsys: str | None = None,
-    step: str | None = None,
+    how: AnalysisOptions = AnalysisOptions(),
     scheduler: str | None = None,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    memory: MallocTuning | None = None,
 ) -> Combined:
     """Analyse ``paths`` (one trace per rank) and write one report folder per trace and
     the combined report into ``output``.
@@ -274,14 +261,14 @@ def analyze_many(
         paths: traces as given (each as for ``launchprof analyze TRACE``).
         output: the folder for ``combined.json``, ``combined.html`` and the rank folders.
         force: overwrite existing reports.
-        bubble_threshold_ns, nsys, step: as for :func:`launchprof.analyze`.
+        how: the bubble threshold, step, nsys and malloc settings of each trace's
+            analysis (:class:`~launchprof.commands.common.AnalysisOptions`; the malloc
+            settings apply in the process that analyses the trace).
         scheduler: address of a running Dask scheduler (default: a local cluster).
         workers: worker processes of the local cluster (default: the CPU count, at most
             one per trace, and only when a cluster pays: :func:`use_dask`); 0 analyses
             the traces one after another in this process, without Dask.
         progress: called with (done, total) after each trace.
-        memory: malloc settings for each trace's loading and analysis (in the process
-            that analyses it; :func:`launchprof.api.analyze`).
 
     Returns:
         :class:`Combined`.
@@ -306,7 +293,7 @@ def analyze_many(
     for name in names:
         prepare_folder(output / name, force, ("summary.json", "report.html"))
     out_abs = str(output.resolve())
-    args = [(p, n, out_abs, force, bubble_threshold_ns, nsys, step, memory) for p, n in zip(paths, names, strict=True)]
+    args = [(p, n, out_abs, force, how) for p, n in zip(paths, names, strict=True)]
     results: dict[int, ReportResult] = {}
     if not scheduler and not use_dask(paths, workers):
         for i, a in enumerate(args):
@@ -355,13 +342,10 @@ def run_analyze_many(
     traces: list[str],
     output: Path,
     force: bool,
-    bubble_threshold_ns: int,
-    nsys: str | None,
+    how: AnalysisOptions,
     console: Console,
-    step: str | None = None,
     scheduler: str | None = None,
     workers: int | None = None,
-    memory: MallocTuning | None = None,
 ) -> None:
     """Analyse many per-rank traces on Dask (:func:`analyze_many`);
     print one line per rank and where the combined report went.
@@ -376,13 +360,10 @@ def run_analyze_many(
             traces,
             output,
             force,
-            bubble_threshold_ns,
-            nsys,
-            step,
+            how,
             scheduler,
             workers,
             progress=lambda done, total: status.update(f"analysed {done} of {total} traces"),
-            memory=memory,
         )
     ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
     for r in ranks[:MAX_RANK_LINES]:

@@ -279,22 +279,21 @@ def _after_recording(
     mark("imports_done")
     baseline = _baseline(run, code, files.sqlite, interrupted)
     from launchprof.commands.analyze import run_analyze
+    from launchprof.commands.common import AnalysisOptions
     from launchprof.trace.columns import prefetch
 
     prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed, summary = True, None
     held: list[str] = []  # summary.json's text, for --json, while an allocation run may follow
+    how = AnalysisOptions(run.bubble_threshold_ns, run.step, str(run.nsys_path), run.memory)
     analyse = functools.partial(
         run_analyze,
         files.sqlite,
         folder,
-        bubble_threshold_ns=run.bubble_threshold_ns,
-        nsys=str(run.nsys_path),
+        how=how,
         console=console,
-        step=run.step,
         baseline=baseline,
         workload={"exit_code": code} if code != 0 else None,
-        memory=run.memory,
     )
     try:
         # Held back (the report's lines and --json) until it is known whether an allocation
