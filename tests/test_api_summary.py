@@ -52,3 +52,24 @@ def test_the_api_summary_is_the_written_one(rel: str, tmp_path: Path) -> None:
         assert any(r.startswith("This verdict judges rank") for r in mine["diagnosis"]["reasons"])
     if "cpu/" in rel:
         assert mine["nvtx_steps"]["count"] > 1 and not mine["devices"]
+
+
+def test_a_result_redone_with_runs_without_nsys_has_its_own_summary() -> None:
+    """``with_baseline`` (what ``profile`` does with its runs without nsys) gives a result
+    that shares the figures' cache with the one it was made from; its summary is still its
+    own: the measured eager step, not the estimate read first from the other."""
+    import numpy as np
+
+    import launchprof
+    from launchprof.api.traces import with_baseline
+
+    first = launchprof.analyze(DATA / "traces" / "mlp_eager.sqlite.xz")
+    assert first.summary.recommendation.expected["eager_source"] == "estimate"
+    step_ns = 500_000
+    runs = [np.array([[k * step_ns, k * step_ns + 1] for k in range(6)], dtype=np.int64)]
+    redone = with_baseline(first, runs)
+    assert redone.recommendation.expected is not None
+    assert redone.recommendation.expected.eager_source == "measured"
+    assert redone.summary.recommendation.expected["eager_source"] == "measured"
+    assert redone.summary.recommendation.expected["eager_step_ns"] == step_ns
+    assert first.summary.recommendation.expected["eager_source"] == "estimate"

@@ -139,3 +139,22 @@ def test_steps_of_copies_alone_get_an_answer(tmp_path: Path) -> None:
     assert len(_graph_steps_without_nsys(doc)) <= 1
     if doc["diagnosis"]["verdict"] == "launch-bound":
         assert doc["recommendation"]["convert"] is True
+
+
+@pytest.mark.parametrize(
+    "value, replays",
+    [(1, True), (2.0, True), (0.5, False), (None, False), (True, False), ("2", False), (float("nan"), False)],
+)
+def test_replays_graphs_is_one_rule_for_any_number(value: Any, replays: bool) -> None:
+    """The median graph launches a step decides 'already replays CUDA graphs' whether the
+    figure is a Python number or numpy's (the diagnosis' figures come from pandas); a flag
+    or a text is no count."""
+    import numpy as np
+
+    from launchprof.analysis.headline import replays_graphs
+
+    assert replays_graphs({"graph_launches_per_step_p50": value}) is replays
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        assert replays_graphs({"graph_launches_per_step_p50": np.float64(value)}) is replays
+    if isinstance(value, int) and not isinstance(value, bool):
+        assert replays_graphs({"graph_launches_per_step_p50": np.int64(value)}) is replays

@@ -267,7 +267,7 @@ def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Pa
         ("mutated inputs (1 instances)", [lines[0]]),
         ("mutated inputs (1 instances)", [lines[1]]),
     ]
-    blocker = graph_skips(SyncRuns([run.syncs], None, [run.skips]), graph_launches_per_step=0)
+    blocker = graph_skips(SyncRuns([run.syncs], None, [run.skips]), replaying=False)
     assert blocker is not None and blocker.severity == "blocker" and blocker.kind == "cudagraph-skip"
     assert sorted((w["file"], w["line"], w["function"]) for w in blocker.where) == [
         (str(script), lines[0], "forward"),
@@ -275,9 +275,9 @@ def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Pa
     ]
     assert all(w["reason"] == "mutated inputs (1 instances)" and w["per_step"] is None for w in blocker.where)
     assert "changes an input in place" in blocker.fix
-    warning = graph_skips(SyncRuns([[]], None, [run.skips]), graph_launches_per_step=1)
+    warning = graph_skips(SyncRuns([[]], None, [run.skips]), replaying=True)
     assert warning is not None and warning.severity == "warning"
-    assert graph_skips(SyncRuns([[]], None, [[]]), graph_launches_per_step=0) is None
+    assert graph_skips(SyncRuns([[]], None, [[]]), replaying=False) is None
 
 
 def test_a_line_whose_calls_all_come_between_module_calls_is_outside() -> None:

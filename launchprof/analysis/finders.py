@@ -19,6 +19,7 @@ from launchprof.analysis import stepshapes
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.expect import Expectation
 from launchprof.analysis.findings import Finding, Severity
+from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.sources import SyncRuns, graph_skips
 from launchprof.analysis.stepdata import StepContext
@@ -85,7 +86,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
     FindingKind(
         "cudagraph-skip",
         (BLOCKER, WARNING),
-        lambda i: graph_skips(i.sync, i.figures.get("graph_launches_per_step_p50") or 0),
+        lambda i: graph_skips(i.sync, replays_graphs(i.figures)),
     ),
 )
 

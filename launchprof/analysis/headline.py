@@ -8,13 +8,16 @@ Computed from the summary's own sections (``steps``, ``diagnosis``, ``recommenda
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 
 def _num(d: Mapping[str, Any] | None, key: str) -> float | None:
     v = (d or {}).get(key)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    return float(v) if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) else None
 
 
 def replays_graphs(figures: Mapping[str, Any] | None) -> bool:

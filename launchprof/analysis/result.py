@@ -8,7 +8,10 @@ outputs show of them (:class:`Shown`).
 :func:`~launchprof.analysis.diagnose.diagnose`); :meth:`AnalysisResult.of` puts them
 together and :func:`launchprof.analysis.finish.finish` adds :class:`Shown`: the analysis is
 then over. The report (:mod:`launchprof.report`) reads a finished :class:`AnalysisResult`
-and computes nothing of its own (``tests/test_layers.py``).
+and formats it: it takes only result types and constants from :mod:`launchprof.analysis`
+(``tests/test_layers.py``), so it finds no step and makes no figure, table or verdict
+again. What it still chooses is how to draw: the timeline's window and the charts'
+bars.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ class Shown:
             of the sections above), None without a diagnosis.
         durations: the histogram of the diagnosis' kernel and launch-call durations
             (:func:`~launchprof.analysis.durations.duration_histogram`: ``low_ns``,
-            ``high_ns``, ``kernels``, ``launch_calls``); empty without a diagnosis.
+            ``high_ns``, ``kernels``, ``launch_calls``); its bins all zero without a
+            diagnosis.
         skip_causes: for each ``where`` line of the ``cudagraph-skip`` finding, the cause
             its fix is chosen by (:func:`~launchprof.analysis.sources.skip_cause`), else None.
         utilization: per device id, the busy share of

@@ -419,7 +419,7 @@ def _skip_fix(reason: str) -> str:
     return dict(SKIP_FIXES).get(skip_cause(reason) or "", SKIP_FIX_OTHER)
 
 
-def graph_skips(sync: SyncRuns | None, graph_launches_per_step: float) -> Finding | None:
+def graph_skips(sync: SyncRuns | None, replaying: bool) -> Finding | None:
     """A ``cudagraph-skip`` finding: ``torch.compile(mode="reduce-overhead")`` ran a compiled
     function without CUDA Graphs in the runs without nsys, for the reasons Inductor logged
     (:mod:`launchprof.profiler_region`, "CUDA Graphs that ... did not use"). A ``blocker``
@@ -446,7 +446,6 @@ def graph_skips(sync: SyncRuns | None, graph_launches_per_step: float) -> Findin
             continue
         site, via = found
         where.append(_where_line(site, via, n / total, None, None, reason))
-    replaying = graph_launches_per_step >= 1
     said = "; ".join(f"{r} (x{n})" for r, n in reasons.most_common())
     fixes = list(dict.fromkeys(_skip_fix(r) for r in reasons))
     runs = sum(1 for run in sync.skips if run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import lzma
 import secrets
 import shutil
@@ -271,16 +272,20 @@ class TraceAnalysis(AnalysisResult):
 
             columns = [c for c in STEP_COLUMNS if c in found.table.columns]
             return found.table[columns].copy()
-        from launchprof.analysis.nvtx_steps import nvtx_steps
+        nvtx = self.shown.host_steps if self.shown is not None else None
+        if nvtx is None:  # a trace with GPU work but no step found: its NVTX steps all the same
+            from launchprof.analysis.nvtx_steps import nvtx_steps
 
-        nvtx = nvtx_steps(self.trace.nvtx, self.step_name)
+            nvtx = nvtx_steps(self.trace.nvtx, self.step_name)
         return nvtx.table.copy() if nvtx is not None else pd.DataFrame(columns=["step", "warmup", "period_ns"])
 
-    @property
+    @functools.cached_property
     def summary(self) -> Any:
+        # Held by this object, not in the cache it shares with the result it was made
+        # from (Analysis.cached): with_baseline's result has a summary of its own.
         from launchprof.report.summary import build_summary
 
-        return self.cached("api-summary", lambda: build_summary(self))
+        return build_summary(self)
 
     def __repr__(self) -> str:
         head = self.summary.headline

@@ -217,15 +217,22 @@ def your_graph_skips(d: Diagnosis, causes: Sequence[str | None]) -> Snippet | No
     ``cudagraph-skip`` finding's ``where``, :func:`launchprof.analysis.sources.graph_skips`),
     each with its reason and, for the causes (``causes``, one per line:
     :attr:`~launchprof.analysis.result.Shown.skip_causes`) :data:`_SKIP_CODE` knows, the
-    change as code naming the user's function; None without them."""
+    change as code naming the user's function; None without them.
+
+    Raises:
+        ValueError: ``causes`` has not one entry per line (the result was not finished
+            from this diagnosis: a bug, never a user error).
+    """
     finding = next((f for f in d.findings if f.kind == "cudagraph-skip" and f.where), None)
     if finding is None:
         return None
+    if len(causes) != len(finding.where):
+        raise ValueError(f"{len(causes)} skip causes for {len(finding.where)} lines of the cudagraph-skip finding")
     lines: list[str] = []
-    for i, w in enumerate(finding.where):
+    for w, cause in zip(finding.where, causes, strict=True):
         at = one_line(f"{w['file']}:{w['line']} ({w['function']})")
         lines.append(f"# {at}: Inductor skipped CUDA Graphs due to {one_line(str(w['reason']))}")
-        code = dict(_SKIP_CODE).get((causes[i] if i < len(causes) else None) or "")
+        code = dict(_SKIP_CODE).get(cause or "")
         if code is not None:
             lines.append(f"# in {one_line(str(w['function']))}():")
             lines += code

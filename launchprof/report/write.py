@@ -117,10 +117,13 @@ def write_report(
     caller opened it (:func:`open_report_folder`; ``folder`` and ``force`` are then its own).
     The runs without nsys (``profile --baseline-runs``) are the analysis' own
     (``analysis.diagnosis.baseline``: :func:`launchprof.api.traces.with_baseline`).
+    ``analysis`` is finished (:func:`launchprof.analysis.finish.finish`): the page and
+    the files show its :class:`~launchprof.analysis.result.Shown`.
 
     Raises:
         OutputError: the folder holds a report and ``force`` is False, or cannot be
             written.
+        ValueError: ``analysis`` is not finished (a bug, never a user error).
     """
     folder = Path(folder)  # a str from the Python API too
     summary, page = render_files(analysis, trace_path, device_figures, workload)
@@ -140,7 +143,11 @@ def render_files(
     device_figures: list[EmbeddedFigure] | None = None,
     workload: dict[str, Any] | None = None,
 ) -> tuple[Summary, str]:
-    """The summary and the report page of :func:`write_report`, not yet written."""
+    """The summary and the report page of :func:`write_report`, not yet written.
+
+    Raises:
+        ValueError: ``analysis`` is not finished (:func:`launchprof.analysis.finish.finish`).
+    """
     summary = build_summary(analysis, trace_path)
     summary.workload = None if workload is None else Workload.model_validate(workload)
     extra_html = ""
