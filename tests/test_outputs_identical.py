@@ -53,3 +53,31 @@ def test_outputs_identical(request: pytest.FixtureRequest, name: str) -> None:
     expected = golden.load()[name]
     changed = sorted(f for f in set(expected) | set(got) if expected.get(f) != got.get(f))
     assert not changed, f"{name}: {changed} differ from tests/data/golden_outputs.json"
+
+
+def _has_avx512() -> bool:
+    try:
+        return " avx512f " in Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace").replace("\n", " ")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="the BLAS picks its AVX-512 kernel only on a CPU that has it")
+def test_two_shape_figures_do_not_depend_on_the_blas_kernel(tmp_path: Path) -> None:
+    """The figures of a trace with two step shapes are weighted sums (analysis/expect.py);
+    computed by the BLAS (np.dot) they took another last bit on a CPU with AVX-512, and
+    the golden digests differed there. The same summary.json with OpenBLAS's AVX-512
+    kernel and with its AVX2 one."""
+    import subprocess
+
+    case = next(c for c in CASES if c.command == "analyze" and c.inputs[0].endswith("/torch_mlp_branchy.sqlite.xz"))
+    sums = []
+    for kernel in ("SkylakeX", "Haswell"):
+        here = tmp_path / kernel
+        (here / "cache").mkdir(parents=True)
+        env = {**golden._environment(here / "cache"), "OPENBLAS_CORETYPE": kernel}
+        trace = golden.DATA / case.inputs[0]
+        argv = [golden._launchprof(), "analyze", str(trace), "-o", str(here / "out"), "-q"]
+        subprocess.run(argv, cwd=here, env=env, capture_output=True, check=False)
+        sums.append((here / "out" / "summary.json").read_bytes())
+    assert sums[0] == sums[1]

@@ -396,7 +396,7 @@ def steps_without_profiler(
         if all(p is not None for p in parts):
             w = np.array([len(steps) for _, steps in shapes], dtype=float)
             w /= w.sum()
-            step, low, high = (float(np.dot(w, [p[i] for p in parts if p is not None])) for i in range(3))
+            step, low, high = (weighted_sum(w, [p[i] for p in parts if p is not None]) for i in range(3))
             return step, low, high
     return _steps_without_profiler(ctx, values, framework, fig, fig)
 
@@ -548,7 +548,7 @@ def expect_shapes(
         return with_measured_eager(exp, measured[0], measured[1], measured[2]) if exp and measured else exp
     weights = [len(steps) for _, steps in shapes]
     if measured is not None:
-        estimate = float(np.dot(weights, [p.eager_step_ns for p in parts])) / sum(weights)
+        estimate = weighted_sum(weights, [p.eager_step_ns for p in parts]) / sum(weights)
         scale = measured[0] / estimate if estimate > 0 else 1.0
         runs = [x / measured[0] for x in measured[1]] if measured[0] > 0 else []
         parts = [
@@ -556,6 +556,21 @@ def expect_shapes(
             for p in parts
         ]
     return combine(parts, weights, [k for k, _ in shapes])
+
+
+def weighted_sum(weights: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray) -> float:
+    """``sum(w * x)`` over the pairs, in order, in plain float arithmetic: the same last bit
+    on every CPU. (``np.dot`` goes through the BLAS, whose kernel is chosen by the CPU:
+    OpenBLAS's AVX-512 one rounds differently, and the two-shape traces' summary.json
+    changed with ``OPENBLAS_CORETYPE=SkylakeX``.)
+
+    Raises:
+        ValueError: the two have different lengths.
+    """
+    total = 0.0
+    for w, x in zip(weights, values, strict=True):
+        total += float(w) * float(x)
+    return total
 
 
 def combine(parts: Sequence[Expectation], weights: Sequence[int], kernels: Sequence[float]) -> Expectation:
@@ -578,12 +593,12 @@ def combine(parts: Sequence[Expectation], weights: Sequence[int], kernels: Seque
     ]
     figures: dict[str, Any] = {name: mean(name) for name in numeric}
     cpu = np.array([w_i * p.cpu_step_ns for w_i, p in zip(w, parts, strict=True)])
-    figures["kept_share"] = float(np.dot(cpu, [p.kept_share for p in parts]) / cpu.sum()) if cpu.sum() > 0 else 0.0
+    figures["kept_share"] = weighted_sum(cpu, [p.kept_share for p in parts]) / cpu.sum() if cpu.sum() > 0 else 0.0
     e, e_low, e_high = figures["eager_step_ns"], figures["eager_low_ns"], figures["eager_high_ns"]
     g, g_high = figures["graph_step_ns"], figures["graph_step_high_ns"]
     profiled = [p.profiled_graph_step_ns for p in parts]
     known = [float(x) for x in profiled if x is not None]
-    profiled_mean = float(np.dot(w, known)) if len(known) == len(parts) else None
+    profiled_mean = weighted_sum(w, known) if len(known) == len(parts) else None
     first = parts[0]
     return dataclasses.replace(
         first,
