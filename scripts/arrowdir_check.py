@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from launchprof.api import analyze_loaded
-from launchprof.report.stepfiles import step_file_texts
+from launchprof.report.outputs import render_outputs
 from launchprof.report.summary import build_summary
 from launchprof.trace import load_trace
 from launchprof.trace.arrowdir import load_arrowdir
@@ -63,7 +63,7 @@ def main() -> int:
     if sa != sb:
         bad += 1
         print("  summary.json differs")
-    if step_file_texts(ja) != step_file_texts(jb):
+    if render_outputs(ja) != render_outputs(jb):
         bad += 1
         print("  step files differ")
     print("  identical" if not bad else f"  {bad} difference(s)")

@@ -15,7 +15,7 @@ import pytest
 from launchprof.api import analyze_loaded
 from launchprof.commands.early import EXPORTED_TABLES
 from launchprof.errors import TraceError
-from launchprof.report.stepfiles import step_file_texts
+from launchprof.report.outputs import render_outputs
 from launchprof.report.summary import build_summary
 from launchprof.trace import load_trace
 from launchprof.trace.arrowdir import LOADED_TABLES, load_arrowdir
@@ -62,7 +62,7 @@ def test_arrowdir_analysis_is_the_sqlite_analysis(name: str, tmp_path: Path) -> 
     a = analyze_loaded(load_trace(sqlite))
     b = analyze_loaded(load_arrowdir(folder, path=sqlite))
     assert build_summary(a, str(sqlite)).to_json() == build_summary(b, str(sqlite)).to_json()
-    assert step_file_texts(a) == step_file_texts(b)
+    assert render_outputs(a) == render_outputs(b)
     assert a.found_steps.source == b.found_steps.source != "none"
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from launchprof.analysis.side import KERNEL_KEY, OPTIONAL_STEP_COLUMNS, SAMPLE_COLUMNS, STEP_COLUMNS, SideData
 from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError
+from launchprof.report.outputs import PAGE, SUMMARY
 from launchprof.report.stepfiles import STEP_FILES
 
 
@@ -103,7 +104,7 @@ def _check_one_run(folder: Path, summary: dict[str, Any]) -> None:
                 "files; write the report again"
             )
     try:
-        with (folder / "report.html").open("rb") as fh:
+        with (folder / PAGE).open("rb") as fh:
             head = fh.read(4096).decode("utf-8", "replace")
     except OSError:
         return
@@ -210,7 +211,7 @@ def _read_summary(folder: Path) -> dict[str, Any]:
     Raises:
         ReportFolderError: no summary.json, not JSON, not a launchprof summary, or files of two runs.
     """
-    summary_path = folder / "summary.json"
+    summary_path = folder / SUMMARY
     if not summary_path.is_file():
         raise ReportFolderError("a folder without summary.json; give a trace or a launchprof report folder")
     try:

@@ -24,6 +24,7 @@ from launchprof.commands.outcome import Outcome
 from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.errors import LaunchprofError, OptionError
 from launchprof.malloc import MallocTuning
+from launchprof.report.outputs import COMBINED_FILES, COMPARE_FILES, PAGE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -223,8 +224,8 @@ def _analyze_many(
     try:
         run_analyze_many(traces, folder, force, how, console, scheduler=scheduler, workers=workers)
     finally:
-        if json_out and (folder / "combined.json").is_file():
-            print_document((folder / "combined.json").read_text(encoding="utf-8"))
+        if json_out and (folder / COMBINED_FILES[0]).is_file():
+            print_document((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
 
 
 def _analyze_one(
@@ -257,7 +258,7 @@ def _analyze_one(
     except typer.Exit as exc:
         return Outcome(exc.exit_code, quick_exit=True)
     if open_report:
-        open_page(folder / "report.html", err)
+        open_page(folder / PAGE, err)
     return Outcome(gate(summary, *gates, err), quick_exit=True)
 
 
@@ -378,7 +379,7 @@ def compare(
     except LaunchprofError as exc:
         raise fail(exc) from None
     if json_out:
-        print_document((folder / "compare.json").read_text(encoding="utf-8"))
+        print_document((folder / COMPARE_FILES[0]).read_text(encoding="utf-8"))
     if open_report:
         open_page(folder / "compare.html", err)
     raise typer.Exit(code)

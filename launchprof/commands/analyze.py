@@ -1,8 +1,8 @@
 """``launchprof analyze TRACE``: analyse one trace and write its report folder.
 
-The analysis is :func:`launchprof.api.analyze`; the report and its step files are
-written whole or not at all (:mod:`launchprof.report.write`). The terminal lines are
-:mod:`launchprof.commands.text`.
+The analysis is :func:`launchprof.api.analyze`; the report and its outputs
+(:mod:`launchprof.report.outputs`) are written whole or not at all
+(:mod:`launchprof.report.write`). The terminal lines are :mod:`launchprof.commands.text`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from launchprof.commands.common import AnalysisOptions
 from launchprof.commands.text import print_summary
 from launchprof.errors import NoCudaActivityError, OutputError
 from launchprof.report.index import write_index
-from launchprof.report.stepfiles import stage_step_files
-from launchprof.report.write import commit_report, open_report_folder, render_files
+from launchprof.report.outputs import render_outputs
+from launchprof.report.write import commit_report, open_report_folder, render_files, stage_outputs
 from launchprof.timings import mark
 
 
@@ -112,15 +112,15 @@ def _write_early(
 ) -> tuple[Analysis, Any]:
     """Write the report and step files of an early analysis (run_analyze), completed by
     the runs without nsys when there are some; the analysis and summary."""
-    rendered, analysis = early.rendered, early.analysis
-    if baseline is not None:
+    rendered, analysis, outputs = early.rendered, early.analysis, early.outputs
+    if baseline is not None:  # diagnosed again: its outputs are made again from the new result
         analysis, rendered = with_baseline(analysis, baseline, sync_runs(trace.parent, analysis.step_name)), None
+        outputs = render_outputs(analysis)
     with open_report_folder(output, force, trace) as writer:
         if rendered is None or workload is not None:
             rendered = render_files(analysis, str(trace), early.figures, workload)
         summary, page = rendered
-        for name, text in early.step_texts.items():
-            writer.stage(name, text)
+        stage_outputs(writer, outputs)
         commit_report(writer, summary, page)
     mark("report_done")
     mark("step_files_done")
@@ -156,7 +156,7 @@ def _analyse_and_write(
         status.update("writing report")
         with open_report_folder(output, force, trace) as writer:  # the staging folder goes, whatever happens
             summary, page = render_files(analysis, trace_path=str(trace), workload=workload)
-            stage_step_files(analysis, writer.staging)
+            stage_outputs(writer, render_outputs(analysis))
             mark("step_files_done")
             commit_report(writer, summary, page)
         mark("report_done")

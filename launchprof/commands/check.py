@@ -29,6 +29,7 @@ from rich.console import Console
 from launchprof.defaults import COMPARE_FAILING, DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, OutputError
 from launchprof.malloc import MallocTuning
+from launchprof.report.outputs import SUMMARY
 
 
 class CheckUsageError(LaunchprofError):
@@ -95,7 +96,7 @@ def _has_step_times(folder: Path) -> bool:
     import json
 
     try:
-        section = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("baseline") or {}
+        section = json.loads((folder / SUMMARY).read_text(encoding="utf-8")).get("baseline") or {}
     except (OSError, ValueError, AttributeError):
         return False
     return isinstance(section, dict) and bool(section.get("period_p50_ns"))

@@ -120,12 +120,12 @@ def wanted(nsys_argv: list[str]) -> bool:
 
 @dataclass
 class EarlyResult:
-    """What the report needs, made while nsys exported: the analysis, the step files'
-    texts (name -> text), the page's device figures, and the summary and page (None when
-    they must wait, e.g. for baseline runs)."""
+    """What the report needs, made while nsys exported: the analysis, its outputs' texts
+    (:func:`launchprof.report.outputs.render_outputs`: name -> text), the page's device
+    figures, and the summary and page (None when they must wait, e.g. for baseline runs)."""
 
     analysis: Any
-    step_texts: dict[str, str]
+    outputs: dict[str, str]
     figures: Any
     rendered: tuple[Any, str] | None
     seconds: dict[str, float] = field(default_factory=dict)
@@ -217,7 +217,7 @@ class EarlyAnalysis:
     def _analyse(self, folder: Path, seconds: dict[str, float]) -> EarlyResult:
         from launchprof.api.traces import analyze_loaded
         from launchprof.report.figures import embedded_device_figures
-        from launchprof.report.stepfiles import step_file_texts
+        from launchprof.report.outputs import render_outputs
         from launchprof.report.write import render_files
         from launchprof.trace.arrowdir import load_arrowdir
 
@@ -231,7 +231,7 @@ class EarlyAnalysis:
         analysis = analyze_loaded(trace, self.bubble_threshold_ns, step=self.step)
         mark("early_analysed")
         t2 = time.perf_counter()
-        texts = step_file_texts(analysis)
+        texts = render_outputs(analysis)
         figures = embedded_device_figures(analysis)
         rendered = render_files(analysis, str(self.stem.with_suffix(".sqlite")), figures) if self.render else None
         seconds.update(load=t1 - t0, analysis=t2 - t1, report=time.perf_counter() - t2)

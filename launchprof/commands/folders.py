@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from launchprof.errors import OutputError
+from launchprof.report.outputs import analysis_files
 
 TRACE_SUFFIXES = (".sqlite.xz", ".sqlite", ".nsys-rep", ".qdstrm")
 
@@ -40,20 +41,15 @@ def default_name(before: Path, after: Path) -> str:
     return f"compare-{stem(before)}-vs-{stem(after)}"
 
 
-# What a run writes into its folder (launchprof.report.stepfiles.STEP_FILES spelled out: that
-# module imports pandas); profile never overwrites any of them.
-TRACE_FILES = (
-    "trace.nsys-rep",
-    "trace.sqlite",
-    "trace.qdstrm",
-    "summary.json",
-    "report.html",
-    "plotly.min.js",
-    "steps.csv",
-    "step_kernels.csv",
-    "step_timeline.csv",
-    "baseline-1.steps",
-)
+# What nsys writes into a profile run's folder, beside the report.
+NSYS_FILES = ("trace.nsys-rep", "trace.sqlite", "trace.qdstrm")
+
+
+def trace_files() -> tuple[str, ...]:
+    """What a ``profile`` run writes into its folder: nsys's files, the analysis report's
+    (:func:`launchprof.report.outputs.analysis_files`), the first run without nsys;
+    ``profile`` never overwrites any of them."""
+    return (*NSYS_FILES, *analysis_files(), "baseline-1.steps")
 
 
 def default_folder(label: str, root: Path = Path("reports"), now: datetime | None = None) -> Path:
@@ -93,7 +89,7 @@ def claim_folder(folder: Path) -> bool:
     existed = folder.exists()
     if existed and not folder.is_dir():
         raise OutputError(f"{folder} exists and is not a folder")
-    taken = [name for name in TRACE_FILES if (folder / name).exists()]
+    taken = [name for name in trace_files() if (folder / name).exists()]
     if taken:
         raise OutputError(f"{folder} already holds {taken[0]}; choose another --output (profile never overwrites)")
     try:

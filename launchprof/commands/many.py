@@ -44,8 +44,7 @@ from launchprof.commands.folders import trace_stem
 from launchprof.errors import LaunchprofError, TraceError
 from launchprof.report.combined import Combined, ReportResult
 from launchprof.report.html import prepare_folder
-
-COMBINED_FILES = ("combined.json", "combined.html")
+from launchprof.report.outputs import COMBINED_FILES, REPORT_FILES, VENDORED_JS
 
 
 def is_glob(text: str) -> bool:
@@ -183,8 +182,8 @@ class SchedulerError(LaunchprofError):
 def _link_plotlyjs(top: Path, folder: Path) -> None:
     """Replace ``folder/plotly.min.js`` by a hard link to ``top/plotly.min.js`` (same
     bytes, one copy on disk); left as written where links are not possible."""
-    src, dst = top / "plotly.min.js", folder / "plotly.min.js"
-    tmp = folder / ".plotly.min.js.link"
+    src, dst = top / VENDORED_JS, folder / VENDORED_JS
+    tmp = folder / f".{VENDORED_JS}.link"
     try:
         if dst.exists() and os.path.samefile(src, dst):
             return
@@ -291,7 +290,7 @@ def analyze_many(
     names = folder_names(paths)
     prepare_folder(output, force, COMBINED_FILES)
     for name in names:
-        prepare_folder(output / name, force, ("summary.json", "report.html"))
+        prepare_folder(output / name, force, REPORT_FILES)
     out_abs = str(output.resolve())
     args = [(p, n, out_abs, force, how) for p, n in zip(paths, names, strict=True)]
     results: dict[int, ReportResult] = {}
@@ -307,7 +306,7 @@ def analyze_many(
     view = cross_rank(ranks) if ranks else None
     notes = not_one_job([(rep.folder, rep.signature) for rep in reports if rep.signature is not None])
     combined = Combined(reports, view, notes)
-    write_combined(combined, output)
+    write_combined(combined, output, force)
     for rep in reports:
         if rep.error is None:
             _link_plotlyjs(output, output / rep.folder)

@@ -43,6 +43,7 @@ from launchprof.nsys.profile import (
     stranded_qdstrm,
     workload,
 )
+from launchprof.report.outputs import PAGE
 from launchprof.timings import mark
 
 if TYPE_CHECKING:
@@ -326,7 +327,7 @@ def _after_recording(
         analysed = False
     mark("report_written")
     if analysed and run.open_report:
-        uri = (folder / "report.html").resolve().as_uri()
+        uri = (folder / PAGE).resolve().as_uri()
         if not webbrowser.open(uri):
             console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
     return ProfileResult(folder, code, analysed, summary, interrupted)

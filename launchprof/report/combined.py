@@ -20,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from launchprof.analysis.ranks import ProgramSignature, RankRecord
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
-from launchprof.report.html import atomic_write, embed, render, write_plotlyjs
+from launchprof.report.folder import FolderWriter, stage_plotlyjs
+from launchprof.report.html import embed, render
+from launchprof.report.outputs import COMBINED_FILES, VENDORED_JS
 
 if TYPE_CHECKING:
     from launchprof.analysis.ranks import CrossRank
@@ -85,12 +87,15 @@ def build_combined(combined: Combined) -> CombinedSummary:
     )
 
 
-def write_combined(combined: Combined, folder: Path) -> CombinedSummary:
-    """Write ``combined.json``, ``combined.html`` and ``plotly.min.js`` into ``folder``
-    (which must exist).
+def write_combined(combined: Combined, folder: Path, force: bool = False) -> CombinedSummary:
+    """Write ``combined.json``, ``combined.html`` and ``plotly.min.js`` into ``folder``,
+    all at once (:class:`~launchprof.report.folder.FolderWriter`; the ranks' report
+    folders inside it are left as they are).
 
     Raises:
-        OutputError: the folder cannot be written.
+        OutputError: the folder holds a multi-trace report and ``force`` is False (one
+            written since the run began), holds another kind of report, or cannot be
+            written.
     """
     doc = build_combined(combined)
     figures = []
@@ -103,7 +108,10 @@ def write_combined(combined: Combined, folder: Path) -> CombinedSummary:
             caption += f" Only the first {HEATMAP_MAX_STEPS} aligned steps are drawn."
         figures.append(embed(fig, caption))
     page = render("combined.html.j2", doc=doc, figures=figures)
-    write_plotlyjs(folder)
-    atomic_write(folder / "combined.json", doc.to_json())
-    atomic_write(folder / "combined.html", page)
+    document, page_name = COMBINED_FILES
+    with FolderWriter(folder, force, COMBINED_FILES, (*COMBINED_FILES, VENDORED_JS)) as writer:
+        writer.stage(page_name, page)
+        writer.stage(document, doc.to_json())
+        stage_plotlyjs(writer)
+        writer.commit(order=(page_name, document))
     return doc

@@ -24,9 +24,8 @@ from launchprof.report.compare_schema import (
 )
 from launchprof.report.figures import side_bars, step_timelines
 from launchprof.report.html import embed, printable, render
+from launchprof.report.outputs import COMPARE_FILES, VENDORED_JS
 from launchprof.text import fmt_us
-
-COMPARE_FILES = ("compare.json", "compare.html")
 
 
 def _side_doc(side: SideData, f: SideFigures) -> SideDoc:
@@ -218,13 +217,14 @@ def write_compare(
     from launchprof.report.folder import FolderWriter, report_of, stage_plotlyjs
 
     same = (
-        report_of("compare.json", {("before", "path"): Path(before_path), ("after", "path"): Path(after_path)})
+        report_of(COMPARE_FILES[0], {("before", "path"): Path(before_path), ("after", "path"): Path(after_path)})
         if before_path is not None and after_path is not None
         else None
     )
-    with FolderWriter(folder, force, COMPARE_FILES, (*COMPARE_FILES, "plotly.min.js"), same_input=same) as writer:
-        writer.stage("compare.html", page)
-        writer.stage("compare.json", doc.to_json())
+    document, page_name = COMPARE_FILES
+    with FolderWriter(folder, force, COMPARE_FILES, (*COMPARE_FILES, VENDORED_JS), same_input=same) as writer:
+        writer.stage(page_name, page)
+        writer.stage(document, doc.to_json())
         stage_plotlyjs(writer)
-        writer.commit(order=("compare.html", "compare.json"))
+        writer.commit(order=(page_name, document))
     return doc

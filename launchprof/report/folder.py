@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from launchprof.errors import OutputError
+from launchprof.report.outputs import REPORT_DOCUMENTS, VENDORED_JS
 
 _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -118,17 +119,9 @@ def _oserror(what: str, path: Path, exc: OSError) -> OutputError:
     return OutputError(f"cannot {what} {path}: {exc.strerror or exc}")
 
 
-# The document each kind of report writes: a folder holding one holds that kind of report.
-REPORT_DOCUMENTS = {
-    "summary.json": "an analyze report",
-    "compare.json": "a comparison",
-    "combined.json": "a multi-trace report",
-}
-
-
 def refuse_other_kind(folder: Path, produced: Iterable[str]) -> None:
     """Refuse ``folder`` when it holds another kind of report: one of
-    :data:`REPORT_DOCUMENTS` that this run, writing ``produced``, would not replace
+    :data:`~launchprof.report.outputs.REPORT_DOCUMENTS` that this run, writing ``produced``, would not replace
     (writing beside it would mix two reports in one folder), ``--force`` or not.
 
     Raises:
@@ -269,7 +262,7 @@ class FolderWriter:
                 )
         refuse_other_kind(folder, self.produced)
         ours = any((folder / n).exists() for n in REPORT_DOCUMENTS)
-        names = [n for n in self.owned if n != "plotly.min.js"]  # every kind of report writes that one
+        names = [n for n in self.owned if n != VENDORED_JS]  # every kind of report writes that one
         foreign = [n for n in names if (folder / n).exists()] if not (self.force or ours) and folder.is_dir() else []
         if foreign:  # files of these names, but no report of launchprof's beside them: the user's
             raise OutputError(
@@ -396,7 +389,7 @@ def stage_plotlyjs(writer: FolderWriter) -> None:
     from launchprof.report.plainfig import plotly_package_file
 
     source = plotly_package_file("package_data", "plotly.min.js")
-    target = writer.staging / "plotly.min.js"
+    target = writer.staging / VENDORED_JS
     try:
         os.link(source, target)
         return
@@ -405,4 +398,4 @@ def stage_plotlyjs(writer: FolderWriter) -> None:
     try:
         shutil.copyfile(source, target)
     except OSError as exc:
-        raise _oserror("write", writer.folder / "plotly.min.js", exc) from None
+        raise _oserror("write", writer.folder / VENDORED_JS, exc) from None

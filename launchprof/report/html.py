@@ -8,11 +8,9 @@ next to the page (``plotly.min.js``), so the report opens offline.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ import markupsafe
 
 from launchprof.errors import OutputError
 from launchprof.report.folder import refuse_other_kind
-from launchprof.report.plainfig import Figure, plotly_package_file
+from launchprof.report.plainfig import Figure
 from launchprof.text import count_text, escape_controls, fmt_ms, fmt_num, fmt_pct, page_us
 
 # Part of the compiled templates' cache file names: Jinja checks a cached template by its
@@ -150,84 +148,6 @@ def atomic_write(path: Path, text: str) -> None:
         tmp_name = None
     except OSError as exc:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp_name is not None:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
-
-
-def atomic_write_all(files: dict[Path, str]) -> None:
-    """Write several files as one unit: every text goes to a temporary file first, and
-    only when all were written are they moved into place (``os.replace`` each). A
-    failure (disk full, file size limit, permissions) replaces none of them.
-
-    Raises:
-        OutputError: a temporary file could not be written or moved.
-    """
-    staged: list[tuple[str, Path]] = []
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        for path, text in files.items():
-            fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            staged.append((tmp_name, path))
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp_name, 0o666 & ~umask)
-        for tmp_name, path in staged:
-            os.replace(tmp_name, path)
-        staged = []
-    except OSError as exc:
-        where = staged[-1][1] if staged else next(iter(files), "")
-        raise OutputError(f"cannot write {where}: {exc.strerror or exc}") from None
-    finally:
-        for tmp_name, _ in staged:
-            try:
-                os.unlink(tmp_name)
-            except OSError:
-                pass
-
-
-def write_plotlyjs(folder: Path) -> None:
-    """Write plotly.js (the installed plotly package's ``plotly.min.js``) next to the
-    pages in ``folder`` (skipped when a file of its size is already there): a hard link
-    to the package's file where the file system allows it (a real file in the folder, so
-    the folder stays self-contained, but one copy of its 4.8 MB on disk however many
-    reports there are), else a copy.
-
-    Raises:
-        OutputError: the folder is not writable or the disk is full.
-    """
-    target = folder / "plotly.min.js"
-    source = plotly_package_file("package_data", "plotly.min.js")
-    if target.exists() and target.stat().st_size == source.stat().st_size:
-        return
-    link = folder / ".plotly.min.js.link"
-    try:
-        if link.exists():
-            link.unlink()
-        os.link(source, link)
-        os.replace(link, target)
-        return
-    except OSError:  # another file system, protected hard links: copy instead
-        with contextlib.suppress(OSError):
-            link.unlink()
-    tmp_name = None
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
-        with os.fdopen(fd, "wb") as dst, source.open("rb") as src:
-            shutil.copyfileobj(src, dst, 1 << 20)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp_name, 0o666 & ~umask)
-        os.replace(tmp_name, target)
-        tmp_name = None
-    except OSError as exc:
-        raise OutputError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:
         if tmp_name is not None:
             try:

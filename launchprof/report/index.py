@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from launchprof.report.html import atomic_write, render
+from launchprof.report.outputs import COMBINED_FILES, COMPARE_FILES, INDEX_FILE, PAGE, SUMMARY
 
 INDEX_MARKER = '<meta name="generator" content="launchprof index">'
 
@@ -98,8 +99,8 @@ def _num(d: Any, *keys: str) -> float | None:
 
 
 def _report_row(folder: Path) -> ReportRow:
-    page = "report.html" if (folder / "report.html").exists() else None
-    s = _load(folder / "summary.json")
+    page = PAGE if (folder / PAGE).exists() else None
+    s = _load(folder / SUMMARY)
     if s is None:
         return ReportRow(
             folder.name, page, "", None, None, None, None, None, None, None, None, "unreadable summary.json"
@@ -135,7 +136,7 @@ def _report_row(folder: Path) -> ReportRow:
 
 def _compare_row(folder: Path) -> CompareRow:
     page = "compare.html" if (folder / "compare.html").exists() else None
-    c = _load(folder / "compare.json")
+    c = _load(folder / COMPARE_FILES[0])
     if c is None:
         return CompareRow(folder.name, page, "", "", None, None, None, None, None, "unreadable compare.json")
     source = c.get("speedup_unprofiled_source")
@@ -167,7 +168,7 @@ def _pair(value: Any) -> tuple[float, float] | None:
 
 def _multi_row(folder: Path) -> MultiRow:
     page = "combined.html" if (folder / "combined.html").exists() else None
-    c = _load(folder / "combined.json")
+    c = _load(folder / COMBINED_FILES[0])
     if c is None:
         return MultiRow(folder.name, page, None, None, "unreadable combined.json")
     reports = c.get("reports")
@@ -189,11 +190,11 @@ def collect(root: Path) -> tuple[list[ReportRow], list[CompareRow], list[MultiRo
     except OSError:
         return reports, comparisons, multi
     for folder in folders:
-        if (folder / "summary.json").is_file():
+        if (folder / SUMMARY).is_file():
             reports.append(_report_row(folder))
-        if (folder / "compare.json").is_file():
+        if (folder / COMPARE_FILES[0]).is_file():
             comparisons.append(_compare_row(folder))
-        if (folder / "combined.json").is_file():
+        if (folder / COMBINED_FILES[0]).is_file():
             multi.append(_multi_row(folder))
     return reports, comparisons, multi
 
@@ -208,7 +209,7 @@ def owns(root: Path) -> bool:
     try:
         if root.resolve() == (Path.cwd() / DEFAULT_ROOT).resolve():
             return True
-        head = (root / "index.html").read_text(encoding="utf-8", errors="replace")[:4096]
+        head = (root / INDEX_FILE).read_text(encoding="utf-8", errors="replace")[:4096]
     except OSError:
         return False
     return INDEX_MARKER in head
@@ -223,7 +224,7 @@ def write_index(root: Path) -> Path | None:
     Raises:
         OutputError: the file cannot be written.
     """
-    target = root / "index.html"
+    target = root / INDEX_FILE
     if target.exists():
         try:
             head = target.read_text(encoding="utf-8", errors="replace")[:4096]

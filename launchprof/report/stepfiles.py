@@ -1,6 +1,7 @@
-"""The step files of a report folder: made from an analysis and written (read back by
-:mod:`launchprof.api.report_folder`). No jinja2 here: the reader imports
-:data:`STEP_FILES` without the page renderer.
+"""The step files of a report folder: their renderers (registered in
+:data:`launchprof.report.outputs.ANALYSIS_OUTPUTS`; read back by
+:mod:`launchprof.api.report_folder`). No jinja2 and no pandas at import: the reader and
+the file lists import :data:`STEP_FILES` without them.
 
 ``analyze`` writes, next to ``summary.json``:
 
@@ -18,14 +19,12 @@ statistics in ``summary.json``, and the comparison says so.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported when a file is made: the folder writer's file lists need none of it
+    import pandas as pd
 
-from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.side import STEP_COLUMNS
-from launchprof.errors import OutputError
+    from launchprof.analysis.result import AnalysisResult
 
 STEP_FILES = ("steps.csv", "step_kernels.csv", "step_timeline.csv")
 
@@ -39,6 +38,8 @@ def _int_csv(frame: pd.DataFrame) -> str:
     by Arrow's CSV writer (C++; ~5x faster than pandas on 100k steps): the same text,
     a missing integer as an empty field, a bool as ``True``/``False``. Other frames go
     through pandas."""
+    import numpy as np
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
@@ -59,34 +60,27 @@ def _int_csv(frame: pd.DataFrame) -> str:
     return header + sink.getvalue().to_pybytes().decode("utf-8")
 
 
-def step_file_texts(analysis: AnalysisResult) -> dict[str, str]:
-    """The step files of a finished ``analysis`` (the tables of its ``found_steps``:
-    :attr:`~launchprof.analysis.result.Shown.step_table`, ...), name -> text; empty when
-    no steps were found."""
+def steps_csv(analysis: AnalysisResult) -> str | None:
+    """``steps.csv`` of a finished ``analysis``: its found steps' table
+    (:attr:`~launchprof.analysis.result.Shown.step_table`; integers as ``Int64``, a missing
+    one an empty field); None when no steps were found."""
+    from launchprof.analysis.side import STEP_COLUMNS
+
+    table = analysis.outputs().step_table
+    if table is None:
+        return None
+    return _int_csv(table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)}))
+
+
+def step_kernels_csv(analysis: AnalysisResult) -> str | None:
+    """``step_kernels.csv`` of a finished ``analysis``
+    (:attr:`~launchprof.analysis.result.Shown.step_kernels`); None without steps."""
     shown = analysis.outputs()
-    if shown.step_table is None:
-        return {}
-    table = shown.step_table.astype({c: "Int64" for c in STEP_COLUMNS if c not in ("warmup",)})
-    texts = {"steps.csv": _int_csv(table)}
-    if shown.step_kernels is not None:
-        texts["step_kernels.csv"] = _csv(shown.step_kernels)
-    if shown.step_sample is not None:
-        texts["step_timeline.csv"] = _csv(shown.step_sample)
-    return texts
+    return None if shown.step_table is None or shown.step_kernels is None else _csv(shown.step_kernels)
 
 
-def stage_step_files(analysis: AnalysisResult, staging: Path) -> None:
-    """Write the step files of ``analysis`` (:func:`step_file_texts`) into ``staging``, a
-    report's staging folder (:attr:`launchprof.report.folder.FolderWriter.staging`), to be
-    committed with the report.
-
-    Raises:
-        OutputError: a file cannot be written: ``cannot write STAGING/NAME: REASON``, the
-            reason as the system gives it (the words ``analyze`` has always used here).
-    """
-    for name, text in step_file_texts(analysis).items():
-        try:
-            with open(staging / name, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        except OSError as exc:
-            raise OutputError(f"cannot write {staging / name}: {exc.strerror or exc}") from None
+def step_timeline_csv(analysis: AnalysisResult) -> str | None:
+    """``step_timeline.csv`` of a finished ``analysis``
+    (:attr:`~launchprof.analysis.result.Shown.step_sample`); None without steps."""
+    shown = analysis.outputs()
+    return None if shown.step_table is None or shown.step_sample is None else _csv(shown.step_sample)

@@ -3,7 +3,6 @@ files and ``plotly.min.js``), whole or not at all (:mod:`launchprof.report.folde
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -14,13 +13,10 @@ from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
 from launchprof.report.folder import FolderWriter, report_of, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
+from launchprof.report.outputs import PAGE, REPORT_FILES, SUMMARY, analysis_files, output_names, render_outputs
 from launchprof.report.schema import Summary, Workload
-from launchprof.report.stepfiles import STEP_FILES, step_file_texts
 from launchprof.report.summary import build_summary
 
-REPORT_FILES = ("summary.json", "report.html")
-# Every file a report run writes: one not written this time is removed on commit.
-OWNED_FILES = (*REPORT_FILES, *STEP_FILES, "plotly.min.js")
 RUN_META = '<meta name="launchprof-run" content="{}">'
 
 
@@ -61,8 +57,9 @@ def open_report_folder(folder: Path, force: bool = False, trace: Path | None = N
         OutputError: ``folder`` holds a report (of another trace, with ``trace``) and
             ``force`` is False, or cannot be written.
     """
-    same = report_of("summary.json", {("trace", "path"): trace}) if trace is not None else None
-    return FolderWriter(folder, force, REPORT_FILES, OWNED_FILES, same_input=same)
+    same = report_of(SUMMARY, {("trace", "path"): trace}) if trace is not None else None
+    # every file a report run writes: one not written this time is removed on commit
+    return FolderWriter(folder, force, REPORT_FILES, analysis_files(), same_input=same)
 
 
 def _sha256(path: Path) -> str:
@@ -74,10 +71,12 @@ def _sha256(path: Path) -> str:
 
 
 def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
-    """Stage ``summary.json``, ``report.html`` and ``plotly.min.js`` beside the step files
-    already staged in ``writer``, then move them all into the folder (summary last).
+    """Stage ``summary.json``, ``report.html`` and ``plotly.min.js`` beside the outputs
+    already staged in ``writer`` (:func:`stage_outputs`), then move them all into the
+    folder (summary last).
 
-    ``summary.files`` gets the SHA-256 of each staged step file and ``summary.run_id`` the
+    ``summary.files`` gets the SHA-256 of each staged output
+    (:data:`launchprof.report.outputs.ANALYSIS_OUTPUTS`) and ``summary.run_id`` the
     first 16 hex digits of the SHA-256 of the summary's JSON without it; the page carries
     the run id in ``<meta name="launchprof-run">``. Both depend only on what is written,
     so the same trace still gives the same files byte for byte, and a folder whose files
@@ -88,34 +87,33 @@ def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
             (see :meth:`FolderWriter.commit`).
     """
     staged = set(writer.staged())
-    summary.files = {name: _sha256(writer.staging / name) for name in STEP_FILES if name in staged}
+    summary.files = {name: _sha256(writer.staging / name) for name in output_names() if name in staged}
     summary.run_id = None
     summary.run_id = hashlib.sha256(summary.to_json().encode("utf-8")).hexdigest()[:16]
     head = '<meta charset="utf-8">'
-    writer.stage("report.html", page.replace(head, head + "\n" + RUN_META.format(summary.run_id), 1))
-    writer.stage("summary.json", summary.to_json())
+    writer.stage(PAGE, page.replace(head, head + "\n" + RUN_META.format(summary.run_id), 1))
+    writer.stage(SUMMARY, summary.to_json())
     stage_plotlyjs(writer)
-    writer.commit(order=("report.html", "summary.json"))
+    writer.commit(order=(PAGE, SUMMARY))
 
 
-def write_report(
-    analysis: AnalysisResult,
-    folder: Path,
-    force: bool = False,
-    trace_path: str | None = None,
-    step_files: bool = True,
-    device_figures: list[EmbeddedFigure] | None = None,
-    workload: dict[str, Any] | None = None,
-    writer: FolderWriter | None = None,
-) -> Summary:
+def stage_outputs(writer: FolderWriter, texts: dict[str, str]) -> None:
+    """Stage the outputs of a result (:func:`launchprof.report.outputs.render_outputs`:
+    name -> text) in ``writer``, before :func:`commit_report`.
+
+    Raises:
+        OutputError: a file cannot be written.
+    """
+    for name, text in texts.items():
+        writer.stage(name, text)
+
+
+def write_report(analysis: AnalysisResult, folder: Path, force: bool = False, trace_path: str | None = None) -> Summary:
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
-    the step files (``steps.csv`` ...) of :mod:`launchprof.report.stepfiles` that ``compare``
-    reads (unless ``step_files`` is False: the caller has staged them in ``writer``), all
-    at once (:func:`commit_report`). ``device_figures``: the page's device figures when
-    already made (see :func:`render_report`). ``workload``: what ``profile`` knows of the
-    run (``exit_code`` when it failed), or None. ``writer``: the folder's writer when the
-    caller opened it (:func:`open_report_folder`; ``folder`` and ``force`` are then its own).
-    The runs without nsys (``profile --baseline-runs``) are the analysis' own
+    the outputs of :data:`launchprof.report.outputs.ANALYSIS_OUTPUTS` (the step files that
+    ``compare`` reads, ...), all at once (:func:`open_report_folder`, :func:`commit_report`).
+    ``trace_path``: the trace as the summary names it (default the analysis'). The runs
+    without nsys (``profile --baseline-runs``) are the analysis' own
     (``analysis.diagnosis.baseline``: :func:`launchprof.api.traces.with_baseline`).
     ``analysis`` is finished (:func:`launchprof.analysis.finish.finish`): the page and
     the files show its :class:`~launchprof.analysis.result.Shown`.
@@ -125,14 +123,9 @@ def write_report(
             written.
         ValueError: ``analysis`` is not finished (a bug, never a user error).
     """
-    folder = Path(folder)  # a str from the Python API too
-    summary, page = render_files(analysis, trace_path, device_figures, workload)
-    with contextlib.ExitStack() as stack:
-        if writer is None:
-            writer = stack.enter_context(open_report_folder(folder, force))
-        if step_files:
-            for name, text in step_file_texts(analysis).items():
-                writer.stage(name, text)
+    summary, page = render_files(analysis, trace_path)
+    with open_report_folder(Path(folder), force) as writer:  # a str from the Python API too
+        stage_outputs(writer, render_outputs(analysis))
         commit_report(writer, summary, page)
     return summary
 
