@@ -421,13 +421,15 @@ def test_an_interrupted_recording_nsys_could_not_finish_says_so(tmp_path: Path) 
     130, not a bad-input 2; the recording is kept."""
     from rich.console import Console
 
+    from launchprof.commands.common import AnalysisOptions, ProfileOptions
     from launchprof.commands.profile import _Run, _trace_files
     from launchprof.errors import NsysError
     from launchprof.nsys.locate import find_nsys
 
     (tmp_path / "trace.qdstrm").write_bytes(b"not a recording")
     nsys = find_nsys(None)
-    run = _Run(None, tmp_path, False, nsys, Console(), 1_000, None, False, 0, None)  # type: ignore[arg-type]
+    how = AnalysisOptions(1_000, None, str(nsys))
+    run = _Run(None, tmp_path, False, nsys, Console(), how, ProfileOptions())  # type: ignore[arg-type]
     with pytest.raises(NsysError) as caught:
         _trace_files(run, 130, time.time(), interrupted=True)
     assert str(caught.value).startswith("interrupted before nsys finished the trace: ")

@@ -58,6 +58,7 @@ def profile_command(
     import sys
 
     from launchprof.cli.consoles import err, print_error, terminal
+    from launchprof.commands.common import AnalysisOptions, ProfileOptions
     from launchprof.commands.profile import run_profile
     from launchprof.errors import LaunchprofError
 
@@ -80,19 +81,25 @@ def profile_command(
             signal.signal(sig, _as_ctrl_c)
     try:
         failing = analyze_fail_on(fail_on)
+        how = AnalysisOptions(
+            bubble_threshold_ns(bubble_threshold),
+            step_text(step),
+            None if nsys is None else non_empty("--nsys", nsys, "the path of the nsys executable"),
+            MallocTuning(),  # this process is the command line's: tune malloc for the analysis
+        )
+        runs = ProfileOptions(
+            tuple(nsys_arg or ()),
+            0 if no_baseline else baseline_runs,
+            open_report,
+            workload_stdout=sys.stderr if json_out else None,
+        )
         result = run_profile(
             target,
             console,
             None if output is None else Path(output_folder("--output", non_empty("--output", output, "a folder"))),
-            None if nsys is None else non_empty("--nsys", nsys, "the path of the nsys executable"),
-            nsys_arg or (),
-            bubble_threshold_ns(bubble_threshold),
-            step_text(step),
-            open_report,
-            baseline_runs=0 if no_baseline else baseline_runs,
-            memory=MallocTuning(),  # this process is the command line's: tune malloc for the analysis
+            how,
+            runs,
             document=_print_document if json_out else None,
-            workload_stdout=sys.stderr if json_out else None,
         )
     except LaunchprofError as exc:
         return Outcome(print_error(exc))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import inspect
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -19,7 +20,7 @@ from launchprof import __version__
 from launchprof.cli import consoles, options
 from launchprof.cli.options import BUBBLE_HELP, STEP_HELP, default_output
 from launchprof.cli.profile import profile_command
-from launchprof.commands.common import AnalysisOptions
+from launchprof.commands.common import AnalysisOptions, CompareOptions
 from launchprof.commands.outcome import Outcome
 from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.errors import LaunchprofError, OptionError
@@ -184,82 +185,78 @@ def analyze(
 
     console = terminal(json_out, quiet)
     try:
-        failing = options.analyze_fail_on(fail_on)
-        gain = options.min_gain(min_gain)
-        folder_given = options.output_path("--output", output)
+        gates = (options.analyze_fail_on(fail_on), options.min_gain(min_gain))
+        folder = options.output_path("--output", output)
+        how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
+        parsed = _AnalyzeOptions(folder, force, how, json_out, open_report, gates, (scheduler, workers))
         many = expand_traces(trace)
         if many is not None:
-            folder = folder_given or default_output("combined")
-            how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
-            _analyze_many(many, folder, force, how, scheduler, workers, console, json_out)
-            if open_report:
-                from launchprof.commands.common import open_page
-
-                open_page(folder / "combined.html", err)
+            _analyze_many(many, parsed, console)
             return None
     except LaunchprofError as exc:
         raise fail(exc) from None
-    how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
-    return _analyze_one(trace[0], folder_given, force, how, console, json_out, (failing, gain), open_report)
+    return _analyze_one(trace[0], parsed, console)
 
 
-def _analyze_many(
-    traces: list[str],
-    folder: Path,
-    force: bool,
-    how: AnalysisOptions,
-    scheduler: str | None,
-    workers: int | None,
-    console: Console,
-    json_out: bool,
-) -> None:
+@dataclass(frozen=True)
+class _AnalyzeOptions:
+    """``analyze``'s options, parsed and checked (the Typer signature's values): the
+    folder (None: the default), ``--force``, how the traces are analysed, ``--json``,
+    ``--open``, the exit's gates (``--fail-on``'s verdicts, ``--min-gain`` as a speedup:
+    :func:`launchprof.commands.analyze.gate`) and, for many traces, the Dask scheduler
+    and workers."""
+
+    output: Path | None
+    force: bool
+    how: AnalysisOptions
+    json_out: bool
+    open_report: bool
+    gates: tuple[frozenset[str], float | None]
+    cluster: tuple[str | None, int | None]
+
+
+def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) -> None:
     """``analyze`` of several traces (:func:`launchprof.commands.many.run_analyze_many`)."""
-    from launchprof.commands.common import print_document
+    from launchprof.commands.common import open_page, print_document
     from launchprof.commands.many import run_analyze_many
 
+    folder = parsed.output or default_output("combined")
+    scheduler, workers = parsed.cluster
     _unwind_on_termination()
     # The modules just imported stay for the whole run: keep the garbage collector from
     # walking their objects again at every full collection (~40 ms on a large trace).
     gc.freeze()
     try:
-        run_analyze_many(traces, folder, force, how, console, scheduler=scheduler, workers=workers)
+        run_analyze_many(traces, folder, parsed.force, parsed.how, console, scheduler=scheduler, workers=workers)
     finally:
-        if json_out and (folder / COMBINED_FILES[0]).is_file():
+        if parsed.json_out and (folder / COMBINED_FILES[0]).is_file():
             print_document((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
+    if parsed.open_report:
+        open_page(folder / COMBINED_FILES[1], err)
 
 
-def _analyze_one(
-    trace: str,
-    output: Path | None,
-    force: bool,
-    how: AnalysisOptions,
-    console: Console,
-    json_out: bool,
-    gates: tuple[frozenset[str], float | None],
-    open_report: bool,
-) -> Outcome:
+def _analyze_one(trace: str, parsed: _AnalyzeOptions, console: Console) -> Outcome:
     """``analyze`` of one trace (:func:`launchprof.commands.analyze.run_analyze`): its
     outcome; the process may leave at once whatever happens from here (nothing left to
-    tear down). ``gates``: ``--fail-on``'s verdicts and ``--min-gain`` as a speedup
-    (:func:`launchprof.commands.analyze.gate`). (Eight parameters: the command's options
-    that decide the output and the exit, beside ``how``.)"""
+    tear down)."""
     from launchprof.commands.analyze import gate, run_analyze
     from launchprof.commands.common import open_page, print_document
 
     gc.freeze()  # as in _analyze_many
     _unwind_on_termination()
-    folder = output or default_output(_trace_stem(trace))
+    folder = parsed.output or default_output(_trace_stem(trace))
+    document = print_document if parsed.json_out else None
     try:
         summary = run_analyze(
-            Path(trace), folder, force, how, console, require_gpu=True, document=print_document if json_out else None
+            Path(trace), folder, parsed.force, parsed.how, console, require_gpu=True, document=document
         )
     except LaunchprofError as exc:
         return Outcome(consoles.print_error(exc), quick_exit=True)
     except typer.Exit as exc:
         return Outcome(exc.exit_code, quick_exit=True)
-    if open_report:
+    if parsed.open_report:
         open_page(folder / PAGE, err)
-    return Outcome(gate(summary, *gates, err), quick_exit=True)
+    return Outcome(gate(summary, *parsed.gates, err), quick_exit=True)
 
 
 def _trace_stem(trace: str) -> str:
@@ -363,18 +360,9 @@ def compare(
     try:
         folder = options.output_path("--output", output) or default_output(default_name(before, after))
         failing = options.compare_fail_on(fail_on)
+        how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
         code = run_compare(
-            before,
-            after,
-            folder,
-            force,
-            step_name(step),
-            failing,
-            options.min_effect(min_effect),
-            threshold_ns(bubble_threshold),
-            nsys,
-            console,
-            memory=MallocTuning(),
+            before, after, folder, force, CompareOptions(how, options.min_effect(min_effect), failing), console
         )
     except LaunchprofError as exc:
         raise fail(exc) from None
@@ -418,18 +406,9 @@ def check(
     from launchprof.commands.check import run_check
 
     try:
-        code = run_check(
-            commands,
-            out,
-            options.output_path("--output", output),
-            runs,
-            step_name(step),
-            options.compare_fail_on(fail_on),
-            options.min_effect(min_effect),
-            threshold_ns(bubble_threshold),
-            nsys,
-            memory=MallocTuning(),
-        )
+        how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
+        gates = CompareOptions(how, options.min_effect(min_effect), options.compare_fail_on(fail_on))
+        code = run_check(commands, out, options.output_path("--output", output), runs, gates)
     except LaunchprofError as exc:
         raise fail(exc) from None
     raise typer.Exit(code)

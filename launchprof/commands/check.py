@@ -26,9 +26,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from launchprof.defaults import COMPARE_FAILING, DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.commands.common import CompareOptions, ProfileOptions
 from launchprof.errors import LaunchprofError, OutputError
-from launchprof.malloc import MallocTuning
 from launchprof.report.outputs import SUMMARY
 
 
@@ -107,16 +106,11 @@ def run_check(
     console: Console,
     output: Path | None = None,
     runs: int = 3,
-    step: str | None = None,
-    failing: frozenset[str] | None = None,
-    min_effect: float = 0.05,
-    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
-    nsys: str | None = None,
-    memory: MallocTuning | None = None,
+    options: CompareOptions | None = None,
 ) -> int:
-    """Run the loop (module docstring) and return the exit status. ``failing``: the
-    verdicts that exit 1 (:func:`launchprof.cli.options.compare_fail_on`, parsed before
-    the workloads run; default: every verdict but ``verified``, as ``compare``).
+    """Run the loop (module docstring) and return the exit status. ``options``: how each
+    side is analysed and compared, and the verdicts that exit 1 (parsed before the
+    workloads run; default: every verdict but ``verified``, as ``compare``).
 
     Raises:
         LaunchprofError: bad input (usage, output folder), nsys missing or failing, a side
@@ -125,14 +119,14 @@ def run_check(
     from launchprof.commands.compare import run_compare
     from launchprof.commands.profile import run_profile
 
+    options = options or CompareOptions()
+    how = options.how
     p = plan(words, output)
     before_dir, after_dir, compare_dir = p.folders
     p.root.mkdir(parents=True)
     for label, command, folder in (("BEFORE", p.before, before_dir), ("AFTER", p.after, after_dir)):
         console.print(f"launchprof check: {label}: {' '.join(command)}", markup=False, soft_wrap=True)
-        result = run_profile(
-            command, console, folder, nsys, (), bubble_threshold_ns, step, False, baseline_runs=runs, memory=memory
-        )
+        result = run_profile(command, console, folder, how, ProfileOptions(baseline_runs=runs))
         if result.exit_code != 0:
             console.print(
                 f"launchprof check: {label} exited with status {result.exit_code} under nsys; nothing compared "
@@ -151,16 +145,4 @@ def run_check(
             markup=False,
             soft_wrap=True,
         )
-    return run_compare(
-        before_dir,
-        after_dir,
-        compare_dir,
-        False,
-        step,
-        frozenset(COMPARE_FAILING) if failing is None else failing,
-        min_effect,
-        bubble_threshold_ns,
-        nsys,
-        console,
-        memory,
-    )
+    return run_compare(before_dir, after_dir, compare_dir, False, options, console)

@@ -1,16 +1,24 @@
-"""Small pieces several commands share: how a trace is analysed (:class:`AnalysisOptions`),
-the document on stdout, opening a page."""
+"""Small pieces several commands share: the options as frozen objects (how a trace is
+analysed: :class:`AnalysisOptions`; how two sides are compared: :class:`CompareOptions`;
+what ``profile`` does around the analysis: :class:`ProfileOptions`), the document on
+stdout, opening a page."""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console
-
-from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.defaults import COMPARE_FAILING, DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.malloc import MallocTuning
+
+if TYPE_CHECKING:  # profile imports this module before nsys starts: no rich then
+    from rich.console import Console
+
+# compare's --min-effect default as a fraction (the smallest change of a step the verdict
+# counts: docs/reference.md, "compare").
+DEFAULT_MIN_EFFECT = 0.05
 
 
 @dataclass(frozen=True)
@@ -30,6 +38,43 @@ class AnalysisOptions:
     step: str | None = None
     nsys: str | None = None
     memory: MallocTuning | None = None
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """How ``compare`` and ``check`` compare two sides, as the command line gave it.
+
+    Attributes:
+        how: how each side's trace is analysed (:class:`AnalysisOptions`).
+        min_effect: the smallest change of the step that counts (``--min-effect``, a
+            fraction: 0.05 is 5 %).
+        failing: the verdicts that exit 1 (``--fail-on``:
+            :func:`launchprof.cli.options.compare_fail_on`; default every verdict but
+            ``verified``).
+    """
+
+    how: AnalysisOptions = field(default_factory=AnalysisOptions)
+    min_effect: float = DEFAULT_MIN_EFFECT
+    failing: frozenset[str] = frozenset(COMPARE_FAILING)
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    """What ``profile`` does around recording and analysing, as the command line gave it.
+
+    Attributes:
+        nsys_args: nsys's own options (``--nsys-arg``), added to its command line.
+        baseline_runs: runs of the workload without nsys after the traced one
+            (``--baseline-runs``; 0: none).
+        open_report: open the report in the browser (``--open``).
+        workload_stdout: where the workload's (and nsys's) standard output goes, in the
+            traced run and the runs without nsys (``--json`` sends it to stderr); None: ours.
+    """
+
+    nsys_args: tuple[str, ...] = ()
+    baseline_runs: int = 0
+    open_report: bool = False
+    workload_stdout: IO[Any] | None = None
 
 
 def print_document(text: str) -> None:

@@ -8,41 +8,31 @@ from pathlib import Path
 from rich.console import Console
 
 from launchprof.commands.analyze import update_index
-from launchprof.malloc import MallocTuning
+from launchprof.commands.common import CompareOptions
 
 # Checks that are evidence: a miss there does not change the verdict (analysis/verify.py).
 EVIDENCE = ("bubbles", "predicted", "paid_back")
 
 
-def run_compare(
-    before: Path,
-    after: Path,
-    output: Path,
-    force: bool,
-    step: str | None,
-    failing: frozenset[str],
-    min_effect: float,
-    bubble_threshold_ns: int,
-    nsys: str | None,
-    console: Console,
-    memory: MallocTuning | None = None,
-) -> int:
+def run_compare(before: Path, after: Path, output: Path, force: bool, options: CompareOptions, console: Console) -> int:
     """Compare ``before`` and ``after``, write the comparison into ``output``, print the
-    verdict and the checks; return the exit code (1 when the verdict is in ``failing``,
-    the verdicts ``--fail-on`` named: :func:`launchprof.cli.options.compare_fail_on`)."""
+    verdict and the checks; return the exit code (1 when the verdict is in
+    ``options.failing``, the verdicts ``--fail-on`` named:
+    :func:`launchprof.cli.options.compare_fail_on`)."""
     from launchprof.api.compare_runs import compare
     from launchprof.report.compare import speedup_phrase, write_compare
 
+    how = options.how
     with console.status("loading") as status:
         result = compare(
             before,
             after,
-            step=step,
-            min_effect=min_effect,
-            bubble_threshold_ns=bubble_threshold_ns,
-            nsys=nsys,
+            step=how.step,
+            min_effect=options.min_effect,
+            bubble_threshold_ns=how.bubble_threshold_ns,
+            nsys=how.nsys,
             progress=lambda msg: status.update(f"{msg}..."),
-            memory=memory,
+            memory=how.memory,
         )
         status.update("writing comparison")
         doc = write_compare(result, output, force=force, before_path=str(before), after_path=str(after))
@@ -57,4 +47,4 @@ def run_compare(
     for note in doc.notes:
         console.print(f"  note: {note}", markup=False, soft_wrap=True)
     console.print(f"comparison: {output / 'compare.html'}", markup=False)
-    return 1 if doc.verdict in failing else 0
+    return 1 if doc.verdict in options.failing else 0

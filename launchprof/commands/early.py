@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launchprof.malloc import MallocTuning
+from launchprof.commands.common import AnalysisOptions
 from launchprof.timings import mark
 
 EARLY_ENV = "LAUNCHPROF_EARLY"
@@ -138,28 +138,25 @@ class EarlyAnalysis:
     thread importing the analysis modules, joined before this thread imports anything;
     ``render``: also render the summary and page (no baseline runs to wait for);
     ``after``: set once the workload has exited (nsys writes its report only then), before
-    which the report is not looked for; ``memory``: malloc settings for the analysis.
+    which the report is not looked for; ``how``: the bubble threshold, the step and the
+    malloc settings of the analysis (its ``nsys`` is not read: ``nsys`` is the one located).
     """
 
     def __init__(
         self,
         stem: Path,
         nsys: Path,
-        bubble_threshold_ns: int,
-        step: str | None,
+        how: AnalysisOptions,
         warm: threading.Thread | None = None,
         render: bool = True,
         after: threading.Event | None = None,
-        memory: MallocTuning | None = None,
     ) -> None:
         self.stem = stem
         self.nsys = nsys
-        self.bubble_threshold_ns = bubble_threshold_ns
-        self.step = step
+        self.how = how
         self.warm = warm
         self.render = render
         self.after = after
-        self.memory = memory
         self.result: EarlyResult | None = None
         self._nsys_done = threading.Event()
         self._dropped = threading.Event()
@@ -224,11 +221,11 @@ class EarlyAnalysis:
         t0 = time.perf_counter()
         trace = load_arrowdir(folder, path=self.stem.with_suffix(".sqlite"))
         shutil.rmtree(folder, ignore_errors=True)
-        if self.memory is not None:
-            self.memory.analysing()  # loaded: the analysis comes next
+        if self.how.memory is not None:
+            self.how.memory.analysing()  # loaded: the analysis comes next
         mark("early_loaded")
         t1 = time.perf_counter()
-        analysis = analyze_loaded(trace, self.bubble_threshold_ns, step=self.step)
+        analysis = analyze_loaded(trace, self.how.bubble_threshold_ns, step=self.how.step)
         mark("early_analysed")
         t2 = time.perf_counter()
         texts = render_outputs(analysis)

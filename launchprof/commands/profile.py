@@ -20,17 +20,16 @@ import shutil
 import time
 import webbrowser
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from launchprof.commands.baseline import nothing_to_time, run_allocations, run_baselines, timing, wants_allocations
+from launchprof.commands.common import AnalysisOptions, ProfileOptions
 from launchprof.commands.early import EarlyAnalysis, EarlyResult, wanted
 from launchprof.commands.folders import claim_default_folder, claim_folder
 from launchprof.commands.warmup import WARM_ARROW, WARM_MODULES, WARM_SQLITE, WarmUp
-from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError, NsysError
-from launchprof.malloc import MallocTuning
 from launchprof.nsys.locate import check_importer_setting, locate_nsys, nsys_info
 from launchprof.nsys.profile import (
     TRACE_STEM,
@@ -96,41 +95,33 @@ class _Run:
     created: bool  # the folder was made by this run
     nsys_path: Path
     console: Console
-    bubble_threshold_ns: int
-    step: str | None
-    open_report: bool
-    baseline_runs: int
-    memory: MallocTuning | None
+    how: AnalysisOptions  # its nsys: the one located (nsys_path)
+    options: ProfileOptions
     document: Callable[[str], None] | None = None
-    workload_stdout: IO[Any] | None = None
 
 
 def run_profile(
     target: Sequence[str],
     console: Console,
     output: Path | None = None,
-    nsys: str | None = None,
-    nsys_args: Sequence[str] = (),
-    bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,
-    step: str | None = None,
-    open_report: bool = False,
-    baseline_runs: int = 0,
-    memory: MallocTuning | None = None,
+    how: AnalysisOptions | None = None,
+    options: ProfileOptions | None = None,
     document: Callable[[str], None] | None = None,
-    workload_stdout: IO[Any] | None = None,
 ) -> ProfileResult:
     """Profile ``target`` (see :func:`launchprof.nsys.profile.workload`) and write
     ``trace.nsys-rep``, ``trace.sqlite``, ``summary.json``, ``report.html`` into ``output``
     (default :func:`~launchprof.commands.folders.default_folder`). The trace is kept
-    whatever happens after recording. With ``baseline_runs`` N > 0 and a successful nsys
-    run, the workload then runs N more times without nsys
+    whatever happens after recording. ``how``: the analysis' options (``how.nsys``: the
+    nsys executable, default from PATH; ``how.memory``: malloc settings for the analysis,
+    :func:`launchprof.api.analyze`). ``options``: nsys's own arguments, the runs without
+    nsys, ``--open``, where the workload's standard output goes
+    (:class:`~launchprof.commands.common.ProfileOptions`). With ``options.baseline_runs``
+    N > 0 and a successful nsys run, the workload then runs N more times without nsys
     (``LAUNCHPROF_STEP_TIMES=FOLDER/baseline-I.steps``) and the report gets a ``baseline``
     section (:mod:`launchprof.analysis.baseline`), unless the trace shows no step those
     runs could time (:func:`launchprof.commands.baseline.nothing_to_time`: then a line
-    says so and none runs). ``memory``: malloc settings for the
-    analysis (:func:`launchprof.api.analyze`). ``document``: called with summary.json's
-    text once written (``--json``). ``workload_stdout``: where the workload's (and nsys's)
-    standard output goes, in the nsys run and the runs without nsys (default: ours).
+    says so and none runs). ``document``: called with summary.json's text once written
+    (``--json``).
 
     Returns:
         :class:`ProfileResult` with the workload's exit code (nsys passes it on) and the
@@ -141,29 +132,18 @@ def run_profile(
         NsysError: nsys missing, wrote no trace, or import/export failed (files kept).
         LaunchprofError: the analysis failed while the workload succeeded.
     """
+    how = how or AnalysisOptions()
+    options = options or ProfileOptions()
     work = workload(target)
-    extra = split_nsys_args(nsys_args)
-    nsys_path, _ = locate_nsys(nsys)
+    extra = split_nsys_args(options.nsys_args)
+    nsys_path, _ = locate_nsys(how.nsys)
     check_importer_setting()
     if output is not None:
         folder = output
         created = claim_folder(folder)
     else:
         folder, created = claim_default_folder(work.label), True
-    run = _Run(
-        work,
-        folder,
-        created,
-        nsys_path,
-        console,
-        bubble_threshold_ns,
-        step,
-        open_report,
-        baseline_runs,
-        memory,
-        document,
-        workload_stdout,
-    )
+    run = _Run(work, folder, created, nsys_path, console, replace(how, nsys=str(nsys_path)), options, document)
     cmd = nsys_command(nsys_path, folder / TRACE_STEM, work, extra)
     if cmd.dropped:
         version = nsys_info(nsys_path).version
@@ -178,7 +158,7 @@ def run_profile(
     started = time.time()
     mark("nsys_start")
     try:
-        code = _record(cmd.argv, console, warm, interrupts, run.workload_stdout)
+        code = _record(cmd.argv, console, warm, interrupts, options.workload_stdout)
     finally:
         warm.nsys_exited()
     mark("nsys_end")
@@ -210,14 +190,7 @@ def _start_background(run: _Run, nsys_argv: list[str]) -> tuple[WarmUp, EarlyAna
     early = None
     if use_early:
         early = EarlyAnalysis(
-            stem,
-            run.nsys_path,
-            run.bubble_threshold_ns,
-            run.step,
-            warm=warm,
-            render=not run.baseline_runs,
-            after=warm.workload_gone,
-            memory=run.memory,
+            stem, run.nsys_path, run.how, warm=warm, render=not run.options.baseline_runs, after=warm.workload_gone
         ).start()
     return warm, early
 
@@ -280,18 +253,16 @@ def _after_recording(
     mark("imports_done")
     baseline = _baseline(run, code, files.sqlite, interrupted)
     from launchprof.commands.analyze import run_analyze
-    from launchprof.commands.common import AnalysisOptions
     from launchprof.trace.columns import prefetch
 
     prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed, summary = True, None
     held: list[str] = []  # summary.json's text, for --json, while an allocation run may follow
-    how = AnalysisOptions(run.bubble_threshold_ns, run.step, str(run.nsys_path), run.memory)
     analyse = functools.partial(
         run_analyze,
         files.sqlite,
         folder,
-        how=how,
+        how=run.how,
         console=console,
         baseline=baseline,
         workload={"exit_code": code} if code != 0 else None,
@@ -326,7 +297,7 @@ def _after_recording(
         console.print(f"launchprof: the analysis failed: {exc}", markup=False, soft_wrap=True)
         analysed = False
     mark("report_written")
-    if analysed and run.open_report:
+    if analysed and run.options.open_report:
         uri = (folder / PAGE).resolve().as_uri()
         if not webbrowser.open(uri):
             console.print(f"launchprof: no browser to open here; the report is {uri}", markup=False, soft_wrap=True)
@@ -346,7 +317,9 @@ def _with_allocations(run: _Run, sqlite: Path, analyse: Callable[..., Any]) -> A
     """The allocation run (:func:`launchprof.commands.baseline.run_allocations`) and, when it
     ran, the report made again with its lines (``analyse``: the first analysis' call; printed,
     and handed to ``--json``); None when that run failed (the first report stands)."""
-    if not run_allocations(run.work, run.folder, run.console, run.step, timing(sqlite), run.workload_stdout):
+    if not run_allocations(
+        run.work, run.folder, run.console, run.how.step, timing(sqlite), run.options.workload_stdout
+    ):
         return None
     return analyse(force=True, document=run.document)
 
@@ -355,7 +328,7 @@ def _baseline(run: _Run, code: int, sqlite: Path, interrupted: bool = False) -> 
     """The runs without nsys (:func:`launchprof.commands.baseline.run_baselines`) after a
     successful nsys run, or None, with a line saying why there are none (a Ctrl-C while
     nsys wrote the trace of a workload that had finished: none are started)."""
-    runs, console = run.baseline_runs, run.console
+    runs, console = run.options.baseline_runs, run.console
     if runs and code == 0 and interrupted:
         console.print(
             "launchprof: no baseline runs: interrupted (the workload had finished; its trace is analysed)",
@@ -371,7 +344,7 @@ def _baseline(run: _Run, code: int, sqlite: Path, interrupted: bool = False) -> 
         )
     if not runs or code != 0:
         return None
-    why = nothing_to_time(run.work, sqlite, run.step)
+    why = nothing_to_time(run.work, sqlite, run.how.step)
     if why is not None:
         hint = "" if "launchprof.step(" in why else " (mark the loop's body with launchprof.step() to measure it)"
         console.print(
@@ -380,7 +353,7 @@ def _baseline(run: _Run, code: int, sqlite: Path, interrupted: bool = False) -> 
             soft_wrap=True,
         )
         return None
-    return run_baselines(run.work, run.folder, runs, console, run.step, timing(sqlite), run.workload_stdout)
+    return run_baselines(run.work, run.folder, runs, console, run.how.step, timing(sqlite), run.options.workload_stdout)
 
 
 def _trace_files(run: _Run, code: int, started: float, interrupted: bool) -> TraceFiles:
