@@ -41,7 +41,7 @@ from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.decision import MIN_SPEEDUP, agree, decide
 from launchprof.analysis.durations import launch_durations
-from launchprof.analysis.expect import Expectation, expect_shapes, measured_range, steps_without_profiler
+from launchprof.analysis.expect import Expectation, expect_shapes, measured_range
 from launchprof.analysis.finders import FinderInputs, find_all
 from launchprof.analysis.findings import Finding, Severity
 from launchprof.analysis.headline import replays_graphs
@@ -51,6 +51,7 @@ from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes, stream_figures
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
+from launchprof.analysis.unprofiled import steps_without_profiler
 from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.text import us_text
 
@@ -130,7 +131,7 @@ class Recommendation:
         step_without_profiler: the steady step as it runs without nsys, the figure
             ``compare`` divides (a run that replays graphs has one too): ``step_ns``,
             ``low_ns``, ``high_ns`` and ``source`` (``measured``: the runs without nsys;
-            ``estimate``: :func:`~launchprof.analysis.expect.step_without_profiler`); the
+            ``estimate``: :func:`~launchprof.analysis.unprofiled.step_without_profiler`); the
             expectation's eager step when there is one. None without a step period.
     """
 

@@ -24,19 +24,19 @@ PyTorch launches the backward pass from its autograd threads):
   the graph's GPU side (the GPU's work is not inflated, and the eager GPU pays the same
   dispatch gaps), or the measured one (floored the same way) when the run has step times
   without the profiler;
-- the capture region (:func:`capture_region`), from the program's structure alone: the
-  step's run of kernel launches (for a step that synchronizes, its largest run between
-  two synchronizing calls, which a capture cannot hold: a decode step's forward), from
-  its first launch call to its last. A graph removes the host path inside it (launch
-  calls, the framework's dispatch, the Python between them) and keeps the rest of the
-  CPU step (the loop's own work, the sampling and stopping check, a sync's wait). The
-  kept share is the CPU steps' time outside their regions over their sum (under nsys),
-  applied to the host time without the profiler: ``kept_host_ns``. No timing threshold
-  decides it, so the same program on a uniformly faster or slower host gets the same
-  region, and a slower host (more host time, the same GPU work) does not lower the gain
-  (tests/test_slower_host.py); a host that another process preempts adds its pauses where
-  they fall (on the corpus' slowed recordings the kept share moved 0.30 -> 0.40 for a
-  decode loop);
+- the capture region (:func:`~launchprof.analysis.captureregion.capture_region`), from the
+  program's structure alone: the step's run of kernel launches (for a step that
+  synchronizes, its largest run between two synchronizing calls, which a capture cannot
+  hold: a decode step's forward), from its first launch call to its last. A graph removes
+  the host path inside it (launch calls, the framework's dispatch, the Python between
+  them) and keeps the rest of the CPU step (the loop's own work, the sampling and stopping
+  check, a sync's wait). The kept share is the CPU steps' time outside their regions over
+  their sum (under nsys), applied to the host time without the profiler: ``kept_host_ns``.
+  No timing threshold decides it, so the same program on a uniformly faster or slower host
+  gets the same region, and a slower host (more host time, the same GPU work) does not
+  lower the gain (tests/test_slower_host.py); a host that another process preempts adds
+  its pauses where they fall (on the corpus' slowed recordings the kept share moved 0.30
+  -> 0.40 for a decode loop);
 - the graph step without the profiler ``G``: its GPU side (busy time - for kernels on
   several streams the critical path, a fork/join's branches side by side:
   :func:`~launchprof.analysis.predict.gpu_work` -, dispatch gaps, the gap between graph
@@ -50,9 +50,10 @@ PyTorch launches the backward pass from its autograd threads):
   overlapping no more than in the eager run (its busy time, the union of the kernels'
   intervals, in place of the critical path: kernels that each fill the GPU do not run
   side by side), the profiler estimate's
-  spread (PyTorch: the inflation range; others: ``PROFILER_SPREAD`` above the per-call
-  estimate, down to nothing) and ``NOISE``
-  (run-to-run): ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
+  spread (PyTorch: the inflation range; others:
+  :data:`~launchprof.analysis.unprofiled.PROFILER_SPREAD` above the per-call estimate,
+  down to nothing) and ``NOISE`` (run-to-run):
+  ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
 - steps of several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`: kernels a step differ, e.g. a
   data-dependent branch): each shape predicted as above from its own medians, the
   figures the shapes' weighted by their steady steps and the speedup that of the
@@ -73,19 +74,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.headline import replays_graphs
+from launchprof.analysis.captureregion import capture_region, kept_share
 from launchprof.analysis.predict import gpu_work, predict_graph_step, unprofiled_values
 from launchprof.analysis.stepdata import StepContext
-from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes, stream_figures
+from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes, stream_figures, weighted_sum
+from launchprof.analysis.unprofiled import step_without_profiler
 
 UNCAPTURED_SHARE = 0.25
-# In a synchronizing step, the capture region is the shortest stretch of the launches
-# between two syncs that holds this share of them: a decode step's forward, without the
-# few launches of the loop around it (greedy sampling, the stopping check). Set on the
-# three HF generate() pairs of tests/data/frameworks (0.9 and 0.95 missed GPT-2 b1's
-# truth); held to later recordings of the same programs (MANIFEST.md, stability).
-CYCLE_LAUNCH_SHARE = 0.8
-PROFILER_SPREAD = 0.35
 NOISE = 0.05
 # A step measured in fewer than MIN_RUNS_FOR_SPREAD runs without nsys: its range takes
 # RUN_SPREAD either way. One eager PyTorch workload's step moved by 1.0x-1.85x (median
@@ -108,8 +103,9 @@ class Expectation:
             once the eager step is measured).
         traced_calls: CUDA API calls per step (p50), ``launch_calls`` of them kernel launches.
         cpu_step_ns: the CPU step under nsys (p50; first call of a step to the next's).
-        region_ns: the capture region's span under nsys (p50; :func:`capture_region`),
-            None without launches; ``kept_share``: the share of the CPU steps outside it.
+        region_ns: the capture region's span under nsys (p50;
+            :func:`~launchprof.analysis.captureregion.capture_region`), None without
+            launches; ``kept_share``: the share of the CPU steps outside it.
         eager_step_ns: the step without the profiler; ``eager_low_ns``/``eager_high_ns``
             its range; ``eager_source`` ``"estimate"`` (from the trace) or ``"measured"``
             (runs without nsys, ``eager_runs`` of them, timed by ``eager_timed_by``:
@@ -235,197 +231,6 @@ def measured_range(step_ns: float, run_steps_ns: Sequence[float]) -> tuple[float
     return min(low, step_ns), max(high, step_ns)
 
 
-def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
-    """Per steady step, the region a capture would hold and the CPU step around it, from
-    the program's structure alone (where its launches and syncs are), not from how fast
-    the host ran: every thread's calls of the process merged by start (PyTorch launches
-    the backward pass from its autograd threads).
-
-    The region is one run of kernel launches: for a step that synchronizes, runs are cut
-    after each synchronizing call (a capture cannot hold one; a decode step's forward
-    lies between two) and, for steps the user marked, at the step's edges; the region
-    is the shortest stretch of consecutive launches holding :data:`CYCLE_LAUNCH_SHARE`
-    of its run's (the forward without the few launches
-    of the loop around it), in the run with the most launches, wherever the step's edge
-    falls in it (an inferred step starts at any kernel of the cycle); for other steps the
-    run is the step, all its launches. The region spans from the start of its first
-    launch call to the end of its last: what a graph removes (the launch calls, Python and
-    dispatch between them). Everything else of the CPU step is what it keeps.
-
-    Not modelled: host work of the program's own *between* a step's launches (NumPy in the
-    middle of a step) counts as removed, as a capture that holds it runs it only once. No
-    threshold told it apart: on the corpus the longest stretch without calls inside a
-    PyTorch forward is 45-290 times the median one (dispatch's own tail), and on a host
-    that a burner preempts 2,000-16,000 times.
-
-    Returns:
-        DataFrame, one row per steady step: ``step``, ``calls`` (traced calls),
-        ``launch_calls`` (kernel launches), ``cpu_ns`` (the step's first call start to the
-        next step's; for the last steady step its period), ``region_ns`` (span of the
-        region, ns; NaN without launches), ``region_launches`` (of its run).
-    """
-    cols = ["step", "calls", "launch_calls", "cpu_ns", "region_ns", "region_launches"]
-    calls = ctx.calls
-    if calls.empty:
-        return pd.DataFrame(columns=cols)
-    calls = calls.sort_values("start", kind="stable")
-    start = calls["start"].to_numpy(dtype=np.int64)
-    end = calls["end"].to_numpy(dtype=np.int64)
-    step = calls["step"].to_numpy()
-    launch = calls["launch"].to_numpy(dtype=bool)
-    sync = calls["sync"].to_numpy(dtype=bool)
-    steps = ctx.steady["step"].to_numpy()
-    per = pd.DataFrame({"step": steps})
-    per["calls"] = calls.groupby("step").size().reindex(steps, fill_value=0).to_numpy(dtype=float)
-    per["launch_calls"] = pd.Series(launch).groupby(step).sum().reindex(steps, fill_value=0).to_numpy(dtype=float)
-    first_call = pd.Series(start).groupby(step).min()
-    nxt = first_call.shift(-1).where(np.r_[np.diff(first_call.index.to_numpy()) == 1, False])
-    per["cpu_ns"] = (nxt - first_call).reindex(steps).to_numpy(dtype=float)
-    if "period_ns" in ctx.steady:  # the last step (no next call): its period on the GPU instead
-        per["cpu_ns"] = per["cpu_ns"].fillna(pd.Series(ctx.steady["period_ns"].to_numpy(dtype=float)))
-    region = _regions(start, end, step, launch, sync, synchronizing, marked=ctx.steps.source != "inferred")
-    per["region_ns"] = region["span"].reindex(steps).to_numpy(dtype=float)
-    per["region_launches"] = region["launches"].reindex(steps).to_numpy(dtype=float)
-    return per
-
-
-def _regions(
-    start: np.ndarray,
-    end: np.ndarray,
-    step: np.ndarray,
-    launch: np.ndarray,
-    sync: np.ndarray,
-    synchronizing: bool,
-    marked: bool = False,
-) -> pd.DataFrame:
-    """Per step (index), its region (:func:`capture_region`): ``start``, ``end``, ``span``
-    (ns) and ``launches`` (of its run); empty without kernel launches. ``marked``: the
-    steps are the user's (NVTX, graph launches), so a run also ends at a step's edge."""
-    if not launch.any():
-        return pd.DataFrame(columns=["start", "end", "span", "launches"], dtype=float)
-    edge = step[1:] != step[:-1]
-    edge = (sync[:-1] | edge if marked else sync[:-1]) if synchronizing else edge
-    run = (np.cumsum(np.r_[True, edge]) - 1)[launch]
-    # The region of a run: the shortest stretch of consecutive launches holding ``share``
-    # of the run's launches (all of them for a step that does not synchronize).
-    share = CYCLE_LAUNCH_SHARE if synchronizing else 1.0
-    first = np.r_[0, np.flatnonzero(np.diff(run)) + 1]  # each run's first launch (position)
-    count = np.diff(np.r_[first, run.size])
-    need = np.maximum(np.ceil(share * count).astype(np.int64), 1)
-    ls, le = start[launch], end[launch]
-    owner = np.repeat(np.arange(first.size), count)
-    last = np.arange(run.size) + need[owner] - 1  # a window from each launch
-    ok = last < (first + count)[owner]
-    span = np.where(ok, le[np.minimum(last, run.size - 1)] - ls, np.iinfo(np.int64).max)
-    at = pd.Series(span).groupby(owner).idxmin().to_numpy()
-    per_run = pd.DataFrame(
-        {"step": step[launch][at], "start": ls[at], "end": ls[at] + span[at], "span": span[at], "launches": count}
-    )
-    return per_run.sort_values(["step", "launches"], kind="stable").groupby("step").tail(1).set_index("step")
-
-
-def kept_share(region: pd.DataFrame) -> float:
-    """The share of the CPU steps that lies outside their capture regions
-    (:func:`capture_region`): summed over the steps with both figures, so host work done
-    once in several steps (a loop body found as several repeats of its kernels) counts in
-    full, in [0, 1]."""
-    both = region.dropna(subset=["cpu_ns", "region_ns"])
-    cpu = float(both["cpu_ns"].sum())
-    if cpu <= 0:
-        return 0.0
-    kept = (both["cpu_ns"] - both["region_ns"]).clip(lower=0).sum()
-    return min(float(kept) / cpu, 1.0)
-
-
-def profiler_share(
-    framework: str,
-    period: float,
-    calls: float,
-    launches: float,
-    values: Mapping[str, float],
-    replaying: bool = False,
-) -> tuple[float, tuple[float, float]]:
-    """The profiler's estimated share of a step (ns) and its range (largest, smallest):
-    for PyTorch, whose host time nsys inflates as a whole (several traced calls per launch,
-    the dispatch between them slowed too), ``period x (1 - 1 / inflation)`` with the
-    ``profiler_torch_inflation`` constants, or ``profiler_torch_replay_inflation`` for a
-    run that already ``replaying`` graphs (a calibration's factors below 1 taken as 1:
-    nsys does not speed a program up); for other programs, ``launches`` launch calls and
-    the other traced ``calls`` at their per-call costs, the range from that + :data:`PROFILER_SPREAD`
-    down to nothing: what nsys adds to a launch call differs between programs (2.76 us a
-    launch in the bundled demo, about 0.3 us in a two-stream C++ step recorded on the same
-    kind of H200: tests/data/frameworks/MANIFEST.md), and it never speeds one up."""
-    if framework == "pytorch":
-        key = "profiler_torch_replay_inflation" if replaying else "profiler_torch_inflation"
-        low, inflation, high = sorted(max(float(values[k]), 1.0) for k in (f"{key}_low", key, f"{key}_high"))
-        return period * (1 - 1 / inflation), (period * (1 - 1 / high), period * (1 - 1 / low))
-    profiler = (
-        launches * values["profiler_launch_overhead_ns"] + (calls - launches) * values["profiler_call_overhead_ns"]
-    )
-    return profiler, (profiler * (1 + PROFILER_SPREAD), 0.0)
-
-
-def step_without_profiler(
-    framework: str,
-    period: float,
-    gpu_floor: float,
-    calls: float,
-    launches: float,
-    values: Mapping[str, float],
-    replaying: bool = False,
-) -> tuple[float, float, float]:
-    """A step without the profiler, estimated from its period under nsys: the period less
-    the profiler's share (:func:`profiler_share`), never below ``gpu_floor`` (the GPU's
-    own work a step, which nsys does not slow); ``(step, low, high)`` in ns, the range
-    from the share's range. The eager step of :func:`expect` and each side of ``compare``
-    (a run that replays graphs too) are estimated by this one function."""
-    share, (largest, smallest) = profiler_share(framework, period, calls, launches, values, replaying)
-    return max(period - share, gpu_floor), max(period - largest, gpu_floor), max(period - smallest, gpu_floor)
-
-
-def steps_without_profiler(
-    ctx: StepContext, fig: Mapping[str, float | None], values: Mapping[str, float], framework: str
-) -> tuple[float, float, float] | None:
-    """:func:`step_without_profiler` of the steady steps of ``ctx`` (a run that replays
-    graphs, say: ``replaying`` when they launch a graph a step or more), the GPU's busy
-    time a step as the floor; for steps of several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`), each
-    shape's, weighted by its steady steps; None without a period."""
-    shapes = step_shapes(ctx)
-    if shapes:
-        parts = [_steps_without_profiler(shape_context(ctx, steps), values, framework, fig) for _, steps in shapes]
-        if all(p is not None for p in parts):
-            w = np.array([len(steps) for _, steps in shapes], dtype=float)
-            w /= w.sum()
-            step, low, high = (weighted_sum(w, [p[i] for p in parts if p is not None]) for i in range(3))
-            return step, low, high
-    return _steps_without_profiler(ctx, values, framework, fig, fig)
-
-
-def _steps_without_profiler(
-    ctx: StepContext,
-    values: Mapping[str, float],
-    framework: str,
-    whole: Mapping[str, float | None],
-    fig: Mapping[str, float | None] | None = None,
-) -> tuple[float, float, float] | None:
-    """:func:`steps_without_profiler` of one shape: ``fig`` its figures (default: the
-    medians of ``ctx``'s steady steps), ``whole`` the figures of all the steps (whether
-    they replay graphs)."""
-    fig = fig if fig is not None else shape_figures(ctx.steady)
-    period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
-    if not period or not np.isfinite(period):
-        return None
-    calls = ctx.calls
-    if len(calls) and "step" in calls:
-        per_step = calls.groupby("step").size().reindex(ctx.steady["step"], fill_value=0)
-        launched = calls.groupby("step")["launch"].sum().reindex(ctx.steady["step"], fill_value=0)
-        n_calls, n_launches = float(per_step.median()), float(launched.median())
-    else:
-        n_calls = n_launches = 0.0
-    replaying = replays_graphs(whole)
-    return step_without_profiler(framework, float(period), float(busy or 0.0), n_calls, n_launches, values, replaying)
-
-
 def expect(
     ctx: StepContext,
     fig: Mapping[str, float | None],
@@ -449,9 +254,9 @@ def expect(
         framework: ``"pytorch"`` (the step inflated ``profiler_torch_inflation`` times)
             or anything else (launch calls ``profiler_launch_overhead_ns``, other calls
             ``profiler_call_overhead_ns``).
-        region: the steps' :func:`capture_region` rows, when taken from a larger context
-            (a shape's steps: their CPU step runs to the next step's first call, whatever
-            its shape); default: computed from ``ctx``.
+        region: the steps' :func:`~launchprof.analysis.captureregion.capture_region` rows,
+            when taken from a larger context (a shape's steps: their CPU step runs to the
+            next step's first call, whatever its shape); default: computed from ``ctx``.
     """
     period, busy = fig.get("period_p50_ns"), fig.get("busy_p50_ns")
     nodes = (fig.get("kernels_per_step_p50") or 0) + (fig.get("memops_per_step_p50") or 0)
@@ -556,21 +361,6 @@ def expect_shapes(
             for p in parts
         ]
     return combine(parts, weights, [k for k, _ in shapes])
-
-
-def weighted_sum(weights: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray) -> float:
-    """``sum(w * x)`` over the pairs, in order, in plain float arithmetic: the same last bit
-    on every CPU. (``np.dot`` goes through the BLAS, whose kernel is chosen by the CPU:
-    OpenBLAS's AVX-512 one rounds differently, and the two-shape traces' summary.json
-    changed with ``OPENBLAS_CORETYPE=SkylakeX``.)
-
-    Raises:
-        ValueError: the two have different lengths.
-    """
-    total = 0.0
-    for w, x in zip(weights, values, strict=True):
-        total += float(w) * float(x)
-    return total
 
 
 def combine(parts: Sequence[Expectation], weights: Sequence[int], kernels: Sequence[float]) -> Expectation:

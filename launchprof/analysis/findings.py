@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.callkinds import api_classes
+from launchprof.analysis.captureregion import CYCLE_LAUNCH_SHARE
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.expect import CYCLE_LAUNCH_SHARE, Expectation
+from launchprof.analysis.expect import Expectation
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.timeline import corr_key
 from launchprof.text import us_text
@@ -129,9 +130,9 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
     A blocker when the syncs cut the step's launches apart, or when a step found from the
     kernels alone has fewer than two (where one sits in the loop body cannot be told); a
     warning when one stretch of launches without a sync holds at least
-    :data:`~launchprof.analysis.expect.CYCLE_LAUNCH_SHARE` of them (median over steps,
+    :data:`~launchprof.analysis.captureregion.CYCLE_LAUNCH_SHARE` of them (median over steps,
     :func:`_region_launch_share`; the share that defines a capture region in
-    :func:`~launchprof.analysis.expect.capture_region`): the syncs lie before or after
+    :func:`~launchprof.analysis.captureregion.capture_region`): the syncs lie before or after
     the region a capture holds (a decode loop's stopping check after the forward, an
     ``.item()`` at the end of the step), so the capture does not fail; they still drain
     the GPU once a step."""
@@ -200,7 +201,7 @@ def _region_launch_share(ctx: StepContext) -> float | None:
     cut after each sync and, for steps the user marked (NVTX, graph launches), at the
     step's edges: the user's loop body. A step found from the kernels alone may start
     anywhere in the cycle, so there a stretch runs on into the next step (as
-    :func:`~launchprof.analysis.expect.capture_region` takes it), which only tells where
+    :func:`~launchprof.analysis.captureregion.capture_region` takes it), which only tells where
     the syncs are when a step has two or more (:func:`sync_in_step`). Each stretch counts
     for the step of its first launch, at most all of that step's launches."""
     calls = ctx.calls

@@ -1,9 +1,10 @@
 """Steps of several shapes: the steady steps grouped by kernels a step, for the prediction
 (:func:`launchprof.analysis.expect.expect_shapes`) and the steps without the profiler of
-each side of ``compare`` (:func:`launchprof.analysis.expect.steps_without_profiler`).
+each side of ``compare`` (:func:`launchprof.analysis.unprofiled.steps_without_profiler`).
 
 A program whose steps take several paths (a data-dependent branch, an optimizer step every
-few steps) spends its time in all of them; the medians of its steps are one path's.
+few steps) spends its time in all of them; the medians of its steps are one path's. The
+shapes' figures are weighed by their steady steps (:func:`weighted_sum`).
 
 Steps over several streams (:func:`stream_figures`): the busiest stream's kernel time a
 step and the critical path of the step's kernels (:func:`critical_paths`): a graph of a
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -82,6 +84,21 @@ def shape_figures(steady: pd.DataFrame) -> dict[str, float | None]:
         "kernels_per_step_p50": p50("kernels"),
         "memops_per_step_p50": p50("memops"),
     }
+
+
+def weighted_sum(weights: Sequence[float] | np.ndarray, values: Sequence[float] | np.ndarray) -> float:
+    """``sum(w * x)`` over the pairs, in order, in plain float arithmetic: the same last bit
+    on every CPU. (``np.dot`` goes through the BLAS, whose kernel is chosen by the CPU:
+    OpenBLAS's AVX-512 one rounds differently, and the two-shape traces' summary.json
+    changed with ``OPENBLAS_CORETYPE=SkylakeX``.)
+
+    Raises:
+        ValueError: the two have different lengths.
+    """
+    total = 0.0
+    for w, x in zip(weights, values, strict=True):
+        total += float(w) * float(x)
+    return total
 
 
 def stream_figures(ctx: StepContext) -> dict[str, Any]:
