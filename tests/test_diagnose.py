@@ -11,7 +11,8 @@ from steploop import launch_loop
 from tracebuilder import TraceBuilder
 
 import launchprof
-from launchprof.analysis.diagnose import Diagnosis, Recommendation, diagnose
+from launchprof.analysis.diagnose import Diagnosis, diagnose
+from launchprof.analysis.recommendation import Recommendation
 
 HERE = Path(__file__).resolve().parent
 GPU = HERE / "data" / "gpu"

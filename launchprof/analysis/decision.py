@@ -1,5 +1,6 @@
 """The decision: whether to convert to a CUDA graph and why, and a verdict that agrees
-with it (:func:`launchprof.analysis.diagnose.diagnose` calls these last).
+with it (called last: :func:`decide` by :func:`launchprof.analysis.recommendation.recommend`,
+:func:`agree` by :func:`launchprof.analysis.diagnose.diagnose`).
 
 ``convert`` is True for a launch-bound steady state that does not run as graphs already,
 with an expected speedup without the profiler (:mod:`launchprof.analysis.expect`) of at

@@ -246,7 +246,7 @@ class CalibrationInfo(_Model):
 
 
 class RecommendationSection(_Model):
-    """The ``recommendation`` section (:meth:`launchprof.analysis.diagnose.Recommendation.to_dict`):
+    """The ``recommendation`` section (:meth:`launchprof.analysis.recommendation.Recommendation.to_dict`):
     whether to convert, the gain expected without the profiler (``expected``: every term of
     :class:`launchprof.analysis.expect.Expectation`), the profiled prediction and its
     model's terms (by name), break-even, blockers, assumptions and the constants' source."""

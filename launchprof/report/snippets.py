@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from launchprof.analysis.diagnose import Diagnosis, Recommendation
+from launchprof.analysis.diagnose import Diagnosis
+from launchprof.analysis.recommendation import Recommendation
 from launchprof.text import count_text, one_line
 
 
