@@ -20,7 +20,7 @@ from launchprof.analysis.core import row_groups
 from launchprof.analysis.launches import shorter_ratio_arrays
 from launchprof.analysis.timeline import NO_CALL, corr_key, key_order, lookup_end
 from launchprof.trace import Trace, load_trace
-from launchprof.trace.loader import call_names
+from launchprof.trace.activity import call_names
 
 no_deadline = settings(deadline=None, max_examples=150)
 
