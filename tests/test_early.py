@@ -197,11 +197,11 @@ def test_background_priority_lowers_only_the_calling_thread() -> None:
 
 def test_the_export_asks_only_for_the_loaded_tables_at_low_priority(tmp_path: Path) -> None:
     from launchprof.commands.early import BACKGROUND_NICE, export_command
-    from launchprof.trace.arrowdir import LOADED_TABLES
+    from launchprof.trace.tables import LOADED_TABLES
 
     sqlite, arrowdir = unpack("graph30", tmp_path)
     cmd = export_command(str(stand_in(tmp_path, sqlite, arrowdir)), tmp_path / "t.nsys-rep", tmp_path / "out")
     assert cmd[:3] == [shutil.which("nice"), "-n", str(BACKGROUND_NICE)]
     tables = next(a for a in cmd if a.startswith("--tables=")).split("=", 1)[1].split(",")
-    assert {t.strip("^$") for t in tables} == LOADED_TABLES
+    assert [t.strip("^$") for t in tables] == list(LOADED_TABLES)
     assert cmd[-2:] == [str(tmp_path / "out"), str(tmp_path / "t.nsys-rep")]

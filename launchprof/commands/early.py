@@ -38,30 +38,12 @@ from typing import Any
 
 from launchprof.commands.common import AnalysisOptions
 from launchprof.timings import mark
+from launchprof.trace.tables import LOADED_TABLES
 
 EARLY_ENV = "LAUNCHPROF_EARLY"
 MIN_CPUS = 4
 POLL_S = 0.005
 ARROW_FOLDER = ".launchprof-arrowdir"
-# launchprof.trace.arrowdir.LOADED_TABLES, spelled out: importing that module here would
-# import pandas in this thread while the warm-up thread imports it (tests compare them).
-EXPORTED_TABLES = (
-    "CUPTI_ACTIVITY_KIND_DRIVER",
-    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-    "CUPTI_ACTIVITY_KIND_KERNEL",
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "EXPORT_META_DATA",
-    "META_DATA_EXPORT",
-    "NVTX_EVENTS",
-    "PROCESSES",
-    "StringIds",
-    "TARGET_INFO_CUDA_STREAM",
-    "TARGET_INFO_GPU",
-)
-
-
 BACKGROUND_NICE = 10
 
 
@@ -93,11 +75,11 @@ def exports_arrowdir(nsys: str) -> bool:
 
 def export_command(nsys: str, rep: Path, folder: Path) -> list[str]:
     """``nsys export --type arrowdir`` of ``rep`` into ``folder``, limited to the tables the
-    loader reads (:data:`~launchprof.trace.arrowdir.LOADED_TABLES`) when this nsys has
+    loader reads (:data:`~launchprof.trace.tables.LOADED_TABLES`) when this nsys has
     ``--tables`` (nsys 2025 and later)."""
     cmd = [nsys, "export", "--type", "arrowdir", "--force-overwrite", "true", "--quiet", "true"]
     if "--tables" in export_help(nsys):
-        cmd.append("--tables=" + ",".join(f"^{t}$" for t in EXPORTED_TABLES))
+        cmd.append("--tables=" + ",".join(f"^{t}$" for t in LOADED_TABLES))
     nice = shutil.which("nice")  # the export yields the CPU to nsys's own (background_priority)
     return [
         *([nice, "-n", str(BACKGROUND_NICE)] if nice else []),

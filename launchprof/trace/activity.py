@@ -19,7 +19,10 @@ import numpy as np
 import pandas as pd
 
 from launchprof.errors import TraceError
-from launchprof.trace.columns import (
+from launchprof.trace.columns import NARROW, Column, Reader, WrongType, narrow
+from launchprof.trace.model import TraceSchema
+from launchprof.trace.pids import pid_array
+from launchprof.trace.tables import (
     ACTIVITY_REQUIRED,
     API_COLS,
     API_REQUIRED,
@@ -27,14 +30,7 @@ from launchprof.trace.columns import (
     KERNEL_COLS,
     MEMCPY_COLS,
     MEMSET_COLS,
-    NARROW,
-    Column,
-    Reader,
-    WrongType,
-    narrow,
 )
-from launchprof.trace.model import TraceSchema
-from launchprof.trace.pids import pid_array
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 

@@ -9,7 +9,7 @@ this to analyse a recording while nsys is still writing its SQLite export
 
 The same loader builds the frames as for a SQLite export
 (:func:`launchprof.trace.loader.load_tables`): the big numeric tables
-(:data:`~launchprof.trace.columns.NUMERIC_TABLES`) are read straight from Arrow into
+(:data:`~launchprof.trace.tables.NUMERIC_TABLES`) are read straight from Arrow into
 numpy columns by :class:`ArrowReader`; the small tables the loader queries with SQL
 (strings, NVTX events, GPUs, processes, streams, export metadata) are copied into an
 in-memory SQLite database, every other table is created there empty, with its columns,
@@ -28,25 +28,12 @@ from typing import Any
 import numpy as np
 
 from launchprof.errors import TraceError
-from launchprof.trace.columns import NUMERIC_TABLES, Column, Reader, WrongType, _fit, _int64_values
+from launchprof.trace.columns import Column, Reader, WrongType, _fit, _int64_values
 from launchprof.trace.model import Trace
+from launchprof.trace.tables import LOADED_TABLES, NUMERIC_TABLES, SQL_TABLES
 
 ARROW_SUFFIX = ".arrow"
 NUMERIC = frozenset(table for table, _, _ in NUMERIC_TABLES)
-# The tables the loader reads with SQL (launchprof.trace.loader): copied row by row.
-SQL_TABLES = frozenset(
-    {
-        "StringIds",
-        "NVTX_EVENTS",
-        "TARGET_INFO_GPU",
-        "PROCESSES",
-        "TARGET_INFO_CUDA_STREAM",
-        "META_DATA_EXPORT",
-        "EXPORT_META_DATA",
-    }
-)
-# Every table the loader looks at (tables nsys did not write are simply absent).
-LOADED_TABLES = NUMERIC | SQL_TABLES
 
 
 def _open(path: Path) -> Any:
@@ -137,7 +124,7 @@ def _python(column: Any) -> list[Any]:
 
 def memory_database(tables: dict[str, Any]) -> sqlite3.Connection:
     """An in-memory SQLite database with every table of ``tables`` (same columns), the
-    rows of :data:`SQL_TABLES` copied in, the others empty."""
+    rows of :data:`~launchprof.trace.tables.SQL_TABLES` copied in, the others empty."""
     con = sqlite3.connect(":memory:")
     for name, table in tables.items():
         cols = ", ".join(f'"{f.name}" {_sql_type(f.type)}' for f in table.schema)

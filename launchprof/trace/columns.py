@@ -28,6 +28,7 @@ from urllib.parse import quote
 import numpy as np
 
 from launchprof.errors import TraceError
+from launchprof.trace.tables import NUMERIC_TABLES, NVTX_COLS, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE
 
 # Rows per Arrow record batch asked of the ADBC driver.
 BATCH_ROWS = 262_144
@@ -35,47 +36,6 @@ _INT32 = np.iinfo(np.int32)
 
 Progress = Callable[[str], None]
 
-ACTIVITY_COLS = {
-    "start": "start",
-    "end": "end",
-    "deviceId": "device_id",
-    "streamId": "stream_id",
-    "globalPid": "global_pid",
-    "correlationId": "correlation_id",
-}
-KERNEL_COLS = {
-    **ACTIVITY_COLS,
-    "shortName": "name_id",
-    "gridX": "grid_x",
-    "gridY": "grid_y",
-    "gridZ": "grid_z",
-    "blockX": "block_x",
-    "blockY": "block_y",
-    "blockZ": "block_z",
-    "graphNodeId": "graph_node_id",
-}
-MEMCPY_COLS = {**ACTIVITY_COLS, "bytes": "bytes", "copyKind": "copy_kind", "graphNodeId": "graph_node_id"}
-MEMSET_COLS = {**ACTIVITY_COLS, "bytes": "bytes", "graphNodeId": "graph_node_id"}
-GRAPH_TRACE_COLS = {**ACTIVITY_COLS, "graphId": "graph_id"}
-API_COLS = {"start": "start", "end": "end", "globalTid": "tid", "correlationId": "correlation_id", "nameId": "name_id"}
-ACTIVITY_REQUIRED = ("start", "end", "deviceId")
-API_REQUIRED = ("start", "end", "nameId")
-# (table, columns wanted -> names, columns required): the tables read as numbers.
-NUMERIC_TABLES: tuple[tuple[str, dict[str, str], tuple[str, ...]], ...] = (
-    ("CUPTI_ACTIVITY_KIND_KERNEL", KERNEL_COLS, ACTIVITY_REQUIRED),
-    ("CUPTI_ACTIVITY_KIND_RUNTIME", API_COLS, API_REQUIRED),
-    ("CUPTI_ACTIVITY_KIND_MEMCPY", MEMCPY_COLS, ACTIVITY_REQUIRED),
-    ("CUPTI_ACTIVITY_KIND_MEMSET", MEMSET_COLS, ACTIVITY_REQUIRED),
-    ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", GRAPH_TRACE_COLS, ACTIVITY_REQUIRED),
-    ("CUPTI_ACTIVITY_KIND_DRIVER", API_COLS, API_REQUIRED),
-)
-# NVTX ranges and domain names: the columns read (a missing one reads NULL) and the
-# event types kept (nsys ENUM_NSYS_EVENT_TYPE: 59 NvtxPushPopRange, 60 NvtxStartEndRange,
-# 75 domain create).
-NVTX_TABLE = "NVTX_EVENTS"
-NVTX_COLS = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
-NVTX_RANGE_TYPES = (59, 60)
-NVTX_DOMAIN_CREATE = 75
 # Columns narrowed to int32 when every value fits (ids that CUPTI keeps in 32 bits).
 NARROW = {
     "device_id",

@@ -36,9 +36,6 @@ import pandas as pd
 from launchprof.errors import TraceError
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
 from launchprof.trace.columns import (
-    NVTX_DOMAIN_CREATE,
-    NVTX_RANGE_TYPES,
-    NVTX_TABLE,
     Reader,
     decode_text,
     forget_prefetch,
@@ -50,6 +47,7 @@ from launchprof.trace.columns import (
 )
 from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.pids import pid_array, plain_pids
+from launchprof.trace.tables import NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 

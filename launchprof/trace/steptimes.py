@@ -17,7 +17,8 @@ import numpy as np
 from launchprof.defaults import STEP_DOMAIN
 from launchprof.errors import LaunchprofError
 from launchprof.profiler_region import MODULE_PREFIX, REGION_NAME
-from launchprof.trace.columns import NVTX_DOMAIN_CREATE, ro_uri
+from launchprof.trace.columns import ro_uri
+from launchprof.trace.tables import NVTX_DOMAIN_CREATE
 
 
 class StepTimesError(LaunchprofError):
