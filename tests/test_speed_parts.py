@@ -115,14 +115,14 @@ def test_heatmap_as_plotly_writes_it() -> None:
 def test_two_rows_as_make_subplots_lays_them_out() -> None:
     from plotly.subplots import make_subplots
 
-    from launchprof.report import figures
+    from launchprof.report import compare_figures
 
     titles = ["BEFORE: step 3", "AFTER: step 4"]
     ref = make_subplots(rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12)
     ref.update_layout(template="plotly_white")
     # the one change: row titles at the left, smaller (a long one was cut at both ends at 800 px)
     ref.update_annotations(x=0, xanchor="left", align="left", font=dict(size=14))
-    mine = plainfig.Figure(layout=figures.two_rows_layout(titles)).update_layout(template="plotly_white")
+    mine = plainfig.Figure(layout=compare_figures.two_rows_layout(titles)).update_layout(template="plotly_white")
     assert _plain(mine) == _plotly(ref)
 
 

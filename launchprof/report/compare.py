@@ -13,6 +13,7 @@ import numpy as np
 
 from launchprof.analysis.side import SideData
 from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures
+from launchprof.report.compare_figures import side_bars, step_timelines
 from launchprof.report.compare_schema import (
     CheckDoc,
     CompareDoc,
@@ -22,7 +23,6 @@ from launchprof.report.compare_schema import (
     WorkChangeDoc,
     WorkChangeExample,
 )
-from launchprof.report.figures import side_bars, step_timelines
 from launchprof.report.html import embed, printable, render
 from launchprof.report.outputs import COMPARE_FILES, VENDORED_JS
 from launchprof.text import fmt_us
@@ -185,8 +185,8 @@ def headline(doc: CompareDoc) -> str:
 
 def render_compare(c: Comparison, doc: CompareDoc) -> str:
     """The compare page: verdict first, bars, the two step timelines, checks, kernels
-    (figures: :func:`~launchprof.report.figures.side_bars`,
-    :func:`~launchprof.report.figures.step_timelines`)."""
+    (figures: :func:`~launchprof.report.compare_figures.side_bars`,
+    :func:`~launchprof.report.compare_figures.step_timelines`)."""
     figures = [embed(side_bars(doc), "Median per steady step: BEFORE (grey) and AFTER (blue).")]
     tl = step_timelines(c)
     if tl is not None:
