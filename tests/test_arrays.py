@@ -18,6 +18,7 @@ from launchprof.analysis.arrays import (
     run_bounds,
     run_sums,
     segment_cummax,
+    selection,
     sorted_by,
     take,
 )
@@ -81,6 +82,7 @@ def test_rows_take_the_masked_rows(seed: int) -> None:
     block[a:b] = True
     for mask in (np.ones(n, bool), block, rng.random(n) < 0.5):
         assert np.array_equal(take(values, rows_where(mask)), values[mask])
+        assert np.array_equal(values[selection(mask)], values[mask])
 
 
 @pytest.mark.parametrize("seed", SEEDS)

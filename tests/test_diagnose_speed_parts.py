@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import launchprof
-from launchprof.analysis import side, stepdata
+from launchprof.analysis import gapcauses, side, stepdata
 from launchprof.analysis.callkinds import classify
 from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.side import KERNEL_KEY, kernel_info
@@ -51,18 +51,18 @@ def test_previous_end_on_the_thread_matches_groupby(threads: int, sorted_start: 
     rng = np.random.default_rng(threads * 2 + sorted_start)
     api = _api(rng, 3_000, threads, sorted_start)
     expected = _prev_end_reference(api)
-    got = stepdata.prev_end_on_thread(api)
+    got = gapcauses.prev_end_on_thread(api)
     np.testing.assert_array_equal(got, expected)
     rows = rng.integers(0, len(api), 500)
-    np.testing.assert_array_equal(stepdata.prev_end_at(api, rows), expected[rows])
+    np.testing.assert_array_equal(gapcauses.prev_end_at(api, rows), expected[rows])
 
 
 def test_previous_end_without_ties_and_over_a_huge_range() -> None:
     api = pd.DataFrame({"start": np.arange(0, 50, 5), "end": np.arange(0, 50, 5) + 3, "tid": 1})
-    np.testing.assert_array_equal(stepdata.prev_end_at(api, np.arange(10)), _prev_end_reference(api))
+    np.testing.assert_array_equal(gapcauses.prev_end_at(api, np.arange(10)), _prev_end_reference(api))
     # Ends spread over 2**62: the lifted single accumulate would overflow; per thread then.
     huge = pd.DataFrame({"start": [0, 1, 2, 3], "end": [0, 2**62, 5, 2**61], "tid": [1, 2, 1, 2]})
-    np.testing.assert_array_equal(stepdata.prev_end_on_thread(huge), [np.nan, np.nan, 0.0, float(2**62)])
+    np.testing.assert_array_equal(gapcauses.prev_end_on_thread(huge), [np.nan, np.nan, 0.0, float(2**62)])
 
 
 def _blocked_reference(sync: pd.DataFrame, pid: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -74,7 +74,7 @@ def _blocked_reference(sync: pd.DataFrame, pid: np.ndarray, at: np.ndarray) -> n
         by="pid",
         direction="backward",
     )
-    return (m["s_end"] >= m["start"] - stepdata.SYNC_TOLERANCE_NS).fillna(False).to_numpy(dtype=bool)
+    return (m["s_end"] >= m["start"] - gapcauses.SYNC_TOLERANCE_NS).fillna(False).to_numpy(dtype=bool)
 
 
 @pytest.mark.parametrize(("n_sync", "pids"), [(5, 1), (5, 3), (300, 1), (300, 3)])
@@ -91,7 +91,7 @@ def test_sync_blocked_gaps_match_merge_asof(n_sync: int, pids: int) -> None:
     )
     at = np.sort(rng.integers(0, 110_000, 5_000)).astype(np.int64)
     pid = rng.integers(0, pids, at.size).astype(np.int32)
-    got = stepdata.sync_blocked_at(sync["pid"].to_numpy(), sync["start"].to_numpy(), sync["end"].to_numpy(), pid, at)
+    got = gapcauses.sync_blocked_at(sync["pid"].to_numpy(), sync["start"].to_numpy(), sync["end"].to_numpy(), pid, at)
     expected = _blocked_reference(sync, pid, at)
     assert expected.any() and not expected.all()
     np.testing.assert_array_equal(got, expected)

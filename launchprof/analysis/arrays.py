@@ -1,5 +1,6 @@
 """Numpy kernels shared by the analysis: sortedness checks, running maxima within
-segments, row codes, category membership, and sums over runs of sorted labels.
+segments, row codes, category membership, the rows of a mask, and sums over runs of
+sorted labels.
 
 Each is exact (integer arithmetic where a float would round) and equal to the plain
 numpy/pandas formulation named in its docstring, which tests/test_arrays.py checks it
@@ -122,6 +123,16 @@ def rows_where(mask: np.ndarray) -> np.ndarray | slice | None:
     stop = mask.size - int(mask[::-1].argmax())
     if mask[first] and mask[first:stop].all():
         return slice(first, stop)
+    return np.flatnonzero(mask)
+
+
+def selection(mask: np.ndarray) -> slice | np.ndarray:
+    """The positions where ``mask`` is True: a slice when they are consecutive (steps'
+    rows usually are; a slice takes views instead of copies), else an index array."""
+    n = int(np.count_nonzero(mask))
+    first = int(mask.argmax()) if n else 0
+    if mask[first : first + n].all():
+        return slice(first, first + n)
     return np.flatnonzero(mask)
 
 

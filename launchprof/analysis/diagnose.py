@@ -8,7 +8,7 @@ Verdict (over the steady-state steps, :attr:`Steps.steady`; sums over those step
   at most 1 / (1 - 0.2) = 1.25x, the same bar as :data:`MIN_SPEEDUP`; the chapter's
   "a few large kernels, the GPU is already busy" case.
 - otherwise the largest share of the host-wait idle, split by cause
-  (:mod:`launchprof.analysis.stepdata`): ``launch-bound`` (the GPU waited for the launch
+  (:mod:`launchprof.analysis.gapcauses`): ``launch-bound`` (the GPU waited for the launch
   path), ``sync-bound`` (it waited after a synchronizing call drained it) or
   ``host-bound`` (it waited while the CPU did other work, > 100 us without a CUDA call).
   A steady state that already replays graphs (a graph launch a step or more) and still
@@ -43,6 +43,7 @@ from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.expect import expect_shapes
 from launchprof.analysis.finders import FinderInputs, find_all
 from launchprof.analysis.findings import Finding
+from launchprof.analysis.gapcauses import HOST_GAP_NS
 from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.predict import constants
 from launchprof.analysis.recommendation import (
@@ -53,7 +54,7 @@ from launchprof.analysis.recommendation import (
     unprofiled_step,
 )
 from launchprof.analysis.sources import SyncRuns, placed
-from launchprof.analysis.stepdata import HOST_GAP_NS, StepContext, step_context
+from launchprof.analysis.stepdata import StepContext, step_context
 from launchprof.analysis.stepmix import step_shapes, stream_figures
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
