@@ -1,4 +1,4 @@
-"""What the critical path of a several-stream step costs (launchprof.analysis.stepmix.longest_chain),
+"""What the critical path of a several-stream step costs (launchprof.analysis.prediction.stepmix.longest_chain),
 against the plain walk it replaced.
 
 Usage:  python benchmarks/critical_path_speed.py [--repeats N]
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from launchprof.analysis.stepmix import longest_chain
+from launchprof.analysis.prediction.stepmix import longest_chain
 
 SHAPES = [(200, 10, 2), (3_000, 300, 3), (20_000, 2_000, 4)]
 

@@ -18,7 +18,7 @@ Model used for the "by node count" table (calibration figures only, a step of N 
 1-block kernels): per-launch step = max(N x launch_cpu, N x stream_kernel_interval) (the
 host issues one launch call per kernel; the GPU runs one kernel per stream interval);
 graph step = max(cudaGraphLaunch host time for N nodes, N x graph_node_interval);
-break-even N* from :func:`launchprof.analysis.predict.break_even` with the measured
+break-even N* from :func:`launchprof.analysis.prediction.predict.break_even` with the measured
 instantiation time for N nodes.
 
 Usage: ``python scripts/results_page.py [--out docs/results.md]``.
@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from launchprof.analysis.predict import break_even
+from launchprof.analysis.prediction.predict import break_even
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "data"

@@ -441,7 +441,7 @@ def test_a_gpu_bound_step_whose_expected_gain_converts_is_launch_bound() -> None
     Below the bar it stays gpu-bound."""
     from types import SimpleNamespace
 
-    from launchprof.analysis.decision import MIN_SPEEDUP, agree
+    from launchprof.analysis.prediction.decision import MIN_SPEEDUP, agree
 
     # measured 514.8 us without nsys against 468.0 us traced (1.1x: within the runs' spread)
     exp = SimpleNamespace(speedup=1.34, kept_share=0.1, eager_source="measured", eager_step_ns=514_800.0,

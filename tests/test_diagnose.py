@@ -12,7 +12,7 @@ from tracebuilder import TraceBuilder
 
 import launchprof
 from launchprof.analysis.diagnose import Diagnosis, diagnose
-from launchprof.analysis.recommendation import Recommendation
+from launchprof.analysis.prediction.recommendation import Recommendation
 
 HERE = Path(__file__).resolve().parent
 GPU = HERE / "data" / "gpu"

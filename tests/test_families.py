@@ -245,8 +245,8 @@ def test_the_path_needs_half_the_steady_steps_placed(share: float, placed: bool)
 
     import pandas as pd
 
+    from launchprof.analysis.prediction.stepmix import stream_figures
     from launchprof.analysis.stepdata import step_context
-    from launchprof.analysis.stepmix import stream_figures
 
     a = launchprof.analyze(CORPUS / "streams_eager_rec2.sqlite.xz")
     ctx = step_context(a, a.found_steps)

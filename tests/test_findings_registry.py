@@ -17,7 +17,7 @@ import launchprof
 from launchprof.analysis import finders
 from launchprof.analysis.finders import FINDING_KINDS, FinderInputs, FindingKind, find_all
 from launchprof.analysis.findings import Finding, Severity
-from launchprof.analysis.predict import constants
+from launchprof.analysis.prediction.predict import constants
 from launchprof.analysis.stepdata import step_context
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference.md"

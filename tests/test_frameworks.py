@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import launchprof
-from launchprof.analysis.expect import NOISE, RUN_SPREAD
+from launchprof.analysis.prediction.expect import NOISE, RUN_SPREAD
 from launchprof.api.traces import with_baseline
 
 CORPUS = Path(__file__).resolve().parent / "data" / "frameworks"

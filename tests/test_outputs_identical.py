@@ -64,7 +64,7 @@ def _has_avx512() -> bool:
 
 @pytest.mark.skipif(not _has_avx512(), reason="the BLAS picks its AVX-512 kernel only on a CPU that has it")
 def test_two_shape_figures_do_not_depend_on_the_blas_kernel(tmp_path: Path) -> None:
-    """The figures of a trace with two step shapes are weighted sums (analysis/expect.py);
+    """The figures of a trace with two step shapes are weighted sums (analysis/prediction/expect.py);
     computed by the BLAS (np.dot) they took another last bit on a CPU with AVX-512, and
     the golden digests differed there. The same summary.json with OpenBLAS's AVX-512
     kernel and with its AVX2 one."""

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from launchprof.analysis.predict import DEFAULTS, break_even, constants, predict_graph_step, unprofiled_values
+from launchprof.analysis.prediction.predict import (
+    DEFAULTS,
+    break_even,
+    constants,
+    predict_graph_step,
+    unprofiled_values,
+)
 
 HERE = Path(__file__).resolve().parent
 VALUES = {

@@ -1,4 +1,4 @@
-"""The critical path of a step over several streams (launchprof.analysis.stepmix.longest_chain):
+"""The critical path of a step over several streams (launchprof.analysis.prediction.stepmix.longest_chain):
 kernels of one stream run in order, a stream-wait-event call makes the kernels launched
 after it wait for each stream's last kernel launched before it, unless the trace shows the
 later kernel starting before the earlier one ended. Ground truth: steps built here as an
@@ -11,8 +11,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from launchprof.analysis.predict import DEFAULTS, gpu_work, predict_graph_step
-from launchprof.analysis.stepmix import longest_chain
+from launchprof.analysis.prediction.predict import DEFAULTS, gpu_work, predict_graph_step
+from launchprof.analysis.prediction.stepmix import longest_chain
 
 
 def _eager(kernels: list[tuple[int, int]], launch_every: int = 5000) -> tuple[np.ndarray, ...]:

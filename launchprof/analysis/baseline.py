@@ -21,10 +21,10 @@ Definitions (all ns, medians over the pooled steps of all runs):
   its estimate.
 
 The measured step goes to the prediction (:func:`measured_step`,
-:func:`launchprof.analysis.expect.with_measured_eager`, called by
+:func:`launchprof.analysis.prediction.expect.with_measured_eager`, called by
 :func:`launchprof.analysis.diagnose.diagnose`): it replaces the estimate of the eager
 step, and the graph step, speedup and range follow by the one formula of
-:mod:`launchprof.analysis.expect`; this module computes no prediction of its own.
+:mod:`launchprof.analysis.prediction.expect`; this module computes no prediction of its own.
 """
 
 from __future__ import annotations
@@ -325,7 +325,7 @@ def measured_step(section: Mapping[str, Any], mean: bool = False) -> tuple[float
     were timed)``; None when it has no usable period (none, the host ran ahead of the
     GPU, or the runs ran slower than the trace: :data:`SLOWER_THAN_TRACED`). ``mean``: the
     mean period instead of the median, for steps of several shapes
-    (:func:`launchprof.analysis.expect.expect_shapes`: the prediction weighs the shapes as
+    (:func:`launchprof.analysis.prediction.expect.expect_shapes`: the prediction weighs the shapes as
     the program's time does); the per-run figures are then scaled by mean / median."""
     period = section.get("period_p50_ns")
     if not period or section.get("host_ahead_of_gpu") or section.get("slower_than_traced"):

@@ -17,12 +17,12 @@ Verdict (over the steady-state steps, :attr:`Steps.steady`; sums over those step
   ``host-outside-graph`` finding (:mod:`launchprof.analysis.hostwork`) instead of
   ``sync-in-step`` (a sync outside the graph does not break its capture).
 
-Recommendation (:mod:`launchprof.analysis.recommendation`): the prediction
-(:mod:`launchprof.analysis.predict`, for a profiled run) is computed for every verdict
+Recommendation (:mod:`launchprof.analysis.prediction.recommendation`): the prediction
+(:mod:`launchprof.analysis.prediction.predict`, for a profiled run) is computed for every verdict
 with per-launch kernels, so a gpu-bound workload shows how little a graph would give; the
-expectation without the profiler (:mod:`launchprof.analysis.expect`: the one prediction
+expectation without the profiler (:mod:`launchprof.analysis.prediction.expect`: the one prediction
 the outputs show, with the step measured without nsys when runs are given) decides. The
-decision and the verdict's agreement with it: :mod:`launchprof.analysis.decision`.
+decision and the verdict's agreement with it: :mod:`launchprof.analysis.prediction.decision`.
 Blockers are the findings of severity ``blocker``: fix them before (or while) converting.
 """
 
@@ -38,24 +38,24 @@ import pandas as pd
 
 from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.decision import MIN_SPEEDUP, agree
 from launchprof.analysis.durations import launch_durations
-from launchprof.analysis.expect import expect_shapes
 from launchprof.analysis.finders import FinderInputs, find_all
 from launchprof.analysis.findings import Finding
 from launchprof.analysis.gapcauses import HOST_GAP_NS
 from launchprof.analysis.headline import replays_graphs
-from launchprof.analysis.predict import constants
-from launchprof.analysis.recommendation import (
+from launchprof.analysis.prediction.decision import MIN_SPEEDUP, agree
+from launchprof.analysis.prediction.expect import expect_shapes
+from launchprof.analysis.prediction.predict import constants
+from launchprof.analysis.prediction.recommendation import (
     Recommendation,
     on_expectation_footing,
     profiled_predictions,
     recommend,
     unprofiled_step,
 )
+from launchprof.analysis.prediction.stepmix import step_shapes, stream_figures
 from launchprof.analysis.sources import SyncRuns, placed
 from launchprof.analysis.stepdata import StepContext, step_context
-from launchprof.analysis.stepmix import step_shapes, stream_figures
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
 from launchprof.defaults import DIAGNOSIS_VERDICTS
@@ -284,7 +284,7 @@ def diagnose(
     Args:
         analysis: from :func:`launchprof.analyze`.
         steps: default :func:`~launchprof.analysis.steps.find_steps` of ``analysis``.
-        calibration: prediction constants (see :func:`~launchprof.analysis.predict.constants`);
+        calibration: prediction constants (see :func:`~launchprof.analysis.prediction.predict.constants`);
             default: the defaults. The analysis reads no file: the API passes the user's
             calibration file (:func:`launchprof.api.calibration.user_calibration`).
         host_gap_ns: CPU time outside CUDA calls above which an idle gap's cause is host

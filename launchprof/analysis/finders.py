@@ -17,10 +17,10 @@ from typing import Any
 from launchprof.analysis import findings as F
 from launchprof.analysis import stepshapes
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.expect import Expectation
 from launchprof.analysis.findings import Finding, Severity
 from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.hostwork import host_outside_graph
+from launchprof.analysis.prediction.expect import Expectation
 from launchprof.analysis.sources import SyncRuns, graph_skips
 from launchprof.analysis.stepdata import StepContext
 
@@ -34,7 +34,7 @@ class FinderInputs:
         analysis: the trace's :class:`~launchprof.analysis.Analysis`.
         figures: the diagnosis' figures (``graph_launches_per_step_p50``, ...).
         framework: ``pytorch`` or ``cuda``.
-        values: the prediction's constants (:func:`~launchprof.analysis.predict.constants`).
+        values: the prediction's constants (:func:`~launchprof.analysis.prediction.predict.constants`).
         expected: the expectation without the profiler, or None.
         unprofiled: the step without the profiler (``Recommendation.step_without_profiler``), or None.
         sync: the synchronizing calls and Inductor's skips of the runs without nsys, or None.

@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.callkinds import api_classes
-from launchprof.analysis.captureregion import CYCLE_LAUNCH_SHARE
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.expect import Expectation
+from launchprof.analysis.prediction.captureregion import CYCLE_LAUNCH_SHARE
+from launchprof.analysis.prediction.expect import Expectation
 from launchprof.analysis.stepdata import StepContext
 from launchprof.analysis.timeline import corr_key
 from launchprof.text import us_text
@@ -130,9 +130,9 @@ def sync_in_step(ctx: StepContext) -> Finding | None:
     A blocker when the syncs cut the step's launches apart, or when a step found from the
     kernels alone has fewer than two (where one sits in the loop body cannot be told); a
     warning when one stretch of launches without a sync holds at least
-    :data:`~launchprof.analysis.captureregion.CYCLE_LAUNCH_SHARE` of them (median over steps,
+    :data:`~launchprof.analysis.prediction.captureregion.CYCLE_LAUNCH_SHARE` of them (median over steps,
     :func:`_region_launch_share`; the share that defines a capture region in
-    :func:`~launchprof.analysis.captureregion.capture_region`): the syncs lie before or after
+    :func:`~launchprof.analysis.prediction.captureregion.capture_region`): the syncs lie before or after
     the region a capture holds (a decode loop's stopping check after the forward, an
     ``.item()`` at the end of the step), so the capture does not fail; they still drain
     the GPU once a step."""
@@ -201,7 +201,7 @@ def _region_launch_share(ctx: StepContext) -> float | None:
     cut after each sync and, for steps the user marked (NVTX, graph launches), at the
     step's edges: the user's loop body. A step found from the kernels alone may start
     anywhere in the cycle, so there a stretch runs on into the next step (as
-    :func:`~launchprof.analysis.captureregion.capture_region` takes it), which only tells where
+    :func:`~launchprof.analysis.prediction.captureregion.capture_region` takes it), which only tells where
     the syncs are when a step has two or more (:func:`sync_in_step`). Each stretch counts
     for the step of its first launch, at most all of that step's launches."""
     calls = ctx.calls
@@ -408,7 +408,7 @@ def profiler_overhead(
 
     The step without the profiler it quotes is the one prediction's, never its own:
     ``unprofiled`` (the recommendation's ``step_without_profiler``: measured or estimated,
-    :mod:`launchprof.analysis.expect`) and, with an ``expected`` conversion, its graph
+    :mod:`launchprof.analysis.prediction.expect`) and, with an ``expected`` conversion, its graph
     step and speedup; without them the finding gives the launch calls' cost alone."""
     steady = ctx.steady
     launch_calls = _launch_calls(ctx)

@@ -25,8 +25,8 @@ import pandas as pd
 from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnose import Diagnosis
 from launchprof.analysis.nvtx_steps import NvtxSteps
+from launchprof.analysis.prediction.recommendation import Recommendation
 from launchprof.analysis.ranks import CrossRank
-from launchprof.analysis.recommendation import Recommendation
 from launchprof.analysis.steps import Steps
 
 R = TypeVar("R", bound="AnalysisResult")
@@ -93,7 +93,7 @@ class AnalysisResult(Analysis):
             several ranks or NCCL kernels, else None.
         diagnosis: the :class:`~launchprof.analysis.diagnose.Diagnosis` of the steady
             steps; None when made without one (:meth:`of` called before diagnosing).
-        recommendation: the :class:`~launchprof.analysis.recommendation.Recommendation`; None
+        recommendation: the :class:`~launchprof.analysis.prediction.recommendation.Recommendation`; None
             before the diagnosis.
         shown: what the outputs show (:class:`Shown`); None until
             :func:`launchprof.analysis.finish.finish` (the outputs need it: :meth:`outputs`).

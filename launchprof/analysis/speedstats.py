@@ -78,7 +78,7 @@ def estimated_interval(
     before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
 ) -> tuple[float, tuple[float, float], str] | None:
     """The speedup without nsys from each side's ``step_without_profiler``
-    (:class:`launchprof.analysis.recommendation.Recommendation`: ``step_ns``, ``low_ns``,
+    (:class:`launchprof.analysis.prediction.recommendation.Recommendation`: ``step_ns``, ``low_ns``,
     ``high_ns``, ``source``): BEFORE's step over AFTER's, its range lowest BEFORE over
     highest AFTER to highest over lowest, and ``runs`` when both sides' steps were measured
     by runs without nsys (their step files not at hand: a range, not an interval), else

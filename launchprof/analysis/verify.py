@@ -76,7 +76,7 @@ class Comparison:
             step periods and its interval, :func:`unprofiled_interval`, from the runs
             without nsys of both sides, ``profile --baseline-runs``; the ``faster`` check
             then decides on it), else estimated (``estimate``: the ratio of each side's
-            ``step_without_profiler``, the one model of :mod:`launchprof.analysis.unprofiled`,
+            ``step_without_profiler``, the one model of :mod:`launchprof.analysis.prediction.unprofiled`,
             and its range: lowest BEFORE over highest AFTER to highest over lowest; the
             ``faster`` check keeps deciding on the measurement under nsys); None when a
             side has neither.

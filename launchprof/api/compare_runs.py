@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.analysis.diagnose import diagnose
-from launchprof.analysis.predict import break_even
+from launchprof.analysis.prediction.predict import break_even
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.side import SideData, regroup, side_from_analysis, unprofiled_times
 from launchprof.analysis.steps import Steps, find_steps

@@ -242,7 +242,7 @@ class TraceAnalysis(AnalysisResult):
     with the answers a notebook asks for first, and a short ``repr``.
 
     Attributes (besides the result's ``recommendation``:
-    :class:`~launchprof.analysis.recommendation.Recommendation` (``convert``,
+    :class:`~launchprof.analysis.prediction.recommendation.Recommendation` (``convert``,
     ``predicted_speedup``, ``break_even_iterations``, ``blockers``, ...), ``diagnosis``:
     :class:`~launchprof.analysis.diagnose.Diagnosis` (``findings``, ``figures``,
     ``reasons``), ``found_steps``, ``ranks``; computed on first use):

@@ -15,7 +15,7 @@ the Python binding's own cost, so the difference is the profiler's:
 - ``graph_launch_overhead_fit`` = the same for (under nsys - without).
 
 The section is stored as ``profiler`` in the calibration document; the predictor
-(:mod:`launchprof.analysis.predict`, ``CALIBRATION_KEYS``) takes ``launch_overhead_ns``
+(:mod:`launchprof.analysis.prediction.predict`, ``CALIBRATION_KEYS``) takes ``launch_overhead_ns``
 and ``graph_launch_cpu_fit`` from it. The trace nsys writes is its own and is removed with
 its temporary folder.
 """

@@ -237,7 +237,7 @@ class Blocker(_Model):
 
 
 class CalibrationInfo(_Model):
-    """Which prediction constants were used (:func:`launchprof.analysis.predict.constants`)."""
+    """Which prediction constants were used (:func:`launchprof.analysis.prediction.predict.constants`)."""
 
     source: str
     from_calibration: list[str]
@@ -246,9 +246,9 @@ class CalibrationInfo(_Model):
 
 
 class RecommendationSection(_Model):
-    """The ``recommendation`` section (:meth:`launchprof.analysis.recommendation.Recommendation.to_dict`):
+    """The ``recommendation`` section (:meth:`launchprof.analysis.prediction.recommendation.Recommendation.to_dict`):
     whether to convert, the gain expected without the profiler (``expected``: every term of
-    :class:`launchprof.analysis.expect.Expectation`), the profiled prediction and its
+    :class:`launchprof.analysis.prediction.expect.Expectation`), the profiled prediction and its
     model's terms (by name), break-even, blockers, assumptions and the constants' source."""
 
     convert: bool

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from launchprof.analysis.diagnose import Diagnosis
-from launchprof.analysis.recommendation import Recommendation
+from launchprof.analysis.prediction.recommendation import Recommendation
 from launchprof.text import count_text, one_line
 
 

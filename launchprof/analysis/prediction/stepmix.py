@@ -1,6 +1,6 @@
 """Steps of several shapes: the steady steps grouped by kernels a step, for the prediction
-(:func:`launchprof.analysis.expect.expect_shapes`) and the steps without the profiler of
-each side of ``compare`` (:func:`launchprof.analysis.unprofiled.steps_without_profiler`).
+(:func:`launchprof.analysis.prediction.expect.expect_shapes`) and the steps without the profiler of
+each side of ``compare`` (:func:`launchprof.analysis.prediction.unprofiled.steps_without_profiler`).
 
 A program whose steps take several paths (a data-dependent branch, an optimizer step every
 few steps) spends its time in all of them; the medians of its steps are one path's. The

@@ -18,13 +18,13 @@ PyTorch launches the backward pass from its autograd threads):
   trace was found to predict: ``launchprof profile --baseline-runs N`` measures the step
   without nsys, which replaces this estimate; for other
   programs (CUDA C++, cuda-python), launch calls x ``profiler_launch_overhead_ns`` + other
-  calls x ``profiler_call_overhead_ns`` (:mod:`launchprof.analysis.predict`'s constants: a
+  calls x ``profiler_call_overhead_ns`` (:mod:`launchprof.analysis.prediction.predict`'s constants: a
   calibration's ``profiler`` section, else the defaults);
 - the eager step without the profiler ``E = max(period - profiler_ns, G_gpu)``, never below
   the graph's GPU side (the GPU's work is not inflated, and the eager GPU pays the same
   dispatch gaps), or the measured one (floored the same way) when the run has step times
   without the profiler;
-- the capture region (:func:`~launchprof.analysis.captureregion.capture_region`), from the
+- the capture region (:func:`~launchprof.analysis.prediction.captureregion.capture_region`), from the
   program's structure alone: the step's run of kernel launches (for a step that
   synchronizes, its largest run between two synchronizing calls, which a capture cannot
   hold: a decode step's forward), from its first launch call to its last. A graph removes
@@ -39,8 +39,8 @@ PyTorch launches the backward pass from its autograd threads):
   -> 0.40 for a decode loop);
 - the graph step without the profiler ``G``: its GPU side (busy time - for kernels on
   several streams the critical path, a fork/join's branches side by side:
-  :func:`~launchprof.analysis.predict.gpu_work` -, dispatch gaps, the gap between graph
-  launches; :func:`~launchprof.analysis.predict.unprofiled_values`) and
+  :func:`~launchprof.analysis.prediction.predict.gpu_work` -, dispatch gaps, the gap between graph
+  launches; :func:`~launchprof.analysis.prediction.predict.unprofiled_values`) and
   its CPU side (one unprofiled ``cudaGraphLaunch`` + ``kept_host_ns``) add up when the
   step synchronizes (the host waits for the GPU, then the GPU for the host), and overlap
   otherwise: ``G = gpu + cpu`` or ``max(gpu, cpu)``;
@@ -51,10 +51,10 @@ PyTorch launches the backward pass from its autograd threads):
   intervals, in place of the critical path: kernels that each fill the GPU do not run
   side by side), the profiler estimate's
   spread (PyTorch: the inflation range; others:
-  :data:`~launchprof.analysis.unprofiled.PROFILER_SPREAD` above the per-call estimate,
+  :data:`~launchprof.analysis.prediction.unprofiled.PROFILER_SPREAD` above the per-call estimate,
   down to nothing) and ``NOISE`` (run-to-run):
   ``[E_low / G_high x (1 - NOISE), E_high / G x (1 + NOISE)]``;
-- steps of several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`: kernels a step differ, e.g. a
+- steps of several shapes (:func:`~launchprof.analysis.prediction.stepmix.step_shapes`: kernels a step differ, e.g. a
   data-dependent branch): each shape predicted as above from its own medians, the
   figures the shapes' weighted by their steady steps and the speedup that of the
   weighted steps (:func:`expect_shapes`, :func:`combine`), as the program's time
@@ -74,11 +74,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.captureregion import capture_region, kept_share
-from launchprof.analysis.predict import gpu_work, predict_graph_step, unprofiled_values
+from launchprof.analysis.prediction.captureregion import capture_region, kept_share
+from launchprof.analysis.prediction.predict import gpu_work, predict_graph_step, unprofiled_values
+from launchprof.analysis.prediction.stepmix import (
+    shape_context,
+    shape_figures,
+    step_shapes,
+    stream_figures,
+    weighted_sum,
+)
+from launchprof.analysis.prediction.unprofiled import step_without_profiler
 from launchprof.analysis.stepdata import StepContext
-from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes, stream_figures, weighted_sum
-from launchprof.analysis.unprofiled import step_without_profiler
 
 UNCAPTURED_SHARE = 0.25
 NOISE = 0.05
@@ -104,7 +110,7 @@ class Expectation:
         traced_calls: CUDA API calls per step (p50), ``launch_calls`` of them kernel launches.
         cpu_step_ns: the CPU step under nsys (p50; first call of a step to the next's).
         region_ns: the capture region's span under nsys (p50;
-            :func:`~launchprof.analysis.captureregion.capture_region`), None without
+            :func:`~launchprof.analysis.prediction.captureregion.capture_region`), None without
             launches; ``kept_share``: the share of the CPU steps outside it.
         eager_step_ns: the step without the profiler; ``eager_low_ns``/``eager_high_ns``
             its range; ``eager_source`` ``"estimate"`` (from the trace) or ``"measured"``
@@ -114,7 +120,7 @@ class Expectation:
             ``removed_host_ns``: the rest of the CPU step without the profiler.
         synchronizing: the step synchronizes with the GPU (CPU and GPU sides add up).
         gpu_side_ns: the graph step's GPU side (busy time - or, for kernels on several
-            streams, the critical path: :func:`~launchprof.analysis.predict.gpu_work` -
+            streams, the critical path: :func:`~launchprof.analysis.prediction.predict.gpu_work` -
             dispatch gaps, the gap between graph launches); ``gpu_side_serial_ns``: the
             same with the busy time (the branches overlapping no more than in the eager
             run: the range's low end takes it; ``gpu_side_ns`` for one stream); ``launch_call_ns``: one
@@ -249,12 +255,12 @@ def expect(
             ``profiler_call_overhead_ns``, ``profiler_torch_inflation`` (and its ``_low``,
             ``_high``) and the
             ``unprofiled_*`` graph constants: one graph per step, its GPU side and its
-            launch call as :func:`~launchprof.analysis.predict.predict_graph_step` gives
+            launch call as :func:`~launchprof.analysis.prediction.predict.predict_graph_step` gives
             them).
         framework: ``"pytorch"`` (the step inflated ``profiler_torch_inflation`` times)
             or anything else (launch calls ``profiler_launch_overhead_ns``, other calls
             ``profiler_call_overhead_ns``).
-        region: the steps' :func:`~launchprof.analysis.captureregion.capture_region` rows,
+        region: the steps' :func:`~launchprof.analysis.prediction.captureregion.capture_region` rows,
             when taken from a larger context (a shape's steps: their CPU step runs to the
             next step's first call, whatever its shape); default: computed from ``ctx``.
     """
@@ -329,7 +335,8 @@ def expect_shapes(
 ) -> Expectation | None:
     """:func:`expect`, with the eager step ``measured`` without nsys when given
     (``(step_ns, per-run steps, timed_by)``: :func:`with_measured_eager`); for steps of
-    several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`) each shape's expectation from its own medians,
+    several shapes (:func:`~launchprof.analysis.prediction.stepmix.step_shapes`) each
+    shape's expectation from its own medians,
     its capture region taken from the whole context, its eager step the measured one
     (then the runs' mean) scaled by the shape's estimate over the shapes' weighted
     estimate, weighed by its steady steps (:func:`combine`)."""

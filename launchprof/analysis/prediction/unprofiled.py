@@ -1,7 +1,7 @@
 """The step without the profiler, estimated from its period under nsys: the profiler's
 share of a step (PyTorch's host time inflated as a whole; other programs' traced calls at
 their per-call costs) taken off the period, never below the GPU's own work, with its range.
-The eager step of :func:`launchprof.analysis.expect.expect` and each side of ``compare``
+The eager step of :func:`launchprof.analysis.prediction.expect.expect` and each side of ``compare``
 (a run that replays graphs too) are estimated by this one model.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from launchprof.analysis.headline import replays_graphs
+from launchprof.analysis.prediction.stepmix import shape_context, shape_figures, step_shapes, weighted_sum
 from launchprof.analysis.stepdata import StepContext
-from launchprof.analysis.stepmix import shape_context, shape_figures, step_shapes, weighted_sum
 
 PROFILER_SPREAD = 0.35
 
@@ -58,7 +58,7 @@ def step_without_profiler(
     """A step without the profiler, estimated from its period under nsys: the period less
     the profiler's share (:func:`profiler_share`), never below ``gpu_floor`` (the GPU's
     own work a step, which nsys does not slow); ``(step, low, high)`` in ns, the range
-    from the share's range. The eager step of :func:`~launchprof.analysis.expect.expect`
+    from the share's range. The eager step of :func:`~launchprof.analysis.prediction.expect.expect`
     and each side of ``compare`` (a run that replays graphs too) are estimated by this one
     function."""
     share, (largest, smallest) = profiler_share(framework, period, calls, launches, values, replaying)
@@ -70,7 +70,8 @@ def steps_without_profiler(
 ) -> tuple[float, float, float] | None:
     """:func:`step_without_profiler` of the steady steps of ``ctx`` (a run that replays
     graphs, say: ``replaying`` when they launch a graph a step or more), the GPU's busy
-    time a step as the floor; for steps of several shapes (:func:`~launchprof.analysis.stepmix.step_shapes`), each
+    time a step as the floor; for steps of several shapes
+    (:func:`~launchprof.analysis.prediction.stepmix.step_shapes`), each
     shape's, weighted by its steady steps; None without a period."""
     shapes = step_shapes(ctx)
     if shapes:

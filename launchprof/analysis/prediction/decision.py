@@ -1,9 +1,9 @@
 """The decision: whether to convert to a CUDA graph and why, and a verdict that agrees
-with it (called last: :func:`decide` by :func:`launchprof.analysis.recommendation.recommend`,
+with it (called last: :func:`decide` by :func:`launchprof.analysis.prediction.recommendation.recommend`,
 :func:`agree` by :func:`launchprof.analysis.diagnose.diagnose`).
 
 ``convert`` is True for a launch-bound steady state that does not run as graphs already,
-with an expected speedup without the profiler (:mod:`launchprof.analysis.expect`) of at
+with an expected speedup without the profiler (:mod:`launchprof.analysis.prediction.expect`) of at
 least :data:`MIN_SPEEDUP` (1.25x, the gain a 20 % host-wait share would allow at best,
 :data:`launchprof.analysis.diagnose.HOST_WAIT_MIN`). A verdict of ``launch-bound`` means
 a graph is expected to pay; when it is not, :func:`agree` names what holds the GPU back
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from launchprof.analysis.expect import Expectation
 from launchprof.analysis.findings import Finding, Severity
 from launchprof.analysis.headline import rebuilds_graphs, replays_graphs
-from launchprof.analysis.predict import Prediction
+from launchprof.analysis.prediction.expect import Expectation
+from launchprof.analysis.prediction.predict import Prediction
 from launchprof.analysis.stepdata import StepContext
 from launchprof.text import us_text
 

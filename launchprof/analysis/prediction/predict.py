@@ -198,7 +198,7 @@ def gpu_work(fig: Mapping[str, Any]) -> tuple[float, float | None]:
     """The GPU work a graph of the step runs one after another (ns) and the activities on
     that chain (None: all of them): the critical path and its kernels where the step's
     kernels run on several streams and the critical path was found
-    (:func:`~launchprof.analysis.stepmix.critical_paths`: a fork/join step's branches run
+    (:func:`~launchprof.analysis.prediction.stepmix.critical_paths`: a fork/join step's branches run
     side by side in a graph), else the busy time (``busy_p50_ns``). Raises KeyError without
     ``busy_p50_ns``."""
     busy = float(fig["busy_p50_ns"] or 0.0)

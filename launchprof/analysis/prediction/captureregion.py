@@ -1,7 +1,7 @@
 """The capture region of a step: the run of kernel launches a CUDA Graph's capture would
 hold, found per steady step from the program's structure alone (where its launches and
 synchronizing calls are, not how fast the host ran), and the share of the CPU steps that
-lies outside it (what a graph keeps). :mod:`launchprof.analysis.expect` predicts the graph
+lies outside it (what a graph keeps). :mod:`launchprof.analysis.prediction.expect` predicts the graph
 step from them; the ``sync-in-step`` finding judges a step's syncs by the same launch share
 (:data:`CYCLE_LAUNCH_SHARE`).
 """

@@ -1,10 +1,10 @@
 """The graph recommendation (:class:`Recommendation`): whether to convert to a CUDA Graph,
 what it would give and what stands in the way. The prediction for a profiled run like this
-one (:mod:`launchprof.analysis.predict`) is put on the expectation's footing (a
+one (:mod:`launchprof.analysis.prediction.predict`) is put on the expectation's footing (a
 synchronizing step keeps its host time outside the capture region; break-even on the steps
 without the profiler), the step without the profiler that ``compare`` divides is chosen
 (measured, expected or estimated), the prediction's assumptions are said in words, and
-:mod:`launchprof.analysis.decision` decides. :func:`launchprof.analysis.diagnose.diagnose`
+:mod:`launchprof.analysis.prediction.decision` decides. :func:`launchprof.analysis.diagnose.diagnose`
 makes it after the verdict and the findings.
 """
 
@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from launchprof.analysis.decision import decide
-from launchprof.analysis.expect import Expectation, measured_range
 from launchprof.analysis.findings import Finding, Severity
-from launchprof.analysis.predict import Prediction, break_even, gpu_work, gpu_work_note, predict_graph_step
+from launchprof.analysis.prediction.decision import decide
+from launchprof.analysis.prediction.expect import Expectation, measured_range
+from launchprof.analysis.prediction.predict import Prediction, break_even, gpu_work, gpu_work_note, predict_graph_step
+from launchprof.analysis.prediction.unprofiled import steps_without_profiler
 from launchprof.analysis.stepdata import StepContext
-from launchprof.analysis.unprofiled import steps_without_profiler
 from launchprof.text import us_text
 
 
@@ -36,7 +36,7 @@ class Recommendation:
         predicted_step_ns, predicted_speedup: the model's graph step and the gain for a
             run under the profiler like this one (what ``compare`` of two profiled runs
             measures).
-        expected: the gain expected without the profiler (:mod:`launchprof.analysis.expect`),
+        expected: the gain expected without the profiler (:mod:`launchprof.analysis.prediction.expect`),
             the headline; ``convert`` is decided on it. In ``to_dict``:
             ``expected_speedup``, ``expected_speedup_range`` ([low, high]),
             ``expected_step_ns`` (the graph step) and ``expected`` (every term).
@@ -50,7 +50,7 @@ class Recommendation:
         step_without_profiler: the steady step as it runs without nsys, the figure
             ``compare`` divides (a run that replays graphs has one too): ``step_ns``,
             ``low_ns``, ``high_ns`` and ``source`` (``measured``: the runs without nsys;
-            ``estimate``: :func:`~launchprof.analysis.unprofiled.step_without_profiler`); the
+            ``estimate``: :func:`~launchprof.analysis.prediction.unprofiled.step_without_profiler`); the
             expectation's eager step when there is one. None without a step period.
     """
 
