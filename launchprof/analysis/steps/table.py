@@ -26,9 +26,6 @@ from launchprof.analysis.steps.link import Link
 WARMUP_FACTOR = 1.5
 
 
-# long: one pass over the step's activity and calls, whose intermediate arrays
-# (rows, call rows, first rows, exact starts and ends) each later column reuses; split
-# it only where the benchmark (benchmarks/analyze_stages.py) says no copy is added.
 def step_table(
     analysis: Analysis,
     device: DeviceAnalysis,
@@ -58,6 +55,51 @@ def step_table(
     # Kernels and memops per step, summed in (step, start, end) order.
     kernels = run_sums(take(take(kind_in(act["kind"], ("kernel",)), rows), inner.order), inner.bounds)
     memops = run_sums(take(take(kind_in(act["kind"], ("memcpy", "memset")), rows), inner.order), inner.bounds)
+    edges = _edges(inner, call_row, api["end"].to_numpy(), n_steps)
+    cpu_start, cpu_end = _cpu_bounds(api, edges, cpu_start, cpu_end, n_steps)
+    cpu_ns = cpu_end - cpu_start
+    table = {
+        "step": np.arange(n_steps, dtype=np.int64),
+        "gpu_start": gpu_start,
+        "gpu_end": gpu_end,
+        "kernels": kernels,
+        "memops": memops,
+        "busy_ns": inner.busy_ns,
+        "bubbles": inner.bubbles,
+        "bubble_ns": inner.bubble_ns,
+        "lead_gap_ns": _to_int(edges.lead_gap),
+        "host_wait_ns": _to_int(edges.host_wait),
+        "period_ns": edges.period,
+        "cpu_start": cpu_start,
+        "cpu_end": cpu_end,
+    }
+    table.update(_call_figures(analysis, pid, api_step, cpu_start, n_steps))
+    table["cpu_ns"] = _to_int(cpu_ns)
+    return pd.DataFrame(table)
+
+
+@dataclass(frozen=True)
+class Edges:
+    """Per-step figures at the steps' edges (arrays over 0..n_steps-1): ``has`` (the step
+    has activity), ``start``/``end`` (its first start and last end, exact int64, 0 without
+    activity), ``first_row`` (the call that submitted its earliest activity, -1: none),
+    ``lead_gap`` (the gap before it, from the previous step's last activity; 0 where either
+    lacks activity), ``host_wait`` (host-wait ns of its gaps inside and of the gap after
+    it) and ``period`` (float64 ns to the next step's start; NaN where either lacks
+    activity)."""
+
+    has: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    first_row: np.ndarray
+    lead_gap: np.ndarray
+    host_wait: np.ndarray
+    period: np.ndarray
+
+
+def _edges(inner: Inner, call_row: np.ndarray, call_end: np.ndarray, n_steps: int) -> Edges:
+    """:class:`Edges` from the steps' :class:`Inner` figures (``call_row``: the submitting
+    call of each activity row, -1: none; ``call_end``: the ends of the API calls)."""
     # The gap before each step (from the previous step's last activity) and whether it
     # was host-wait; int64 throughout (absolute clocks exceed 2**53, where float64 rounds).
     has = np.zeros(n_steps, dtype=bool)
@@ -69,24 +111,41 @@ def step_table(
     first_row = np.full(n_steps, -1, dtype=np.int64)
     keep = inner.first_steps < n_steps
     first_row[inner.first_steps[keep]] = call_row[inner.first_rows[keep]]
-    lead_wait = np.where(_ended_after(api["end"].to_numpy(), first_row, prev_end) & prev_has, lead_gap, 0)
+    lead_wait = np.where(_ended_after(call_end, first_row, prev_end) & prev_has, lead_gap, 0)
     # The gap after the step (before the next one's first activity) is the step's, as its
     # period spans it (docs/metrics.md, "Per-step figures").
     host_wait = inner.wait_ns + np.r_[lead_wait[1:], 0]
     next_has = np.r_[has[1:], False]
     period = np.where(has & next_has, (np.r_[start_i[1:], np.int64(0)] - start_i).astype(np.float64), np.nan)
-    # CPU side of each step.
+    return Edges(has, start_i, end_i, first_row, lead_gap, host_wait, period)
+
+
+def _cpu_bounds(
+    api: pd.DataFrame, edges: Edges, cpu_start: np.ndarray | None, cpu_end: np.ndarray | None, n_steps: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The CPU side of each step: ``cpu_start`` and ``cpu_end`` as given, else from the
+    calls (``api``: the trace's) that submitted the steps' activity."""
     if cpu_start is None:
         # The start of the call that submitted each step's earliest activity; without it
         # (an export without the API table), the GPU start; gaps filled from neighbours.
+        first_row, start_i = edges.first_row, edges.start
         api_start = api["start"].to_numpy()
         call_start = np.where(first_row >= 0, api_start[np.maximum(first_row, 0)] if api_start.size else 0, start_i)
-        filled = pd.Series(call_start, dtype="Int64").where(has | (first_row >= 0))
+        filled = pd.Series(call_start, dtype="Int64").where(edges.has | (first_row >= 0))
         cpu_start = filled.ffill().bfill().fillna(0).to_numpy(dtype=np.int64)
     if cpu_end is None:
-        cpu_end = np.r_[cpu_start[1:], end_i[-1] if n_steps else 0]
-    cpu_ns = cpu_end - cpu_start
-    # The process's API calls per step (those outside every step left out).
+        cpu_end = np.r_[cpu_start[1:], edges.end[-1] if n_steps else 0]
+    return cpu_start, cpu_end
+
+
+def _call_figures(
+    analysis: Analysis, pid: int, api_step: np.ndarray | None, cpu_start: np.ndarray, n_steps: int
+) -> dict[str, np.ndarray]:
+    """The API call columns of the step table (``launch_calls`` .. ``api_ns``), summed per
+    step over the calls of process ``pid`` (``api_step``: the step of each call of the
+    trace, -1: none; default: the step whose ``cpu_start`` is the last at or before the
+    call's start); calls outside every step are left out."""
+    api = analysis.trace.api
     if api_step is None:
         api_step = last_at_or_before(np.asarray(cpu_start), api["start"].to_numpy())
     calls = rows_where((api["pid"].to_numpy() == pid) & (api_step >= 0) & (api_step < n_steps))
@@ -105,21 +164,7 @@ def step_table(
         "captures": "capture",
         "api_ns": dur,
     }
-    table = {
-        "step": np.arange(n_steps, dtype=np.int64),
-        "gpu_start": gpu_start,
-        "gpu_end": gpu_end,
-        "kernels": kernels,
-        "memops": memops,
-        "busy_ns": inner.busy_ns,
-        "bubbles": inner.bubbles,
-        "bubble_ns": inner.bubble_ns,
-        "lead_gap_ns": _to_int(lead_gap),
-        "host_wait_ns": _to_int(host_wait),
-        "period_ns": period,
-        "cpu_start": cpu_start,
-        "cpu_end": cpu_end,
-    }
+    out: dict[str, np.ndarray] = {}
     # Calls are in time order, so their steps usually ascend: sums by running totals then.
     bounds = run_bounds(call_step, n_steps) if (call_step[1:] >= call_step[:-1]).all() else None
     for col, values in per_call.items():
@@ -127,11 +172,10 @@ def step_table(
             of_class = cls[values].to_numpy()
             values = take(of_class, calls) if of_class.any() else np.zeros(call_step.size, bool)
         if bounds is not None:
-            table[col] = run_sums(values, bounds)
+            out[col] = run_sums(values, bounds)
         else:
-            table[col] = label_sums(call_step, values, n_steps)
-    table["cpu_ns"] = _to_int(cpu_ns)
-    return pd.DataFrame(table)
+            out[col] = label_sums(call_step, values, n_steps)
+    return out
 
 
 def _at_call(values: np.ndarray, call_row: np.ndarray) -> np.ndarray:
