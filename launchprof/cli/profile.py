@@ -81,6 +81,7 @@ def profile_command(
             signal.signal(sig, _as_ctrl_c)
     try:
         failing = analyze_fail_on(fail_on)
+        folder = None if output is None else Path(output_folder("--output", non_empty("--output", output, "a folder")))
         how = AnalysisOptions(
             bubble_threshold_ns(bubble_threshold),
             step_text(step),
@@ -88,19 +89,9 @@ def profile_command(
             MallocTuning(),  # this process is the command line's: tune malloc for the analysis
         )
         runs = ProfileOptions(
-            tuple(nsys_arg or ()),
-            0 if no_baseline else baseline_runs,
-            open_report,
-            workload_stdout=sys.stderr if json_out else None,
+            tuple(nsys_arg or ()), 0 if no_baseline else baseline_runs, open_report, sys.stderr if json_out else None
         )
-        result = run_profile(
-            target,
-            console,
-            None if output is None else Path(output_folder("--output", non_empty("--output", output, "a folder"))),
-            how,
-            runs,
-            document=_print_document if json_out else None,
-        )
+        result = run_profile(target, console, folder, how, runs, document=_print_document if json_out else None)
     except LaunchprofError as exc:
         return Outcome(print_error(exc))
     except KeyboardInterrupt:  # before nsys started (after, run_profile keeps the trace and says so)

@@ -37,6 +37,19 @@ def step_table(
     cpu_start: np.ndarray | None,
     cpu_end: np.ndarray | None,
 ) -> pd.DataFrame:
+    """One row per step 0..``n_steps``-1 of ``device``'s activity assigned to the steps.
+
+    ``activity_step``: a step per activity row, -1 outside; ``link``: the call that
+    submitted each row; ``api_step``: the step of each call of the trace (-1: none), or
+    None: by ``cpu_start``; ``cpu_start``/``cpu_end``: each step's host bounds when NVTX
+    gives them, else None (from the calls); the calls counted are process ``pid``'s.
+
+    Columns (ns in the trace's clock; docs/metrics.md, "Step"): ``step``, ``gpu_start``,
+    ``gpu_end``, ``kernels``, ``memops``, ``busy_ns``, ``bubbles``, ``bubble_ns``,
+    ``lead_gap_ns``, ``host_wait_ns``, ``period_ns`` (float, NaN for the last),
+    ``cpu_start``, ``cpu_end``, the call figures (:func:`_call_figures`) and ``cpu_ns``;
+    the warm-up flag is added by :func:`mark_warmup`.
+    """
     act = device.activity
     api = analysis.trace.api
     rows = rows_where(activity_step >= 0)  # the activity of the steps
