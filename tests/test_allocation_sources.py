@@ -1,4 +1,4 @@
-"""Allocation lines (launchprof/profiler_region.py, "Allocations"; launchprof/analysis/sources.py,
+"""Allocation lines (launchprof/source_hooks.py, "Allocations"; launchprof/analysis/sources.py,
 alloc_sites): the allocation run's collector run for real through the launcher, as
 ``profile``'s allocation run runs it, with a stand-in ``torch`` (CI has no GPU and no
 torch) whose operations record their allocations as PyTorch's allocation history does

@@ -52,10 +52,12 @@ LAYERS: dict[str, int] = {
     "launchprof.malloc": 6,
     "launchprof.cache": 6,
     "launchprof.text": 6,
-    # 7 constants: plain values several layers share, and the NVTX client under the
-    #   marker (ctypes only); no launchprof import at all
+    # 7 constants: plain values several layers share, the NVTX client under the marker
+    #   (ctypes only) and the torch hooks under profiler_region (standard library only);
+    #   no launchprof import at all
     "launchprof.defaults": 7,
     "launchprof.nvtx_api": 7,
+    "launchprof.source_hooks": 7,
 }
 NAMES = ["cli", "commands", "api", "report", "analysis", "trace | nsys | calibrate", "leaves", "constants"]
 LEAF = 6

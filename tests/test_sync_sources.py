@@ -1,4 +1,4 @@
-"""Source lines of synchronizing calls (launchprof/profiler_region.py, "Synchronizing calls";
+"""Source lines of synchronizing calls (launchprof/source_hooks.py, "Synchronizing calls";
 launchprof/analysis/sources.py).
 
 The collection is run for real through the launcher, as ``profile``'s runs without nsys

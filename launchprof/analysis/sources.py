@@ -2,7 +2,7 @@
 
 ``launchprof profile``'s runs without nsys of a PyTorch workload turn on PyTorch's own
 check, ``torch.cuda.set_sync_debug_mode("warn")``, and write the Python stack of every
-operation that synchronizes the host with the GPU (:mod:`launchprof.profiler_region`,
+operation that synchronizes the host with the GPU (:mod:`launchprof.source_hooks`,
 "Synchronizing calls"; read by :func:`launchprof.trace.steptimes.read_sync_events`). This
 module turns those stacks into the source lines a ``sync-in-step`` finding lists
 (``Finding.where``):
@@ -261,7 +261,7 @@ def _alloc_steps(alloc: AllocRun, module: str | None) -> np.ndarray | None:
     are the steps, :func:`launchprof.analysis.baseline.module_match`; without it, the module
     called most); None for a profiler region (its steps are not in the run). Steps that
     began before the first recorded allocation are left out: PyTorch keeps only the latest
-    entries (:data:`launchprof.profiler_region.ALLOC_ENTRIES`), so a long run's first
+    entries (:data:`launchprof.source_hooks.ALLOC_ENTRIES`), so a long run's first
     steps may have lost theirs."""
     runs = alloc.runs
     if isinstance(runs, RegionRuns):
@@ -422,7 +422,7 @@ def _skip_fix(reason: str) -> str:
 def graph_skips(sync: SyncRuns | None, replaying: bool) -> Finding | None:
     """A ``cudagraph-skip`` finding: ``torch.compile(mode="reduce-overhead")`` ran a compiled
     function without CUDA Graphs in the runs without nsys, for the reasons Inductor logged
-    (:mod:`launchprof.profiler_region`, "CUDA Graphs that ... did not use"). A ``blocker``
+    (:mod:`launchprof.source_hooks`, "CUDA Graphs that ... did not use"). A ``blocker``
     when the trace's steady steps launch no graph (nothing was captured), a ``warning``
     when they do (other compiled parts replay graphs). ``where`` lists the line each reason
     names (:func:`site_of`; ``per_step`` None, ``share`` of the skips, ``reason``), the

@@ -224,7 +224,7 @@ def run_allocations(
     work: Workload, folder: Path, console: Console, step: str | None = None, timed: str = "markers", stdout: Any = None
 ) -> bool:
     """One more run without nsys, short, with PyTorch's allocation history on
-    (``LAUNCHPROF_ALLOCATIONS``, :mod:`launchprof.profiler_region`, "Allocations"): step
+    (``LAUNCHPROF_ALLOCATIONS``, :mod:`launchprof.source_hooks`, "Allocations"): step
     times to ``allocations-1.steps`` and allocations with their Python stacks to
     ``allocations-1.sources`` (:data:`launchprof.trace.steptimes.ALLOCATION_RUN`). It ends
     after :data:`~launchprof.defaults.BASELINE_STEPS` marked steps or top-level module calls

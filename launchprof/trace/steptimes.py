@@ -85,7 +85,7 @@ SyncEvent = tuple[int, list[list[Any]]]  # perf_counter ns, stack [[file, line, 
 
 def sources_file(steps_file: Path) -> Path:
     """Where a run without nsys writes its synchronizing calls (``LAUNCHPROF_SOURCES``,
-    :mod:`launchprof.profiler_region`): beside its step times, ``baseline-I.sources``."""
+    :mod:`launchprof.source_hooks`): beside its step times, ``baseline-I.sources``."""
     return steps_file.with_suffix(".sources")
 
 
@@ -103,7 +103,7 @@ def _frame(f: Any) -> bool:
 
 @dataclass(frozen=True)
 class RunSources:
-    """What one run without nsys wrote about its source (:mod:`launchprof.profiler_region`):
+    """What one run without nsys wrote about its source (:mod:`launchprof.source_hooks`):
     ``syncs``, its synchronizing calls (``(t_ns, stack)``); ``skips``, Inductor's reasons
     for running a compiled function without CUDA Graphs (``(reason, stack)``, in the order
     met); ``unavailable``, why the run could not collect the calls (its torch has no
