@@ -204,6 +204,7 @@ def _per_step(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+# params: the two sides' figures, the speedup, its interval and the unprofiled one
 def check_faster(
     fb: SideFigures,
     fa: SideFigures,

@@ -270,6 +270,7 @@ def _per_step(ctx: StepContext) -> pd.DataFrame:
     )
 
 
+# params: the steps, the calibration and profile's runs without nsys, each optional
 def diagnose(
     analysis: Analysis,
     steps: Steps | None = None,

@@ -65,6 +65,8 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if values.size else None
 
 
+# params: numpy columns of one table, passed apart so callers hand over views without building a
+# frame (the calls' and the kernels')
 def shorter_ratio_arrays(
     call_pid: np.ndarray,
     call_corr: np.ndarray,

@@ -328,6 +328,8 @@ def submit_ends(api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray)
     return out
 
 
+# params: numpy columns of one table, passed apart so callers hand over views without building a
+# frame
 def figures_of_arrays(
     start: np.ndarray,
     end: np.ndarray,
@@ -370,6 +372,8 @@ def figures_of_arrays(
     )
 
 
+# params: numpy columns of one table, passed apart so callers hand over views without building a
+# frame
 def figures_of_intervals(
     kernels: int,
     memops: int,

@@ -39,6 +39,7 @@ from launchprof.errors import LaunchprofError
 from launchprof.malloc import MallocTuning
 
 
+# params: one side of compare: the API's options for it, and the side's label
 def _load(
     label: str,
     path: Path,
@@ -149,6 +150,7 @@ def align(
     return (small, big) if small_is_before else (big, small)
 
 
+# params: the Python API: keyword options named as the command line's, each with its default
 def compare(
     before: str | Path,
     after: str | Path,

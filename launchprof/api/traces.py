@@ -162,6 +162,7 @@ def _temporary_folder() -> Iterator[Path]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+# params: the Python API: keyword options named as the command line's, each with its default
 def analyze(
     path: str | Path,
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS,

@@ -33,6 +33,8 @@ def _print_document(text: str) -> None:
     print_document(text)
 
 
+# params: a command-line command: one parameter per option, which Typer reads from the signature
+# (made from cli/options.PROFILE_OPTIONS)
 def profile_command(
     target: Sequence[str],
     output: str | None,

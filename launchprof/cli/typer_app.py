@@ -122,6 +122,7 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
         raise typer.Exit(0)
 
 
+# params: a command-line command: one parameter per option, which Typer reads from the signature
 @app.command()
 def analyze(
     trace: Annotated[
@@ -325,6 +326,7 @@ def doctor(
     raise typer.Exit(run_doctor(out, nsys, check_nvtx))
 
 
+# params: a command-line command: one parameter per option, which Typer reads from the signature
 @app.command()
 def compare(
     before: Annotated[Path, typer.Argument(help="BEFORE: trace (.sqlite, .sqlite.xz, .nsys-rep) or report folder")],
@@ -373,6 +375,7 @@ def compare(
     raise typer.Exit(code)
 
 
+# params: a command-line command: one parameter per option, which Typer reads from the signature
 @app.command(
     context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
 )

@@ -45,6 +45,7 @@ def update_index(output: Path) -> None:
         sys.stderr.flush()
 
 
+# params: five for analyze; the rest keyword-only, what profile hands over
 def run_analyze(
     trace: Path,
     output: Path,
@@ -129,6 +130,7 @@ def _write_early(
     return analysis, summary
 
 
+# params: run_analyze's path without the early result: its own parameters
 def _analyse_and_write(
     trace: Path,
     output: Path,

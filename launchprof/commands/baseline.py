@@ -103,6 +103,7 @@ def timing(sqlite: Path) -> str:
     return "profiler-region" if "profiler-region" in sources else "module-calls"
 
 
+# params: the workload, its folder and runs, and three settings with defaults
 def run_baselines(
     work: Workload,
     folder: Path,

@@ -244,6 +244,7 @@ def use_dask(paths: Sequence[str], workers: int | None, cpus: int | None = None)
     return estimated_seconds(paths) * (1 - 1 / n) > 2 * DASK_STARTUP_S
 
 
+# params: the Dask cluster's scheduler and workers, a progress callback: keyword options
 def analyze_many(
     paths: Sequence[str],
     output: Path,
@@ -337,6 +338,7 @@ def _run_on_dask(
 MAX_RANK_LINES = 32
 
 
+# params: analyze_many's options and the console
 def run_analyze_many(
     traces: list[str],
     output: Path,

@@ -197,6 +197,7 @@ def start_group(argv: list[str], stdout: IO[Any] | None = None) -> subprocess.Po
     return subprocess.Popen(argv, preexec_fn=os.setpgrp, stdout=stdout)  # pragma: no cover - Python 3.10
 
 
+# params: the nsys run's optional hooks (interrupt, repeat, start, hold) and its stdout
 def run_nsys(
     argv: list[str],
     on_interrupt: Callable[[], None] | None = None,

@@ -67,6 +67,7 @@ def timeline_window(device: DeviceAnalysis, window_ns: int = TIMELINE_WINDOW_NS)
     return lo, lo + window_ns
 
 
+# params: one trace of plotly bars: the figure, its lane, the bars' columns and hover texts
 def _bars(fig: Figure, name: str, lane: list[str], start: pd.Series, end: pd.Series, t0: int, hover: list[str]) -> None:
     """Horizontal bars [start, end) (ns) drawn in us from ``t0``; ``hover`` is escaped HTML."""
     fig.add_trace(

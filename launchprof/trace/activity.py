@@ -38,6 +38,7 @@ _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _OPTIONAL_BY_VERSION = {"graphNodeId", "graphId"}
 
 
+# params: one table's read: the reader, the schema notes, the table's column lists
 def _read_numeric(
     reader: Reader,
     schema: TraceSchema,
@@ -149,6 +150,7 @@ def _dedup(frame: pd.DataFrame, table: str, notes: list[str]) -> pd.DataFrame:
     return frame.loc[keep].reset_index(drop=True)
 
 
+# params: one table's read: the reader, the schema notes, the table's column lists
 def _activity(
     reader: Reader,
     schema: TraceSchema,

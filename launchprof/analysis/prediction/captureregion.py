@@ -75,6 +75,8 @@ def capture_region(ctx: StepContext, synchronizing: bool) -> pd.DataFrame:
     return per
 
 
+# params: numpy columns of one table, passed apart so callers hand over views without building a
+# frame
 def _regions(
     start: np.ndarray,
     end: np.ndarray,

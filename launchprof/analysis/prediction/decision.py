@@ -90,6 +90,8 @@ def _holding(exp: Expectation | None, pred: Prediction | None) -> str:
     return "gpu-bound" if gpu >= cpu else "host-bound"
 
 
+# params: the diagnosis' earlier stages' results (context, figures, verdict, findings, predictions),
+# each its own
 def decide(
     ctx: StepContext,
     fig: dict[str, Any],

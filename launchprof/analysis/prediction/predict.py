@@ -224,6 +224,7 @@ def gpu_work_note(fig: Mapping[str, Any]) -> list[str]:
     ]
 
 
+# params: the step's figures the formula reads, each a number
 def predict_graph_step(
     per_launch_step_ns: float,
     gpu_work_ns: float,

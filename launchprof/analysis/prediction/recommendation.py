@@ -207,6 +207,8 @@ def on_expectation_footing(pred: Prediction | None, exp: Expectation | None) -> 
     )
 
 
+# params: the diagnosis' earlier stages' results (context, figures, verdict, findings, predictions),
+# each its own
 def recommend(
     ctx: StepContext,
     fig: dict[str, Any],

@@ -46,6 +46,7 @@ def profiler_share(
     return profiler, (profiler * (1 + PROFILER_SPREAD), 0.0)
 
 
+# params: the step's figures the formula reads, each a number
 def step_without_profiler(
     framework: str,
     period: float,

@@ -26,6 +26,7 @@ from launchprof.analysis.steps.link import Link
 WARMUP_FACTOR = 1.5
 
 
+# params: the steps found, as arrays: each activity row's, each call's, host bounds
 def step_table(
     analysis: Analysis,
     device: DeviceAnalysis,
@@ -256,6 +257,8 @@ class Inner:
 
 
 # ~70 lines: the sorted rows, run ends and segment bounds are shared by every figure.
+# params: numpy columns of one table, passed apart so callers hand over views without building a
+# frame
 def inner_figures(
     step: np.ndarray,
     start: np.ndarray,
