@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, GRAPH_UPDATE_CALLS, KERNEL_LAUNCH_CALLS
+from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, GRAPH_UPDATE_CALLS, KERNEL_LAUNCH_CALLS, with_per_thread
 from launchprof.trace.model import Trace
 
-SYNC_CALLS = frozenset(
+# The calls that take a stream (synchronize, copy, set, capture) also in their per-thread
+# default stream forms (launches.with_per_thread).
+SYNC_CALLS = with_per_thread(
     {
         "cudaDeviceSynchronize",
         "cudaStreamSynchronize",
@@ -25,7 +27,7 @@ SYNC_CALLS = frozenset(
     }
 )
 # Synchronous copies: return only when the copy is done (host-side blocking).
-SYNC_COPY_CALLS = frozenset(
+SYNC_COPY_CALLS = with_per_thread(
     {
         "cudaMemcpy",
         "cudaMemcpy2D",
@@ -62,7 +64,7 @@ ALLOC_CALLS = frozenset(
 # name prefix: the per-thread default stream's are cudaStreamWaitEvent_ptsz. Not a sync:
 # the host does not wait (stepmix.critical_paths reads them as dependencies).
 EVENT_WAIT_PREFIXES = ("cudaStreamWaitEvent", "cuStreamWaitEvent")
-CAPTURE_CALLS = frozenset(
+CAPTURE_CALLS = with_per_thread(
     {"cudaStreamBeginCapture", "cudaStreamEndCapture", "cuStreamBeginCapture", "cuStreamEndCapture"}
 )
 

@@ -1,12 +1,13 @@
 """Launch figures: how many launch calls, how long they take, graph activity.
 
 API names are matched after removing nsys's ``_vNNNN`` suffix (``cudaLaunchKernel_v7000``
--> ``cudaLaunchKernel``). Runtime and driver names are both recognised.
+-> ``cudaLaunchKernel``). Runtime and driver names are both recognised, and so are their
+per-thread default stream entry points (:func:`with_per_thread`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,20 @@ import pandas as pd
 
 from launchprof.analysis.timeline import corr_key, key_order
 
-KERNEL_LAUNCH_CALLS = frozenset(
+# A program built with the per-thread default stream (nvcc --default-stream per-thread, or
+# CUDA_API_PER_THREAD_DEFAULT_STREAM) calls the runtime's NAME_ptsz / NAME_ptds entry points,
+# and nsys records them so: cudaLaunchKernel_ptsz_v7000, cudaStreamSynchronize_ptsz_v7000
+# (recorded on an H200, tests/data/gpu/MANIFEST.md, per_thread_stream).
+PER_THREAD_SUFFIXES = ("_ptsz", "_ptds")
+
+
+def with_per_thread(names: Iterable[str]) -> frozenset[str]:
+    """``names`` and their per-thread default stream entry points (each name with each of
+    :data:`PER_THREAD_SUFFIXES`): the same call, on the calling thread's default stream."""
+    return frozenset(n + suffix for n in names for suffix in ("", *PER_THREAD_SUFFIXES))
+
+
+KERNEL_LAUNCH_CALLS = with_per_thread(
     {
         "cudaLaunchKernel",
         "cudaLaunchKernelExC",
@@ -28,8 +42,8 @@ KERNEL_LAUNCH_CALLS = frozenset(
         "cuLaunchGridAsync",
     }
 )
-GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "cuGraphLaunch"})
-GRAPH_UPDATE_CALLS = frozenset({"cudaGraphExecUpdate", "cuGraphExecUpdate"})
+GRAPH_LAUNCH_CALLS = with_per_thread({"cudaGraphLaunch", "cuGraphLaunch"})
+GRAPH_UPDATE_CALLS = frozenset({"cudaGraphExecUpdate", "cuGraphExecUpdate"})  # no stream: no per-thread form
 
 
 def is_instantiate(call: str) -> bool:
