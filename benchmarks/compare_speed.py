@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import launchprof
-from launchprof.analysis.side import side_from_analysis
-from launchprof.analysis.verify import speedup_interval, verify
+from launchprof.analysis.comparison.side import side_from_analysis
+from launchprof.analysis.comparison.verify import speedup_interval, verify
 from launchprof.api.compare_runs import align
 from launchprof.report.compare import write_compare
 

@@ -3,7 +3,7 @@ gain, and did the conversion deliver?
 
 Public API: :func:`analyze` (a trace -> :class:`~launchprof.api.TraceAnalysis`: ``verdict``,
 ``recommendation``, ``steps``, ``summary``; shown as the report card in Jupyter),
-:func:`compare` (two runs -> :class:`~launchprof.analysis.verify.Comparison`) and
+:func:`compare` (two runs -> :class:`~launchprof.analysis.comparison.verify.Comparison`) and
 :func:`step` (mark one iteration of a workload with an NVTX range). ``analyze``,
 ``compare``, ``Analysis`` and ``step`` are imported on first use, so ``import launchprof``
 inside a profiled workload (for :func:`step`) does not load pandas or plotly, and the

@@ -13,7 +13,7 @@ line and the commands can use them without importing the analysis.
   whole length.
 - :data:`DIAGNOSIS_VERDICTS`, :data:`COMPARE_VERDICTS`: the verdicts of a diagnosis
   (:mod:`launchprof.analysis.diagnose`) and of a comparison
-  (:mod:`launchprof.analysis.verify`), which ``--fail-on`` names;
+  (:mod:`launchprof.analysis.comparison.verify`), which ``--fail-on`` names;
   :data:`COMPARE_FAILING`: the verdicts ``compare`` and ``check`` exit 1 on by default
   (every one but ``verified``).
 """

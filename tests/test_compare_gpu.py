@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from launchprof import compare
-from launchprof.analysis.verify import Comparison
+from launchprof.analysis.comparison.verify import Comparison
 from launchprof.report.compare import build_compare_doc, headline
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"

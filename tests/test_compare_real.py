@@ -21,7 +21,7 @@ import pytest
 
 import launchprof
 from launchprof import compare
-from launchprof.analysis.verify import Comparison
+from launchprof.analysis.comparison.verify import Comparison
 
 RealTrace = Callable[[str], Path]
 

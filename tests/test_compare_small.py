@@ -19,8 +19,8 @@ from tracebuilder import TraceBuilder
 
 import launchprof
 from launchprof import compare
+from launchprof.analysis.comparison.verify import verify
 from launchprof.analysis.steps import StepError
-from launchprof.analysis.verify import verify
 from launchprof.api.report_folder import ReportFolderError, side_from_folder
 from launchprof.errors import TraceError
 from launchprof.report.compare import write_compare
@@ -416,7 +416,7 @@ def test_nothing_in_common_is_a_share_of_one_not_more() -> None:
     rejected (a traceback on real pairs)."""
     import pandas as pd
 
-    from launchprof.analysis.workchange import classify
+    from launchprof.analysis.comparison.workchange import classify
 
     b = [0.05856803480519435, 0.3361170605456604, 0.15027946689483906, 0.450339366649287, 0.7963242702872942]
     a = [0.23064220899374743, 0.05202130106440961, 0.4045518398215282, 0.19851304450925533, 0.0907530456191219]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from launchprof.analysis.speedstats import block_bootstrap_medians, speedup_interval
+from launchprof.analysis.comparison.speedstats import block_bootstrap_medians, speedup_interval
 
 periods = st.lists(st.integers(min_value=1_000, max_value=10_000_000), min_size=2, max_size=300)
 

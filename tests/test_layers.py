@@ -237,7 +237,7 @@ def test_the_result_check_refuses_a_function_and_a_whole_module() -> None:
     assert not result_type_or_constant("launchprof.analysis.headline", "headline")
     assert not result_type_or_constant("launchprof.analysis.durations", "*")
     assert result_type_or_constant("launchprof.analysis.result", "AnalysisResult")
-    assert result_type_or_constant("launchprof.analysis.verify", "CI_LEVEL")
+    assert result_type_or_constant("launchprof.analysis.comparison.verify", "CI_LEVEL")
 
 
 def test_the_checker_sees_imports_inside_functions_and_relative_ones() -> None:

@@ -280,7 +280,7 @@ def test_an_unwritable_step_times_file_is_one_line(tmp_path: Path) -> None:
 
 
 def test_unprofiled_interval_of_a_few_runs_is_their_whole_range() -> None:
-    from launchprof.analysis.verify import unprofiled_interval
+    from launchprof.analysis.comparison.verify import unprofiled_interval
 
     point, (low, high) = unprofiled_interval(np.array([80.0, 120.0]), np.array([100.0, 99.0]))
     assert point == pytest.approx(100 / 99.5)

@@ -216,7 +216,7 @@ def test_the_compare_schema_names_the_comparison_verdicts() -> None:
     defined once (launchprof.defaults), which verify and the command line read."""
     from typing import get_args
 
-    from launchprof.analysis import verify
+    from launchprof.analysis.comparison import verify
     from launchprof.defaults import COMPARE_VERDICTS
     from launchprof.report.compare_schema import Verdict
 

@@ -64,7 +64,7 @@ class Shown:
             (:func:`~launchprof.analysis.core.utilization_series`: ``start_ns``,
             ``end_ns``, ``utilization``).
         step_table, step_kernels, step_sample: the step files' tables
-            (:class:`~launchprof.analysis.side.SideData`'s ``table``, ``kernels`` and
+            (:class:`~launchprof.analysis.comparison.side.SideData`'s ``table``, ``kernels`` and
             ``sample`` of the found steps: steps.csv, step_kernels.csv, step_timeline.csv);
             None without steps.
     """

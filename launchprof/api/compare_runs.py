@@ -1,5 +1,5 @@
 """Compare two runs: load each side (a trace or a report folder), cut their steps to the
-same unit of work, and verify the conversion (:mod:`launchprof.analysis.verify`).
+same unit of work, and verify the conversion (:mod:`launchprof.analysis.comparison.verify`).
 
 Steps of the same work: when the two sides' steady steps hold different numbers of
 kernels and one is a whole multiple of the other (a per-launch run without NVTX whose
@@ -7,7 +7,7 @@ inferred step is one repeat of a short kernel sequence, against a graph whose st
 whole captured loop body), the side with the smaller step is cut again: a trace with the
 kernel names of one step of the other side as the template
 (:func:`~launchprof.analysis.steps.find_steps`), a report folder by joining that many
-consecutive steps (:func:`~launchprof.analysis.side.regroup`). Steps given by NVTX
+consecutive steps (:func:`~launchprof.analysis.comparison.side.regroup`). Steps given by NVTX
 ranges are never re-cut: they are the user's own definition.
 
 A BEFORE trace re-cut that way is also diagnosed again on its new steps
@@ -25,13 +25,13 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from launchprof.analysis.comparison.side import SideData, regroup, side_from_analysis, unprofiled_times
+from launchprof.analysis.comparison.verify import DEFAULT_MIN_EFFECT, Comparison, verify
 from launchprof.analysis.diagnose import diagnose
 from launchprof.analysis.prediction.predict import break_even
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.side import SideData, regroup, side_from_analysis, unprofiled_times
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
-from launchprof.analysis.verify import DEFAULT_MIN_EFFECT, Comparison, verify
 from launchprof.api.calibration import user_calibration
 from launchprof.api.report_folder import ReportFolderError, side_from_folder
 from launchprof.api.traces import analyze
@@ -114,7 +114,7 @@ def align(
 ) -> tuple[SideData, SideData]:
     """Cut the smaller-step side again when the kernels per step differ by a whole
     multiple (see the module docstring), its figures without the profiler made for the
-    new steps (:func:`~launchprof.analysis.side.unprofiled_times`). Returns the two sides,
+    new steps (:func:`~launchprof.analysis.comparison.side.unprofiled_times`). Returns the two sides,
     changed or not."""
     kb, ka = before.kernels_per_step, after.kernels_per_step
     if not kb or not ka or round(kb) == round(ka):
@@ -173,7 +173,7 @@ def compare(
         memory: malloc settings for loading and analysing each trace (:func:`launchprof.analyze`).
 
     Returns:
-        :class:`~launchprof.analysis.verify.Comparison`.
+        :class:`~launchprof.analysis.comparison.verify.Comparison`.
 
     Raises:
         TraceError, NsysError, StepError: a trace cannot be read (message names the side).

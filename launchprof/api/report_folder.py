@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.side import KERNEL_KEY, OPTIONAL_STEP_COLUMNS, SAMPLE_COLUMNS, STEP_COLUMNS, SideData
+from launchprof.analysis.comparison.side import (
+    KERNEL_KEY,
+    OPTIONAL_STEP_COLUMNS,
+    SAMPLE_COLUMNS,
+    STEP_COLUMNS,
+    SideData,
+)
 from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError
 from launchprof.report.outputs import PAGE, SUMMARY

@@ -269,7 +269,7 @@ class TraceAnalysis(AnalysisResult):
     def steps(self) -> pd.DataFrame:
         found = self.found_steps
         if len(found.table):
-            from launchprof.analysis.side import STEP_COLUMNS
+            from launchprof.analysis.comparison.side import STEP_COLUMNS
 
             columns = [c for c in STEP_COLUMNS if c in found.table.columns]
             return found.table[columns].copy()

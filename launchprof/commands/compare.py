@@ -10,7 +10,7 @@ from rich.console import Console
 from launchprof.commands.analyze import update_index
 from launchprof.commands.common import CompareOptions
 
-# Checks that are evidence: a miss there does not change the verdict (analysis/checks.py).
+# Checks that are evidence: a miss there does not change the verdict (analysis/comparison/checks.py).
 EVIDENCE = ("bubbles", "predicted", "paid_back")
 
 

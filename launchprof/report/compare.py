@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from launchprof.analysis.side import SideData
-from launchprof.analysis.verify import CI_LEVEL, Comparison, SideFigures
+from launchprof.analysis.comparison.side import SideData
+from launchprof.analysis.comparison.verify import CI_LEVEL, Comparison, SideFigures
 from launchprof.report.compare_figures import side_bars, step_timelines
 from launchprof.report.compare_schema import (
     CheckDoc,

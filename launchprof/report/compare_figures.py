@@ -16,8 +16,8 @@ import pandas as pd
 from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, titled
 
 if TYPE_CHECKING:  # types only
-    from launchprof.analysis.side import SideData
-    from launchprof.analysis.verify import Comparison
+    from launchprof.analysis.comparison.side import SideData
+    from launchprof.analysis.comparison.verify import Comparison
     from launchprof.report.compare_schema import CompareDoc
 
 # The colours of compare's step timelines (their own palette since compare.html began:

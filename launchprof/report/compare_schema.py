@@ -7,8 +7,8 @@ lifetime: the kernels could not be compared), ``churn``), ``speedup`` (steady st
 BEFORE / AFTER), ``speedup_ci`` ([low, high], low <= speedup <= high),
 ``predicted_speedup``, ``checks[]`` (``name``, ``passed`` (true, false, or null when it
 could not be evaluated), ``detail``, ``evidence``), ``work_change`` (how the kernels
-changed, :mod:`launchprof.analysis.workchange`), ``speedup_parts`` (the gain split into
-GPU work and host overhead, :class:`launchprof.analysis.sidefigures.SpeedupParts`). Version 2
+changed, :mod:`launchprof.analysis.comparison.workchange`), ``speedup_parts`` (the gain split into
+GPU work and host overhead, :class:`launchprof.analysis.comparison.sidefigures.SpeedupParts`). Version 2
 added ``work_change``, ``speedup_parts``, the kernels' GPU time per step and
 ``speedup_unprofiled`` / ``speedup_unprofiled_ci`` (from the runs without nsys of both
 sides, when present; the ``faster`` check then decides on it). The rest (``before``, ``after``,

@@ -6,7 +6,7 @@ the file lists import :data:`STEP_FILES` without them.
 ``analyze`` writes, next to ``summary.json``:
 
 - ``steps.csv``: one row per step, the columns of
-  :data:`launchprof.analysis.side.STEP_COLUMNS` (ns; ``warmup`` True/False);
+  :data:`launchprof.analysis.comparison.side.STEP_COLUMNS` (ns; ``warmup`` True/False);
 - ``step_kernels.csv``: the kernels of a steady step: ``name``, ``grid_x``..``block_z``,
   ``per_step`` (mean count per steady step), ``gpu_ns_per_step`` (their mean summed
   duration per steady step, ns);
@@ -64,7 +64,7 @@ def steps_csv(analysis: AnalysisResult) -> str | None:
     """``steps.csv`` of a finished ``analysis``: its found steps' table
     (:attr:`~launchprof.analysis.result.Shown.step_table`; integers as ``Int64``, a missing
     one an empty field); None when no steps were found."""
-    from launchprof.analysis.side import STEP_COLUMNS
+    from launchprof.analysis.comparison.side import STEP_COLUMNS
 
     table = analysis.outputs().step_table
     if table is None:

@@ -1,9 +1,9 @@
 """Verify a CUDA Graph conversion: the checks and the verdict of ``launchprof compare``.
 
-Input: two :class:`~launchprof.analysis.side.SideData` (BEFORE, AFTER), their steps
+Input: two :class:`~launchprof.analysis.comparison.side.SideData` (BEFORE, AFTER), their steps
 already cut to the same unit of work. Output: a :class:`Comparison`. Pure: no files.
 
-Checks (:mod:`launchprof.analysis.checks`; docs/metrics.md, "Verifying a conversion"):
+Checks (:mod:`launchprof.analysis.comparison.checks`; docs/metrics.md, "Verifying a conversion"):
 ``converted``, ``same_work``, ``faster``, ``bubbles``, ``predicted``, ``churn`` and
 ``paid_back``; the speedup that ``faster`` judges is computed here, with its interval.
 
@@ -25,7 +25,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.checks import (
+from launchprof.analysis.comparison.checks import (
     Check,
     check_bubbles,
     check_churn,
@@ -35,9 +35,9 @@ from launchprof.analysis.checks import (
     check_predicted,
     check_same_work,
 )
-from launchprof.analysis.side import SideData
-from launchprof.analysis.sidefigures import SideFigures, SpeedupParts, side_figures, speedup_parts
-from launchprof.analysis.speedstats import (
+from launchprof.analysis.comparison.side import SideData
+from launchprof.analysis.comparison.sidefigures import SideFigures, SpeedupParts, side_figures, speedup_parts
+from launchprof.analysis.comparison.speedstats import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
     CI_LEVEL,
@@ -45,7 +45,7 @@ from launchprof.analysis.speedstats import (
     unprofiled_interval,
     without_profiler,
 )
-from launchprof.analysis.workchange import WorkChange, classify, kernel_table
+from launchprof.analysis.comparison.workchange import WorkChange, classify, kernel_table
 from launchprof.defaults import COMPARE_VERDICTS
 
 VERDICTS = COMPARE_VERDICTS
@@ -63,11 +63,11 @@ class Comparison:
         speedup_method: how ``speedup`` and its interval were computed.
         predicted_speedup: BEFORE's predicted speedup, if any.
         min_effect: the minimum speedup - 1 that counts as faster.
-        checks: the checks, in the order of :mod:`launchprof.analysis.checks`.
+        checks: the checks, in the order of :mod:`launchprof.analysis.comparison.checks`.
         kernels: per kernel (:data:`KERNEL_KEY`) ``before_per_step``,
             ``after_per_step`` and ``differs`` (bool), sorted by name and configuration.
         notes: what was approximated on either side.
-        work_change: how the kernels changed (:mod:`launchprof.analysis.workchange`);
+        work_change: how the kernels changed (:mod:`launchprof.analysis.comparison.workchange`);
             None when a side does not know its kernels.
         speedup_parts: where the gain came from (:func:`speedup_parts`); None without
             periods and busy times on both sides.

@@ -1,6 +1,6 @@
 """The checks of ``launchprof compare``: one :class:`Check` each, from the two sides'
-figures (:class:`~launchprof.analysis.sidefigures.SideFigures`) and their runs, with its
-evidence and a sentence saying what it found; :func:`launchprof.analysis.verify.verify`
+figures (:class:`~launchprof.analysis.comparison.sidefigures.SideFigures`) and their runs, with its
+evidence and a sentence saying what it found; :func:`launchprof.analysis.comparison.verify.verify`
 runs them in the order below and decides the verdict from them.
 
 Checks (docs/metrics.md, "Verifying a conversion"):
@@ -16,9 +16,9 @@ Checks (docs/metrics.md, "Verifying a conversion"):
   nsys when both sides have them, ``profile --baseline-runs``; else under nsys, with the
   estimate without nsys beside it as the headline: ``speedup_unprofiled``), with a
   :data:`CI_LEVEL` interval from a moving-block bootstrap of both medians (Kuensch 1989;
-  blocks of ceil(n^(1/3)) steps, :data:`~launchprof.analysis.speedstats.BOOTSTRAP_RESAMPLES`
-  resamples, seed :data:`~launchprof.analysis.speedstats.BOOTSTRAP_SEED`: deterministic;
-  computed by :func:`~launchprof.analysis.verify.verify`). Passes when the interval's low
+  blocks of ceil(n^(1/3)) steps, :data:`~launchprof.analysis.comparison.speedstats.BOOTSTRAP_RESAMPLES`
+  resamples, seed :data:`~launchprof.analysis.comparison.speedstats.BOOTSTRAP_SEED`: deterministic;
+  computed by :func:`~launchprof.analysis.comparison.verify.verify`). Passes when the interval's low
   end reaches 1 + ``min_effect`` (default 5 %). Without per-step tables (a report folder with only
   summary.json) the ratio of mean periods with a delta-method normal interval is used.
 - ``bubbles``: bubble time, GPU utilization and CPU-bound ratio per steady step (ratios of
@@ -47,10 +47,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.side import SideData
-from launchprof.analysis.sidefigures import SideFigures
-from launchprof.analysis.speedstats import CI_LEVEL
-from launchprof.analysis.workchange import SAME_WORK_TOLERANCE, classify
+from launchprof.analysis.comparison.side import SideData
+from launchprof.analysis.comparison.sidefigures import SideFigures
+from launchprof.analysis.comparison.speedstats import CI_LEVEL
+from launchprof.analysis.comparison.workchange import SAME_WORK_TOLERANCE, classify
 from launchprof.text import fmt_pct, us_text
 
 GRAPH_SHARE_MIN = 0.5

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.side import KERNEL_KEY, SideData
+from launchprof.analysis.comparison.side import KERNEL_KEY, SideData
 
 # Kernel counts per step that differ by at most this share (at least 0.05 kernels) are the same.
 SAME_WORK_TOLERANCE = 0.05

@@ -1,5 +1,5 @@
 """A comparison side's steady-state figures (:class:`SideFigures`) and where a measured
-gain came from (:class:`SpeedupParts`): what :mod:`launchprof.analysis.verify` checks."""
+gain came from (:class:`SpeedupParts`): what :mod:`launchprof.analysis.comparison.verify` checks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from launchprof.analysis.side import SideData
+from launchprof.analysis.comparison.side import SideData
 
 
 @dataclass(frozen=True)
