@@ -80,7 +80,7 @@ def main() -> None:
 
     mark("import analyze path (commands, api)")
     from launchprof.analysis import analyze_trace
-    from launchprof.analysis.diagnose import diagnose
+    from launchprof.analysis.diagnosis.diagnose import diagnose
     from launchprof.analysis.finish import finish
     from launchprof.analysis.ranks import rank_view
     from launchprof.analysis.result import AnalysisResult

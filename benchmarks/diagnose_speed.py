@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from launchprof.analysis import analyze_trace
-from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.diagnosis.diagnose import diagnose
 from launchprof.analysis.steps import find_steps
 from launchprof.trace import load_trace
 

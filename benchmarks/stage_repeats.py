@@ -42,7 +42,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     from launchprof.analysis import analyze_trace
-    from launchprof.analysis.diagnose import diagnose
+    from launchprof.analysis.diagnosis.diagnose import diagnose
     from launchprof.analysis.finish import finish
     from launchprof.analysis.result import AnalysisResult
     from launchprof.analysis.steps import find_steps

@@ -12,7 +12,7 @@ line and the commands can use them without importing the analysis.
   prediction takes, so the extra run costs the workload's start-up and 50 steps, not its
   whole length.
 - :data:`DIAGNOSIS_VERDICTS`, :data:`COMPARE_VERDICTS`: the verdicts of a diagnosis
-  (:mod:`launchprof.analysis.diagnose`) and of a comparison
+  (:mod:`launchprof.analysis.diagnosis.diagnose`) and of a comparison
   (:mod:`launchprof.analysis.comparison.verify`), which ``--fail-on`` names;
   :data:`COMPARE_FAILING`: the verdicts ``compare`` and ``check`` exit 1 on by default
   (every one but ``verified``).

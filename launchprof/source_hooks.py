@@ -2,7 +2,7 @@
 they write where it synchronizes (:class:`SyncSources`), where Inductor ran a compiled
 function without CUDA Graphs (:class:`SkipHandler`) and what the caching allocator
 allocated (:class:`Allocations`), one JSON line an event with its Python stack, which
-:mod:`launchprof.analysis.sources` reads back. Like profiler_region.py this file imports
+:mod:`launchprof.analysis.diagnosis.sources` reads back. Like profiler_region.py this file imports
 nothing but the standard library (and torch, when the workload imports it):
 profiler_region.py, run by path, loads it from beside itself.
 

@@ -2,7 +2,7 @@
 
 Reads tests/data/traces/{demo_B_4096,mlp_graph,demo_A_4096,mlp_eager}.sqlite.xz with plain
 SQL (independent of launchprof's own analysis) and prints the constants that
-``launchprof/analysis/predict.py`` ships as ``DEFAULTS``, so they can be re-derived:
+``launchprof/analysis/prediction/predict.py`` ships as ``DEFAULTS``, so they can be re-derived:
 
     python3 scripts/derive_defaults.py
 
@@ -23,7 +23,7 @@ SQL (independent of launchprof's own analysis) and prints the constants that
 - node_interval_ns: 0 (no floor) - only a calibration measures it.
 - unprofiled_graph_launch_gap_ns: node_gap_ns plus what a graph boundary adds to the
   %globaltimer gap of two nodes of one graph, without the profiler (medians
-  graph_launch_gap_ns - graph_node_gap_ns; the rule launchprof/analysis/predict.py applies
+  graph_launch_gap_ns - graph_node_gap_ns; the rule launchprof/analysis/prediction/predict.py applies
   to a user's calibration), the median of two ``launchprof calibrate`` runs on an H200
   (docs/data/calibration_h200_2026-12-03_run1.json, _run2.json: 704 and 832 ns). Under nsys
   that gap is graph_launch_gap_ns (5.6 us): taking it without the profiler too put a

@@ -50,7 +50,7 @@ def _unpack(name: str, folder: Path) -> Path:
 
 def _row(before: Path, after: Path) -> dict[str, Any]:
     import launchprof
-    from launchprof.analysis.diagnose import diagnose
+    from launchprof.analysis.diagnosis.diagnose import diagnose
     from launchprof.analysis.steps import find_steps
     from launchprof.api.compare_runs import _template, compare
 

@@ -1,4 +1,4 @@
-"""Allocation lines (launchprof/source_hooks.py, "Allocations"; launchprof/analysis/sources.py,
+"""Allocation lines (launchprof/source_hooks.py, "Allocations"; launchprof/analysis/diagnosis/sources.py,
 alloc_sites): the allocation run's collector run for real through the launcher, as
 ``profile``'s allocation run runs it, with a stand-in ``torch`` (CI has no GPU and no
 torch) whose operations record their allocations as PyTorch's allocation history does
@@ -20,7 +20,7 @@ import numpy as np
 
 from launchprof import profiler_region
 from launchprof.analysis.baseline import runs_of
-from launchprof.analysis.sources import AllocRun, alloc_sites, alloc_where
+from launchprof.analysis.diagnosis.sources import AllocRun, alloc_sites, alloc_where
 from launchprof.trace.steptimes import read_sources, read_step_times
 
 FAKE_TORCH = """

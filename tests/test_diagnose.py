@@ -11,7 +11,7 @@ from steploop import launch_loop
 from tracebuilder import TraceBuilder
 
 import launchprof
-from launchprof.analysis.diagnose import Diagnosis, diagnose
+from launchprof.analysis.diagnosis.diagnose import Diagnosis, diagnose
 from launchprof.analysis.prediction.recommendation import Recommendation
 
 HERE = Path(__file__).resolve().parent

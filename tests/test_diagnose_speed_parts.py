@@ -11,10 +11,11 @@ import pandas as pd
 import pytest
 
 import launchprof
-from launchprof.analysis import gapcauses, stepdata
+from launchprof.analysis import stepdata
 from launchprof.analysis.callkinds import classify
 from launchprof.analysis.comparison import side
 from launchprof.analysis.comparison.side import KERNEL_KEY, kernel_info
+from launchprof.analysis.diagnosis import gapcauses
 from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.stepdata import step_context
 from launchprof.analysis.timeline import call_index, last_call_rows

@@ -11,8 +11,8 @@ from steploop import launch_loop
 from tracebuilder import TraceBuilder
 
 import launchprof
-from launchprof.analysis.diagnose import diagnose
-from launchprof.analysis.findings import Finding
+from launchprof.analysis.diagnosis.diagnose import diagnose
+from launchprof.analysis.diagnosis.findings import Finding
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
 FRAMEWORKS = GPU.parent / "frameworks"

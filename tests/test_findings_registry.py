@@ -1,4 +1,4 @@
-"""The finding kinds are one registry (launchprof.analysis.finders.FINDING_KINDS): the
+"""The finding kinds are one registry (launchprof.analysis.diagnosis.finders.FINDING_KINDS): the
 diagnosis loops over it, docs/reference.md's table of findings lists the same kinds with
 the same severities, and a finder that gives a kind or severity its line does not name is
 refused."""
@@ -14,9 +14,9 @@ import pytest
 from tracebuilder import TraceBuilder
 
 import launchprof
-from launchprof.analysis import finders
-from launchprof.analysis.finders import FINDING_KINDS, FinderInputs, FindingKind, find_all
-from launchprof.analysis.findings import Finding, Severity
+from launchprof.analysis.diagnosis import finders
+from launchprof.analysis.diagnosis.finders import FINDING_KINDS, FinderInputs, FindingKind, find_all
+from launchprof.analysis.diagnosis.findings import Finding, Severity
 from launchprof.analysis.prediction.predict import constants
 from launchprof.analysis.stepdata import step_context
 

@@ -1,5 +1,5 @@
 """Source lines of synchronizing calls (launchprof/source_hooks.py, "Synchronizing calls";
-launchprof/analysis/sources.py).
+launchprof/analysis/diagnosis/sources.py).
 
 The collection is run for real through the launcher, as ``profile``'s runs without nsys
 run it. No GPU and no torch here (CI): the workload imports a ``torch`` package written
@@ -22,7 +22,7 @@ import pytest
 
 from launchprof import profiler_region
 from launchprof.analysis.baseline import ModuleRuns
-from launchprof.analysis.sources import NOT_COLLECTED, SyncRuns, run_window, site_of, sync_sites, where
+from launchprof.analysis.diagnosis.sources import NOT_COLLECTED, SyncRuns, run_window, site_of, sync_sites, where
 from launchprof.trace.steptimes import read_step_times, read_sync_events
 
 FAKE_TORCH = """
@@ -240,7 +240,7 @@ def test_inductor_skipped_graphs_are_written_with_the_line_it_names(tmp_path: Pa
     not propagate). The
     run writes both reasons with the script's lines; the analysis makes a blocker naming
     them (no graph launches in the trace) or a warning (graphs launched)."""
-    from launchprof.analysis.sources import graph_skips
+    from launchprof.analysis.diagnosis.sources import graph_skips
     from launchprof.trace.steptimes import read_sources
 
     site = tmp_path / "venv" / "lib" / "site-packages"
@@ -284,7 +284,7 @@ def test_a_line_whose_calls_all_come_between_module_calls_is_outside() -> None:
     """With the workload timed by its top-level module calls, a line synchronizing only
     between calls (a generate() loop's stopping check) is ``outside``; one that also does
     inside a call is not; with marked steps nothing is placed (None)."""
-    from launchprof.analysis.sources import module_calls
+    from launchprof.analysis.diagnosis.sources import module_calls
 
     user = [["/home/u/loop.py", 7, "main"]]
     model = [["/home/u/model.py", 30, "forward"]]

@@ -22,7 +22,7 @@ Definitions (all ns, medians over the pooled steps of all runs):
 
 The measured step goes to the prediction (:func:`measured_step`,
 :func:`launchprof.analysis.prediction.expect.with_measured_eager`, called by
-:func:`launchprof.analysis.diagnose.diagnose`): it replaces the estimate of the eager
+:func:`launchprof.analysis.diagnosis.diagnose.diagnose`): it replaces the estimate of the eager
 step, and the graph step, speedup and range follow by the one formula of
 :mod:`launchprof.analysis.prediction.expect`; this module computes no prediction of its own.
 """

@@ -29,7 +29,7 @@ def replays_graphs(figures: Mapping[str, Any] | None) -> bool:
 
 def rebuilds_graphs(finding_kinds: Iterable[str]) -> bool:
     """The graphs are instantiated or updated about every launch: the diagnosis has the
-    ``reinstantiation`` finding (:func:`launchprof.analysis.findings.reinstantiation`)."""
+    ``reinstantiation`` finding (:func:`launchprof.analysis.diagnosis.findings.reinstantiation`)."""
     return "reinstantiation" in set(finding_kinds)
 
 

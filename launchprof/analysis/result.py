@@ -5,7 +5,7 @@ outputs show of them (:class:`Shown`).
 :func:`~launchprof.analysis.analyze_trace` gives the figures; the later stages take that
 :class:`~launchprof.analysis.Analysis` and return their own results
 (:func:`~launchprof.analysis.steps.find_steps`, :func:`~launchprof.analysis.ranks.rank_view`,
-:func:`~launchprof.analysis.diagnose.diagnose`); :meth:`AnalysisResult.of` puts them
+:func:`~launchprof.analysis.diagnosis.diagnose.diagnose`); :meth:`AnalysisResult.of` puts them
 together and :func:`launchprof.analysis.finish.finish` adds :class:`Shown`: the analysis is
 then over. The report (:mod:`launchprof.report`) reads a finished :class:`AnalysisResult`
 and formats it: it takes only result types and constants from :mod:`launchprof.analysis`
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.diagnose import Diagnosis
+from launchprof.analysis.diagnosis.diagnose import Diagnosis
 from launchprof.analysis.nvtx_steps import NvtxSteps
 from launchprof.analysis.prediction.recommendation import Recommendation
 from launchprof.analysis.ranks import CrossRank
@@ -58,7 +58,7 @@ class Shown:
             ``high_ns``, ``kernels``, ``launch_calls``); its bins all zero without a
             diagnosis.
         skip_causes: for each ``where`` line of the ``cudagraph-skip`` finding, the cause
-            its fix is chosen by (:func:`~launchprof.analysis.sources.skip_cause`), else None.
+            its fix is chosen by (:func:`~launchprof.analysis.diagnosis.sources.skip_cause`), else None.
         utilization: per device id, the busy share of
             :data:`UTILIZATION_BINS` equal time bins
             (:func:`~launchprof.analysis.core.utilization_series`: ``start_ns``,
@@ -91,7 +91,7 @@ class AnalysisResult(Analysis):
         step_name: the NVTX range text asked for as the step (``--step``), or None.
         ranks: the cross-rank view (:class:`~launchprof.analysis.ranks.CrossRank`) with
             several ranks or NCCL kernels, else None.
-        diagnosis: the :class:`~launchprof.analysis.diagnose.Diagnosis` of the steady
+        diagnosis: the :class:`~launchprof.analysis.diagnosis.diagnose.Diagnosis` of the steady
             steps; None when made without one (:meth:`of` called before diagnosing).
         recommendation: the :class:`~launchprof.analysis.prediction.recommendation.Recommendation`; None
             before the diagnosis.

@@ -3,7 +3,7 @@
 :func:`step_context` gathers, for the device and process that :class:`Steps` describe:
 the steady-state steps, their kernels (with names and launch configuration), their
 CUDA API calls, and the cause of each GPU idle gap
-(:func:`~launchprof.analysis.gapcauses.gap_causes`).
+(:func:`~launchprof.analysis.diagnosis.gapcauses.gap_causes`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 from launchprof.analysis.arrays import ascending, kind_in, selection, sorted_by
 from launchprof.analysis.callkinds import api_classes, classify
 from launchprof.analysis.core import Analysis, DeviceAnalysis
-from launchprof.analysis.gapcauses import HOST_GAP_NS, gap_causes
+from launchprof.analysis.diagnosis.gapcauses import HOST_GAP_NS, gap_causes
 from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
 from launchprof.analysis.timeline import call_index, corr_key, last_call_rows

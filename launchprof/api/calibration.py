@@ -1,7 +1,7 @@
 """The user's calibration, read for the analysis: the file ``launchprof calibrate`` saved
 (:func:`launchprof.calibrate.load_calibration`, which asks NVML which GPU this is), named
 by what it measured. The analysis itself reads no file: it is given the calibration
-(:func:`launchprof.analysis.diagnose.diagnose`, ``calibration=``)."""
+(:func:`launchprof.analysis.diagnosis.diagnose.diagnose`, ``calibration=``)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ consecutive steps (:func:`~launchprof.analysis.comparison.side.regroup`). Steps 
 ranges are never re-cut: they are the user's own definition.
 
 A BEFORE trace re-cut that way is also diagnosed again on its new steps
-(:func:`~launchprof.analysis.diagnose.diagnose`), so the ``predicted`` check compares the
+(:func:`~launchprof.analysis.diagnosis.diagnose.diagnose`), so the ``predicted`` check compares the
 measured gain with the prediction for the graph that AFTER actually launches (one graph of
 that many nodes per step, its launch cost paid once a step) rather than with the
 amortized prediction made for the short repeat.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from launchprof.analysis.comparison.side import SideData, regroup, side_from_analysis, unprofiled_times
 from launchprof.analysis.comparison.verify import DEFAULT_MIN_EFFECT, Comparison, verify
-from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.diagnosis.diagnose import diagnose
 from launchprof.analysis.prediction.predict import break_even
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import Steps, find_steps

@@ -21,11 +21,11 @@ import pandas as pd
 from launchprof.analysis import analyze_trace
 from launchprof.analysis.baseline import ModuleRuns, RegionRuns, runs_of
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.diagnose import diagnose
+from launchprof.analysis.diagnosis.diagnose import diagnose
+from launchprof.analysis.diagnosis.sources import AllocRun, SyncRuns
 from launchprof.analysis.finish import finish
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.sources import AllocRun, SyncRuns
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
 from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
@@ -199,7 +199,7 @@ def analyze(
         figures per device/process/stream in ``devices``, launch figures in ``launches``,
         the DataFrames in ``trace`` (documented in :mod:`launchprof.trace.model`),
         ``found_steps``, a :class:`~launchprof.analysis.steps.Steps`; ``diagnosis`` and
-        ``recommendation`` (:mod:`launchprof.analysis.diagnose`; its prediction uses the
+        ``recommendation`` (:mod:`launchprof.analysis.diagnosis.diagnose`; its prediction uses the
         user's calibration file when there is one:
         :func:`launchprof.api.calibration.user_calibration`).
 
@@ -245,7 +245,7 @@ class TraceAnalysis(AnalysisResult):
     Attributes (besides the result's ``recommendation``:
     :class:`~launchprof.analysis.prediction.recommendation.Recommendation` (``convert``,
     ``predicted_speedup``, ``break_even_iterations``, ``blockers``, ...), ``diagnosis``:
-    :class:`~launchprof.analysis.diagnose.Diagnosis` (``findings``, ``figures``,
+    :class:`~launchprof.analysis.diagnosis.diagnose.Diagnosis` (``findings``, ``figures``,
     ``reasons``), ``found_steps``, ``ranks``; computed on first use):
         verdict: ``launch-bound``, ``sync-bound``, ``host-bound``, ``gpu-bound`` or
             ``no-gpu-work`` (the steady steps'; README: Diagnosis), or None.

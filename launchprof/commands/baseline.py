@@ -213,7 +213,7 @@ def wants_allocations(summary: Any, folder: Path) -> bool:
     found steps that allocate memory (``alloc-in-step``) or change shape
     (``dynamic-shapes``), and the runs without nsys imported torch (they wrote a
     ``baseline-1.sources``: the allocation history is PyTorch's)."""
-    from launchprof.analysis.sources import ALLOCATION_KINDS
+    from launchprof.analysis.diagnosis.sources import ALLOCATION_KINDS
     from launchprof.trace.steptimes import run_files, sources_file
 
     diag = getattr(summary, "diagnosis", None)

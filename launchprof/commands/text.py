@@ -109,11 +109,11 @@ def steady_line(summary: Any) -> str | None:
 
 def where_lines(summary: Any) -> list[str]:
     """The source lines of the steady steps' synchronizing calls (the ``sync-in-step``
-    finding's ``where``, :mod:`launchprof.analysis.sources`), of Inductor's skipped CUDA
+    finding's ``where``, :mod:`launchprof.analysis.diagnosis.sources`), of Inductor's skipped CUDA
     Graphs (``cudagraph-skip``) and of allocations in the step (``alloc-in-step``,
     ``dynamic-shapes``, from the allocation run), the user's own first; none without the
     findings or the lines."""
-    from launchprof.analysis.sources import ALLOCATION_KINDS
+    from launchprof.analysis.diagnosis.sources import ALLOCATION_KINDS
     from launchprof.text import count_text, one_line
 
     diag = summary.diagnosis

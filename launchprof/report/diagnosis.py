@@ -1,7 +1,7 @@
 """The diagnosis section of the report: verdict and recommendation card, per-step chart,
 kernel vs launch-call durations, findings table and conversion code.
 
-Draws only: every number comes from :mod:`launchprof.analysis.diagnose` and the finished
+Draws only: every number comes from :mod:`launchprof.analysis.diagnosis.diagnose` and the finished
 result (:class:`~launchprof.analysis.result.Shown`); trace strings reach the page through
 jinja2 autoescaping or escaped figure JSON.
 """
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.diagnose import Diagnosis
+from launchprof.analysis.diagnosis.diagnose import Diagnosis
 from launchprof.analysis.result import AnalysisResult
 from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render

@@ -142,8 +142,8 @@ class StepsSection(_Model):
 
 
 class SourceLine(_Model):
-    """One source line of a finding (:func:`launchprof.analysis.sources.sync_sites`,
-    :func:`launchprof.analysis.sources.graph_skips`)."""
+    """One source line of a finding (:func:`launchprof.analysis.diagnosis.sources.sync_sites`,
+    :func:`launchprof.analysis.diagnosis.sources.graph_skips`)."""
 
     file: str = Field(description="the user's file, or a library's from its package on")
     line: int
@@ -172,7 +172,7 @@ class SourceLine(_Model):
 
 
 class FindingDoc(_Model):
-    """One finding (:meth:`launchprof.analysis.findings.Finding.to_dict`): ``figures``
+    """One finding (:meth:`launchprof.analysis.diagnosis.findings.Finding.to_dict`): ``figures``
     holds the numbers behind ``evidence``, by name (they differ by kind)."""
 
     kind: str
@@ -183,7 +183,8 @@ class FindingDoc(_Model):
     fix: str
     figures: dict[str, Any]
     where: list[SourceLine] = Field(
-        [], description="sync-in-step: the source lines of the synchronizing calls (launchprof.analysis.sources)"
+        [],
+        description="sync-in-step: the source lines of the synchronizing calls (launchprof.analysis.diagnosis.sources)",
     )
     where_note: str = Field("", description="why there are no source lines (one line), else empty")
 
@@ -211,7 +212,7 @@ class TopCall(_Model):
 
 
 class DiagnosisSection(_Model):
-    """The ``diagnosis`` section (:meth:`launchprof.analysis.diagnose.Diagnosis.to_dict`):
+    """The ``diagnosis`` section (:meth:`launchprof.analysis.diagnosis.diagnose.Diagnosis.to_dict`):
     the steady steps' verdict, the reasons (with, for several ranks, which rank was
     judged), the findings, the figures (by name; ns and ratios) and the thresholds used."""
 

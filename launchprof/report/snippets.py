@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from launchprof.analysis.diagnose import Diagnosis
+from launchprof.analysis.diagnosis.diagnose import Diagnosis
 from launchprof.analysis.prediction.recommendation import Recommendation
 from launchprof.text import count_text, one_line
 
@@ -152,7 +152,7 @@ cudaGraphLaunch(exec, s);
 
 def your_syncs(d: Diagnosis) -> Snippet | None:
     """The user's own synchronizing lines (the ``sync-in-step`` finding's ``where``, from
-    the runs without nsys: :mod:`launchprof.analysis.sources`) and what to do at each; None
+    the runs without nsys: :mod:`launchprof.analysis.diagnosis.sources`) and what to do at each; None
     without them."""
     finding = next((f for f in d.findings if f.kind == "sync-in-step" and f.where), None)
     if finding is None:
@@ -183,7 +183,7 @@ def your_syncs(d: Diagnosis) -> Snippet | None:
 
 
 # What each of Inductor's reasons asks of the compiled function, as code, by the word
-# launchprof.analysis.sources.skip_cause finds in it (the fix's text is there, SKIP_FIXES;
+# launchprof.analysis.diagnosis.sources.skip_cause finds in it (the fix's text is there, SKIP_FIXES;
 # the finished result holds each line's word: Shown.skip_causes).
 _SKIP_CODE = (
     (
@@ -215,7 +215,7 @@ _SKIP_CODE = (
 
 def your_graph_skips(d: Diagnosis, causes: Sequence[str | None]) -> Snippet | None:
     """The lines where Inductor ran the user's compiled code without CUDA Graphs (the
-    ``cudagraph-skip`` finding's ``where``, :func:`launchprof.analysis.sources.graph_skips`),
+    ``cudagraph-skip`` finding's ``where``, :func:`launchprof.analysis.diagnosis.sources.graph_skips`),
     each with its reason and, for the causes (``causes``, one per line:
     :attr:`~launchprof.analysis.result.Shown.skip_causes`) :data:`_SKIP_CODE` knows, the
     change as code naming the user's function; None without them.

@@ -13,7 +13,7 @@
   agrees with it; :mod:`~launchprof.analysis.prediction.recommendation`: the
   recommendation summary.json gives (speedups, break-even, blockers).
 
-The diagnosis (:mod:`launchprof.analysis.diagnose`) calls these after the steps and
+The diagnosis (:mod:`launchprof.analysis.diagnosis.diagnose`) calls these after the steps and
 findings; changing the model touches ``expect.py`` (the formula users act on),
 ``predict.py`` (the constants) and ``decision.py`` (the rule), docs/architecture.md,
 "Where to change".

@@ -1,11 +1,11 @@
 """The decision: whether to convert to a CUDA graph and why, and a verdict that agrees
 with it (called last: :func:`decide` by :func:`launchprof.analysis.prediction.recommendation.recommend`,
-:func:`agree` by :func:`launchprof.analysis.diagnose.diagnose`).
+:func:`agree` by :func:`launchprof.analysis.diagnosis.diagnose.diagnose`).
 
 ``convert`` is True for a launch-bound steady state that does not run as graphs already,
 with an expected speedup without the profiler (:mod:`launchprof.analysis.prediction.expect`) of at
 least :data:`MIN_SPEEDUP` (1.25x, the gain a 20 % host-wait share would allow at best,
-:data:`launchprof.analysis.diagnose.HOST_WAIT_MIN`). A verdict of ``launch-bound`` means
+:data:`launchprof.analysis.diagnosis.diagnose.HOST_WAIT_MIN`). A verdict of ``launch-bound`` means
 a graph is expected to pay; when it is not, :func:`agree` names what holds the GPU back
 instead (its own work, or the host work a graph keeps), so the terminal, the page, the
 index and summary.json never show "launch-bound" beside "no conversion".
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from launchprof.analysis.findings import Finding, Severity
+from launchprof.analysis.diagnosis.findings import Finding, Severity
 from launchprof.analysis.headline import rebuilds_graphs, replays_graphs
 from launchprof.analysis.prediction.expect import Expectation
 from launchprof.analysis.prediction.predict import Prediction

@@ -27,7 +27,7 @@ what the same run under nsys will show after conversion, which ``launchprof comp
 verifies) uses the constants as they are under nsys. The *unprofiled* prediction
 (:func:`unprofiled_values`) uses the ``unprofiled_*`` constants for the graph side, and
 the per-launch step less ``profiler_launch_overhead_ns`` per launch call (what nsys adds
-to each launch call; :mod:`launchprof.analysis.findings`, ``profiler-overhead``).
+to each launch call; :mod:`launchprof.analysis.diagnosis.findings`, ``profiler-overhead``).
 
 Steps inferred from a repeating kernel sequence are the shortest repeat, not necessarily
 the user's loop body; for them the per-graph terms (``graph_launch_gap_ns``,

@@ -4,7 +4,7 @@ one (:mod:`launchprof.analysis.prediction.predict`) is put on the expectation's 
 synchronizing step keeps its host time outside the capture region; break-even on the steps
 without the profiler), the step without the profiler that ``compare`` divides is chosen
 (measured, expected or estimated), the prediction's assumptions are said in words, and
-:mod:`launchprof.analysis.prediction.decision` decides. :func:`launchprof.analysis.diagnose.diagnose`
+:mod:`launchprof.analysis.prediction.decision` decides. :func:`launchprof.analysis.diagnosis.diagnose.diagnose`
 makes it after the verdict and the findings.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from launchprof.analysis.findings import Finding, Severity
+from launchprof.analysis.diagnosis.findings import Finding, Severity
 from launchprof.analysis.prediction.decision import decide
 from launchprof.analysis.prediction.expect import Expectation, measured_range
 from launchprof.analysis.prediction.predict import Prediction, break_even, gpu_work, gpu_work_note, predict_graph_step

@@ -8,13 +8,13 @@ Verdict (over the steady-state steps, :attr:`Steps.steady`; sums over those step
   at most 1 / (1 - 0.2) = 1.25x, the same bar as :data:`MIN_SPEEDUP`; the chapter's
   "a few large kernels, the GPU is already busy" case.
 - otherwise the largest share of the host-wait idle, split by cause
-  (:mod:`launchprof.analysis.gapcauses`): ``launch-bound`` (the GPU waited for the launch
+  (:mod:`launchprof.analysis.diagnosis.gapcauses`): ``launch-bound`` (the GPU waited for the launch
   path), ``sync-bound`` (it waited after a synchronizing call drained it) or
   ``host-bound`` (it waited while the CPU did other work, > 100 us without a CUDA call).
   A steady state that already replays graphs (a graph launch a step or more) and still
   waits for the CPU is ``host-bound`` whatever the split: the launches a graph removes
   are gone, and what the host does around the replays is listed by the
-  ``host-outside-graph`` finding (:mod:`launchprof.analysis.hostwork`) instead of
+  ``host-outside-graph`` finding (:mod:`launchprof.analysis.diagnosis.hostwork`) instead of
   ``sync-in-step`` (a sync outside the graph does not break its capture).
 
 Recommendation (:mod:`launchprof.analysis.prediction.recommendation`): the prediction
@@ -38,10 +38,11 @@ import pandas as pd
 
 from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
 from launchprof.analysis.core import Analysis
+from launchprof.analysis.diagnosis.finders import FinderInputs, find_all
+from launchprof.analysis.diagnosis.findings import Finding
+from launchprof.analysis.diagnosis.gapcauses import HOST_GAP_NS
+from launchprof.analysis.diagnosis.sources import SyncRuns, placed
 from launchprof.analysis.durations import launch_durations
-from launchprof.analysis.finders import FinderInputs, find_all
-from launchprof.analysis.findings import Finding
-from launchprof.analysis.gapcauses import HOST_GAP_NS
 from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.prediction.decision import MIN_SPEEDUP, agree
 from launchprof.analysis.prediction.expect import expect_shapes
@@ -54,7 +55,6 @@ from launchprof.analysis.prediction.recommendation import (
     unprofiled_step,
 )
 from launchprof.analysis.prediction.stepmix import step_shapes, stream_figures
-from launchprof.analysis.sources import SyncRuns, placed
 from launchprof.analysis.stepdata import StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.toptables import top_tables
@@ -72,7 +72,7 @@ class Diagnosis:
     Attributes:
         verdict: one of :data:`VERDICTS`.
         reasons: sentences with the numbers behind the verdict.
-        findings: :class:`~launchprof.analysis.findings.Finding` list, blockers first.
+        findings: :class:`~launchprof.analysis.diagnosis.findings.Finding` list, blockers first.
         figures: the steady-state numbers (ns, ratios of the summed step periods).
         thresholds: the thresholds used, by name.
         framework: ``"pytorch"`` or ``"cuda"`` (which conversion code fits).
@@ -296,7 +296,7 @@ def diagnose(
             :class:`~launchprof.analysis.baseline.RegionRuns` or
             :class:`~launchprof.analysis.baseline.ModuleRuns`), or None: their step
             replaces the estimate of the eager step (``Diagnosis.baseline``, the section).
-        sync: the synchronizing calls those runs wrote (:mod:`launchprof.analysis.sources`):
+        sync: the synchronizing calls those runs wrote (:mod:`launchprof.analysis.diagnosis.sources`):
             a ``sync-in-step`` finding lists their source lines (``where``), else says in
             one line why it cannot (``where_note``); Inductor's reasons for skipping CUDA
             Graphs there make a ``cudagraph-skip`` finding.

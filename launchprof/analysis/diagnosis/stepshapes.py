@@ -2,9 +2,9 @@
 (``dynamic-shapes``) and the kernel sequence (``varying-sequence``); both keep one CUDA
 Graph from serving every step (docs/metrics.md, capture breakers).
 
-Same contract as :mod:`launchprof.analysis.findings`: each finder takes a
+Same contract as :mod:`launchprof.analysis.diagnosis.findings`: each finder takes a
 :class:`~launchprof.analysis.stepdata.StepContext` (steady-state steps only) and returns
-a :class:`~launchprof.analysis.findings.Finding` or None. A step whose kernels change
+a :class:`~launchprof.analysis.diagnosis.findings.Finding` or None. A step whose kernels change
 their configuration is ``dynamic-shapes``; one whose kernels differ while none changes
 its configuration is ``varying-sequence``; never both for one cause.
 """
@@ -16,7 +16,7 @@ import pandas as pd
 
 from launchprof.analysis.arrays import row_codes
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.findings import Finding, Severity, example_steps
+from launchprof.analysis.diagnosis.findings import Finding, Severity, example_steps
 from launchprof.analysis.stepdata import StepContext
 
 # A launch configuration: the kernel's name and its grid and block sizes.

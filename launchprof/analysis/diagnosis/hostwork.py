@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.findings import COPY_DTOH, Finding, Severity
+from launchprof.analysis.diagnosis.findings import COPY_DTOH, Finding, Severity
 from launchprof.analysis.stepdata import StepContext
 from launchprof.text import us_text
 

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from launchprof.analysis.baseline import AnyRuns, ModuleRuns, RegionRuns, later_half
-from launchprof.analysis.findings import Finding, Severity
+from launchprof.analysis.diagnosis.findings import Finding, Severity
 
 TOP_SITES = 5
 TORCH_PARTS = ("/site-packages/torch/", "/dist-packages/torch/")

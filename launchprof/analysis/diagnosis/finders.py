@@ -1,9 +1,9 @@
-"""The finding kinds, one registry line each: what :func:`~launchprof.analysis.diagnose.diagnose`
+"""The finding kinds, one registry line each: what :func:`~launchprof.analysis.diagnosis.diagnose.diagnose`
 looks for, in the order it lists findings of one severity.
 
 A line names the kind (summary.json's ``findings[].kind``), the severities it can have and
 the finder that makes it from :class:`FinderInputs` (None: not found). A new kind is its
-finder (in :mod:`launchprof.analysis.findings` or a module of its own), its conversion code
+finder (in :mod:`launchprof.analysis.diagnosis.findings` or a module of its own), its conversion code
 when it has one (:mod:`launchprof.report.snippets`) and one line in :data:`FINDING_KINDS`;
 docs/reference.md's table of findings lists the same kinds (``tests/test_findings_registry.py``).
 """
@@ -14,14 +14,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from launchprof.analysis import findings as F
-from launchprof.analysis import stepshapes
 from launchprof.analysis.core import Analysis
-from launchprof.analysis.findings import Finding, Severity
+from launchprof.analysis.diagnosis import findings as F
+from launchprof.analysis.diagnosis import stepshapes
+from launchprof.analysis.diagnosis.findings import Finding, Severity
+from launchprof.analysis.diagnosis.hostwork import host_outside_graph
+from launchprof.analysis.diagnosis.sources import SyncRuns, graph_skips
 from launchprof.analysis.headline import replays_graphs
-from launchprof.analysis.hostwork import host_outside_graph
 from launchprof.analysis.prediction.expect import Expectation
-from launchprof.analysis.sources import SyncRuns, graph_skips
 from launchprof.analysis.stepdata import StepContext
 
 
@@ -58,7 +58,7 @@ class FindingKind:
 
     Attributes:
         kind: its name in summary.json.
-        severities: the :class:`~launchprof.analysis.findings.Severity` values it can have.
+        severities: the :class:`~launchprof.analysis.diagnosis.findings.Severity` values it can have.
         find: its finder.
         without_steps: it is looked for in a trace without steady steps too (the trace's
             recording mode, not the steps).
@@ -94,7 +94,7 @@ FINDING_KINDS: tuple[FindingKind, ...] = (
 def find_all(inputs: FinderInputs, with_steps: bool) -> list[Finding]:
     """The findings of every kind of :data:`FINDING_KINDS` (``with_steps`` False: only
     those looked for without steady steps), in registry order (the diagnosis lists them
-    most severe first: :attr:`~launchprof.analysis.findings.Severity.rank`).
+    most severe first: :attr:`~launchprof.analysis.diagnosis.findings.Severity.rank`).
 
     Raises:
         ValueError: a finder gave a kind or a severity its registry line does not name

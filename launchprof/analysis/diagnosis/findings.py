@@ -3,15 +3,15 @@ capture breakers of docs/metrics.md, and the places where graphs do not pay).
 
 Each finder takes a :class:`~launchprof.analysis.stepdata.StepContext` (steady-state
 steps only, so warm-up allocations and one-off syncs do not count) and returns a
-:class:`Finding` or None; :data:`launchprof.analysis.finders.FINDING_KINDS` lists every
+:class:`Finding` or None; :data:`launchprof.analysis.diagnosis.finders.FINDING_KINDS` lists every
 finder, one line a kind, and the diagnosis runs them from there. Severities
 (:class:`Severity`): ``blocker`` (breaks capture or defeats the graph: fix it before
 converting), ``warning`` (the analysis or the conversion needs care), ``info`` (context
 for the numbers).
 
 The findings about what changes between steps (``dynamic-shapes``, ``varying-sequence``)
-are in :mod:`launchprof.analysis.stepshapes`, those about the host around a graph replay
-(``host-outside-graph``) in :mod:`launchprof.analysis.hostwork`; both use :class:`Finding`
+are in :mod:`launchprof.analysis.diagnosis.stepshapes`, those about the host around a graph replay
+(``host-outside-graph``) in :mod:`launchprof.analysis.diagnosis.hostwork`; both use :class:`Finding`
 and :func:`example_steps` from here.
 """
 
@@ -70,12 +70,12 @@ class Finding:
     """One finding.
 
     Attributes:
-        kind: one of :data:`launchprof.analysis.finders.FINDING_KINDS`: ``sync-in-step``,
+        kind: one of :data:`launchprof.analysis.diagnosis.finders.FINDING_KINDS`: ``sync-in-step``,
             ``alloc-in-step``, ``reinstantiation``, ``graph-trace-mode``,
             ``legacy-stream``, ``profiler-overhead`` (this module), ``dynamic-shapes``,
-            ``varying-sequence`` (:mod:`launchprof.analysis.stepshapes`),
-            ``host-outside-graph`` (:mod:`launchprof.analysis.hostwork`) or
-            ``cudagraph-skip`` (:mod:`launchprof.analysis.sources`).
+            ``varying-sequence`` (:mod:`launchprof.analysis.diagnosis.stepshapes`),
+            ``host-outside-graph`` (:mod:`launchprof.analysis.diagnosis.hostwork`) or
+            ``cudagraph-skip`` (:mod:`launchprof.analysis.diagnosis.sources`).
         severity: a :class:`Severity` (``blocker``, ``warning`` or ``info``).
         steps_affected: number of steady-state steps that show it.
         steps: up to 10 example step indices.
@@ -83,7 +83,7 @@ class Finding:
         fix: what to do.
         figures: the numbers behind the evidence (ns, counts), by name.
         where: for ``sync-in-step``, the source lines of the synchronizing calls
-            (:func:`launchprof.analysis.sources.sync_sites`: ``file``, ``line``,
+            (:func:`launchprof.analysis.diagnosis.sources.sync_sites`: ``file``, ``line``,
             ``function``, ``library``, ``via``, ``share``, ``per_step``); ``where_note``:
             one line why there are none (not collected, or none met).
     """
