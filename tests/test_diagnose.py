@@ -246,8 +246,8 @@ def test_conversion_code_follows_the_framework_seen_in_the_trace(real_trace, nam
 
 
 def test_call_classes_per_name_match_classify(real_trace) -> None:  # type: ignore[no-untyped-def]
-    from launchprof.analysis.callkinds import classify
     from launchprof.analysis.stepdata import classes
+    from launchprof.analysis.timeline.callkinds import classify
 
     api = launchprof.analyze(real_trace("mlp_graph")).trace.api
     fast, slow = classes(api["call"]), classify(api["call"])

@@ -12,13 +12,13 @@ import pytest
 
 import launchprof
 from launchprof.analysis import stepdata
-from launchprof.analysis.callkinds import classify
 from launchprof.analysis.comparison import side
 from launchprof.analysis.comparison.side import KERNEL_KEY, kernel_info
 from launchprof.analysis.diagnosis import gapcauses
-from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.stepdata import step_context
-from launchprof.analysis.timeline import call_index, last_call_rows
+from launchprof.analysis.timeline.callkinds import classify
+from launchprof.analysis.timeline.durations import launch_durations
+from launchprof.analysis.timeline.gaps import call_index, last_call_rows
 from launchprof.trace.model import text
 
 HERE = Path(__file__).resolve().parent

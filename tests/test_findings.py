@@ -82,10 +82,10 @@ def test_a_sync_between_the_launches_of_a_step_is_a_blocker(tmp_path: Path) -> N
     assert "sync-in-step" in [x["kind"] for x in a.recommendation.blockers]
     # The prediction's capture region agrees: one half of the user's step, not the
     # second half of one step and the first of the next.
-    from launchprof.analysis.core import analyze_trace
     from launchprof.analysis.prediction.captureregion import capture_region
     from launchprof.analysis.stepdata import step_context
     from launchprof.analysis.steps import find_steps
+    from launchprof.analysis.timeline.core import analyze_trace
     from launchprof.trace import load_trace
 
     analysis = analyze_trace(load_trace(path), 1_000)

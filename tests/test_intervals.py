@@ -1,4 +1,4 @@
-"""Properties of the interval arithmetic (launchprof.analysis.intervals and timeline).
+"""Properties of the interval arithmetic (launchprof.analysis.timeline.intervals and timeline).
 
 The reference for the union is a brute-force coverage count on a small integer grid:
 cell t (the unit interval [t, t+1)) is busy when some input interval covers it.
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from launchprof.analysis import utilization_series
-from launchprof.analysis.intervals import union
-from launchprof.analysis.timeline import api_end_lookup, timeline_figures
+from launchprof.analysis.timeline.gaps import api_end_lookup, timeline_figures
+from launchprof.analysis.timeline.intervals import union
 
 GRID = 60
 # No per-example deadline: shared CI machines are slow at times; the properties are what count.

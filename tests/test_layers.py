@@ -235,7 +235,7 @@ def test_the_report_takes_only_result_types_and_constants_from_the_analysis() ->
 
 def test_the_result_check_refuses_a_function_and_a_whole_module() -> None:
     assert not result_type_or_constant("launchprof.analysis.headline", "headline")
-    assert not result_type_or_constant("launchprof.analysis.durations", "*")
+    assert not result_type_or_constant("launchprof.analysis.timeline.durations", "*")
     assert result_type_or_constant("launchprof.analysis.result", "AnalysisResult")
     assert result_type_or_constant("launchprof.analysis.comparison.verify", "CI_LEVEL")
 

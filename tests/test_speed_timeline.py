@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracebuilder import TraceBuilder
 
-from launchprof.analysis.core import row_groups
-from launchprof.analysis.launches import shorter_ratio_arrays
-from launchprof.analysis.timeline import NO_CALL, corr_key, key_order, lookup_end
+from launchprof.analysis.timeline.core import row_groups
+from launchprof.analysis.timeline.gaps import NO_CALL, corr_key, key_order, lookup_end
+from launchprof.analysis.timeline.launches import shorter_ratio_arrays
 from launchprof.trace import Trace, load_trace
 from launchprof.trace.activity import call_names
 
@@ -300,7 +300,7 @@ def test_stream_and_process_figures_as_computed_alone(tmp_path_factory, rows, fi
         return
     path = b.write(tmp_path_factory.mktemp("t") / "t.sqlite")
     import launchprof
-    from launchprof.analysis.timeline import api_end_keyed, timeline_figures
+    from launchprof.analysis.timeline.gaps import api_end_keyed, timeline_figures
 
     a = launchprof.analyze(path)
     (device,) = a.devices

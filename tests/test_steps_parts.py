@@ -15,7 +15,7 @@ from launchprof.analysis import analyze_trace
 from launchprof.analysis.steps.link import activity_from_api, call_rows, link_calls
 from launchprof.analysis.steps.nvtx import outermost, project
 from launchprof.analysis.steps.table import inner_figures
-from launchprof.analysis.timeline import call_index, last_call_rows
+from launchprof.analysis.timeline.gaps import call_index, last_call_rows
 from launchprof.trace import load_trace
 
 SEEDS = range(40)

@@ -12,7 +12,7 @@ import pytest
 from conftest import DATA
 
 import launchprof
-from launchprof.analysis.toptables import TOP_ROWS
+from launchprof.analysis.timeline.toptables import TOP_ROWS
 
 
 def _sql(path, table: str, key: str) -> dict[str, tuple[int, int]]:

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.steps import Steps
+from launchprof.analysis.timeline.core import Analysis
 
 
 def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any]:

@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from launchprof.analysis.comparison.side import side_from_analysis
-from launchprof.analysis.core import utilization_series
 from launchprof.analysis.diagnosis.sources import skip_cause
-from launchprof.analysis.durations import duration_histogram
 from launchprof.analysis.headline import headline
 from launchprof.analysis.nvtx_steps import nvtx_steps
 from launchprof.analysis.result import UTILIZATION_BINS, AnalysisResult, Shown
 from launchprof.analysis.steps import step_stats
+from launchprof.analysis.timeline.core import utilization_series
+from launchprof.analysis.timeline.durations import duration_histogram
 
 R = TypeVar("R", bound=AnalysisResult)
 

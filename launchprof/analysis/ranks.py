@@ -47,9 +47,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.core import Analysis, DeviceAnalysis
-from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps, find_steps
+from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
+from launchprof.analysis.timeline.intervals import union
 
 COMM_PREFIX = "nccl"
 STRAGGLER_FACTOR = 1.25
@@ -108,7 +108,7 @@ def _comm_flags(analysis: Analysis, act: pd.DataFrame, comm_ids: np.ndarray) -> 
 def busy_by_group(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> pd.Series:
     """Length of the union of intervals ``[start, end)`` within each group (ns).
 
-    The sweep of :mod:`launchprof.analysis.intervals` per group: sort by (group, start),
+    The sweep of :mod:`launchprof.analysis.timeline.intervals` per group: sort by (group, start),
     running maximum of ends within the group, a new busy interval at each start beyond it.
     Returns a Series indexed by group (groups with no interval are absent).
     """

@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnosis.diagnose import Diagnosis
 from launchprof.analysis.nvtx_steps import NvtxSteps
 from launchprof.analysis.prediction.recommendation import Recommendation
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.steps import Steps
+from launchprof.analysis.timeline.core import Analysis
 
 R = TypeVar("R", bound="AnalysisResult")
 
@@ -54,14 +54,14 @@ class Shown:
         headline: summary.json's ``headline`` (:func:`launchprof.analysis.headline.headline`
             of the sections above), None without a diagnosis.
         durations: the histogram of the diagnosis' kernel and launch-call durations
-            (:func:`~launchprof.analysis.durations.duration_histogram`: ``low_ns``,
+            (:func:`~launchprof.analysis.timeline.durations.duration_histogram`: ``low_ns``,
             ``high_ns``, ``kernels``, ``launch_calls``); its bins all zero without a
             diagnosis.
         skip_causes: for each ``where`` line of the ``cudagraph-skip`` finding, the cause
             its fix is chosen by (:func:`~launchprof.analysis.diagnosis.sources.skip_cause`), else None.
         utilization: per device id, the busy share of
             :data:`UTILIZATION_BINS` equal time bins
-            (:func:`~launchprof.analysis.core.utilization_series`: ``start_ns``,
+            (:func:`~launchprof.analysis.timeline.core.utilization_series`: ``start_ns``,
             ``end_ns``, ``utilization``).
         step_table, step_kernels, step_sample: the step files' tables
             (:class:`~launchprof.analysis.comparison.side.SideData`'s ``table``, ``kernels`` and

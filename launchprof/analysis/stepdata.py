@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import ascending, kind_in, selection, sorted_by
-from launchprof.analysis.callkinds import api_classes, classify
-from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.diagnosis.gapcauses import HOST_GAP_NS, gap_causes
-from launchprof.analysis.intervals import union
 from launchprof.analysis.steps import Steps
-from launchprof.analysis.timeline import call_index, corr_key, last_call_rows
+from launchprof.analysis.timeline.callkinds import api_classes, classify
+from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
+from launchprof.analysis.timeline.gaps import call_index, corr_key, last_call_rows
+from launchprof.analysis.timeline.intervals import union
 from launchprof.trace.model import text
 
 
@@ -46,7 +46,7 @@ class StepContext:
         call_mask: per ``api`` row, whether it is a call of ``pid`` inside a steady step
             (by CPU time: the step with the latest ``cpu_start`` at or before the call's
             start, when the call starts before that step's ``cpu_end``).
-        call_classes: :func:`~launchprof.analysis.callkinds.classify` of ``api["call"]``
+        call_classes: :func:`~launchprof.analysis.timeline.callkinds.classify` of ``api["call"]``
             (None when there is no device).
         kernel_calls: per ``kernels`` row, the ``api`` position of its submitting call
             (the last call with its pid and correlation id > 0; -1: none).
@@ -107,7 +107,7 @@ def _device(analysis: Analysis, steps: Steps) -> DeviceAnalysis | None:
 
 
 def classes(calls: pd.Series) -> pd.DataFrame:
-    """:func:`~launchprof.analysis.callkinds.classify` computed once per distinct call name
+    """:func:`~launchprof.analysis.timeline.callkinds.classify` computed once per distinct call name
     (the ``call`` column is categorical: a few dozen names for millions of calls)."""
     if isinstance(calls.dtype, pd.CategoricalDtype):
         table = classify(pd.Series(calls.cat.categories.astype(str)))
@@ -146,7 +146,7 @@ def _pseudo_table(device: DeviceAnalysis, pid: int, api: pd.DataFrame) -> pd.Dat
 def submitting_calls(
     api: pd.DataFrame, index: tuple[np.ndarray, np.ndarray], pid: np.ndarray, corr: np.ndarray
 ) -> np.ndarray:
-    """:func:`~launchprof.analysis.timeline.last_call_rows` with ``index``: the api
+    """:func:`~launchprof.analysis.timeline.gaps.last_call_rows` with ``index``: the api
     position of the last call with each (pid, correlation id > 0), -1 where none. When
     the keys are dense (one process: its correlation ids run 1, 2, 3...), a table of rows
     indexed by key instead of a binary search."""

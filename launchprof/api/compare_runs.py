@@ -31,7 +31,7 @@ from launchprof.analysis.diagnosis.diagnose import diagnose
 from launchprof.analysis.prediction.predict import break_even
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import Steps, find_steps
-from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.analysis.timeline.gaps import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
 from launchprof.api.report_folder import ReportFolderError, side_from_folder
 from launchprof.api.traces import analyze

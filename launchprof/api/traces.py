@@ -20,14 +20,14 @@ import pandas as pd
 
 from launchprof.analysis import analyze_trace
 from launchprof.analysis.baseline import ModuleRuns, RegionRuns, runs_of
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnosis.diagnose import diagnose
 from launchprof.analysis.diagnosis.sources import AllocRun, SyncRuns
 from launchprof.analysis.finish import finish
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
-from launchprof.analysis.timeline import DEFAULT_BUBBLE_THRESHOLD_NS
+from launchprof.analysis.timeline.core import Analysis
+from launchprof.analysis.timeline.gaps import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
 from launchprof.defaults import STEP_NAME
 from launchprof.errors import TraceError

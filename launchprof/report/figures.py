@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis import Analysis, DeviceAnalysis
-from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
 from launchprof.analysis.result import UTILIZATION_BINS, AnalysisResult
+from launchprof.analysis.timeline.launches import GRAPH_LAUNCH_CALLS, KERNEL_LAUNCH_CALLS
 from launchprof.report.html import EmbeddedFigure, embed
 from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, heatmap, scatter, titled
 from launchprof.text import duration_label, fmt_ms

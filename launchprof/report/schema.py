@@ -190,7 +190,7 @@ class FindingDoc(_Model):
 
 
 class TopKernel(_Model):
-    """One kernel name of the steady steps (:mod:`launchprof.analysis.toptables`; ns)."""
+    """One kernel name of the steady steps (:mod:`launchprof.analysis.timeline.toptables`; ns)."""
 
     name: str
     per_step: float = Field(ge=0)
@@ -201,7 +201,7 @@ class TopKernel(_Model):
 
 
 class TopCall(_Model):
-    """One CUDA API call of the steady steps (:mod:`launchprof.analysis.toptables`; ns)."""
+    """One CUDA API call of the steady steps (:mod:`launchprof.analysis.timeline.toptables`; ns)."""
 
     call: str
     per_step: float = Field(ge=0)
@@ -223,7 +223,7 @@ class DiagnosisSection(_Model):
     thresholds: dict[str, float]
     framework: str
     top_kernels: list[TopKernel] = Field(
-        [], description="the steady steps' top kernels by time (launchprof.analysis.toptables)"
+        [], description="the steady steps' top kernels by time (launchprof.analysis.timeline.toptables)"
     )
     top_calls: list[TopCall] = Field([], description="the steady steps' top CUDA API calls by time")
 

@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from launchprof.analysis.result import AnalysisResult
-from launchprof.analysis.timeline import TimelineFigures
+from launchprof.analysis.timeline.gaps import TimelineFigures
 from launchprof.report.html import printable
 from launchprof.report.schema import (
     Baseline,

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import row_codes
-from launchprof.analysis.callkinds import api_classes, classify
-from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.stepdata import step_member
 from launchprof.analysis.steps import Steps, step_stats
-from launchprof.analysis.timeline import corr_key
+from launchprof.analysis.timeline.callkinds import api_classes, classify
+from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
+from launchprof.analysis.timeline.gaps import corr_key
 from launchprof.trace.model import text
 
 # Columns of SideData.table (and of a report folder's steps.csv), ns unless said.
@@ -239,7 +239,7 @@ def kernel_info(analysis: Analysis, device: DeviceAnalysis) -> pd.DataFrame:
 
 
 def call_classes(calls: pd.Series) -> pd.DataFrame:
-    """:func:`~launchprof.analysis.callkinds.classify` of ``calls``, computed once per
+    """:func:`~launchprof.analysis.timeline.callkinds.classify` of ``calls``, computed once per
     distinct name when ``calls`` is categorical (the trace's ``api["call"]`` is)."""
     if not isinstance(calls.dtype, pd.CategoricalDtype) or calls.isna().any():
         return classify(calls)

@@ -37,12 +37,10 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.baseline import AnyRuns, baseline_of, measured_step
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnosis.finders import FinderInputs, find_all
 from launchprof.analysis.diagnosis.findings import Finding
 from launchprof.analysis.diagnosis.gapcauses import HOST_GAP_NS
 from launchprof.analysis.diagnosis.sources import SyncRuns, placed
-from launchprof.analysis.durations import launch_durations
 from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.prediction.decision import MIN_SPEEDUP, agree
 from launchprof.analysis.prediction.expect import expect_shapes
@@ -57,7 +55,9 @@ from launchprof.analysis.prediction.recommendation import (
 from launchprof.analysis.prediction.stepmix import step_shapes, stream_figures
 from launchprof.analysis.stepdata import StepContext, step_context
 from launchprof.analysis.steps import Steps, find_steps
-from launchprof.analysis.toptables import top_tables
+from launchprof.analysis.timeline.core import Analysis
+from launchprof.analysis.timeline.durations import launch_durations
+from launchprof.analysis.timeline.toptables import top_tables
 from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.text import us_text
 
@@ -84,7 +84,7 @@ class Diagnosis:
         baseline: the ``baseline`` section of the runs without nsys
             (:func:`launchprof.analysis.baseline.baseline_section`), None without runs.
         top: the top kernels and CUDA API calls of the steady steps
-            (:func:`launchprof.analysis.toptables.top_tables`; ``to_dict``:
+            (:func:`launchprof.analysis.timeline.toptables.top_tables`; ``to_dict``:
             ``top_kernels``, ``top_calls``).
     """
 

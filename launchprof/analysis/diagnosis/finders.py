@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnosis import findings as F
 from launchprof.analysis.diagnosis import stepshapes
 from launchprof.analysis.diagnosis.findings import Finding, Severity
@@ -23,6 +22,7 @@ from launchprof.analysis.diagnosis.sources import SyncRuns, graph_skips
 from launchprof.analysis.headline import replays_graphs
 from launchprof.analysis.prediction.expect import Expectation
 from launchprof.analysis.stepdata import StepContext
+from launchprof.analysis.timeline.core import Analysis
 
 
 @dataclass(frozen=True)

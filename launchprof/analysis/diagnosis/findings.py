@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.callkinds import api_classes
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.prediction.captureregion import CYCLE_LAUNCH_SHARE
 from launchprof.analysis.prediction.expect import Expectation
 from launchprof.analysis.stepdata import StepContext
-from launchprof.analysis.timeline import corr_key
+from launchprof.analysis.timeline.callkinds import api_classes
+from launchprof.analysis.timeline.core import Analysis
+from launchprof.analysis.timeline.gaps import corr_key
 from launchprof.text import us_text
 
 MAX_EXAMPLES = 10

@@ -10,7 +10,7 @@ owns its inner gaps and the gap after it: the window of its period, first activi
 next step's first activity). A host-wait gap (the submitting call ended
 after the gap began) is
 
-- ``sync`` when a synchronizing call (:data:`~launchprof.analysis.callkinds.SYNC_CALLS`
+- ``sync`` when a synchronizing call (:data:`~launchprof.analysis.timeline.callkinds.SYNC_CALLS`
   or a synchronous copy) of the process was blocked across the gap's start: the CPU
   waited for the GPU to drain, then had to refill it;
 - ``host`` when the submitting thread spent more than ``host_gap_ns`` (default
@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import ascending, segment_cummax, selection
-from launchprof.analysis.callkinds import api_classes
-from launchprof.analysis.core import Analysis
-from launchprof.analysis.intervals import union
+from launchprof.analysis.timeline.callkinds import api_classes
+from launchprof.analysis.timeline.core import Analysis
+from launchprof.analysis.timeline.intervals import union
 
 HOST_GAP_NS = 100_000
 SYNC_TOLERANCE_NS = 1_000

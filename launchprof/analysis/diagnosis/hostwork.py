@@ -9,7 +9,7 @@ submitting process's CPU side:
   ``cuMemcpy*Async``) less the device-to-host copies among them (read-backs, counted as
   ``read_backs_per_step``), e.g. torch's ``cudagraphs`` backend copying each input into
   the graph's static buffers on every replay; cost: the time in all those calls;
-- ``syncs``: synchronizing calls (:data:`~launchprof.analysis.callkinds.SYNC_CALLS` and
+- ``syncs``: synchronizing calls (:data:`~launchprof.analysis.timeline.callkinds.SYNC_CALLS` and
   synchronous copies: ``.item()``, a stopping check every token); cost: the time blocked
   in them;
 - ``eager_launches``: kernel launch calls outside graphs (work around the captured

@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import row_codes
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.diagnosis.findings import Finding, Severity, example_steps
 from launchprof.analysis.stepdata import StepContext
+from launchprof.analysis.timeline.core import Analysis
 
 # A launch configuration: the kernel's name and its grid and block sizes.
 CONFIG = ("name_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.callkinds import EVENT_WAIT_PREFIXES
 from launchprof.analysis.stepdata import StepContext
+from launchprof.analysis.timeline.callkinds import EVENT_WAIT_PREFIXES
 
 # Steps of several shapes (kernels a step): each shape holding at least this share of the
 # steady steps is predicted on its own and the figures are weighted by its steps, as the

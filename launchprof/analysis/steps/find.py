@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import kind_in
-from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps.graph import graph_launch_steps
 from launchprof.analysis.steps.inferred import inferred_steps
 from launchprof.analysis.steps.link import link_calls
 from launchprof.analysis.steps.model import Steps, no_steps
 from launchprof.analysis.steps.nvtx import check_step_name, nvtx_candidates, nvtx_steps
 from launchprof.analysis.steps.table import mark_warmup, step_table
+from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
 
 
 def _busiest(device: DeviceAnalysis) -> int:

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import last_at_or_before
-from launchprof.analysis.callkinds import api_classes
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.steps.link import Link, activity_from_api
 from launchprof.analysis.steps.model import Assignment
+from launchprof.analysis.timeline.callkinds import api_classes
+from launchprof.analysis.timeline.core import Analysis
 
 
 def graph_launch_steps(analysis: Analysis, act: pd.DataFrame, link: Link, pid: int) -> Assignment | None:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import kind_in, row_codes, sorted_by
-from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps.model import Assignment
+from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
 
 MATCH_RATIO = 0.9
 

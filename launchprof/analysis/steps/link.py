@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.core import Analysis
-from launchprof.analysis.timeline import call_index, last_call_rows
+from launchprof.analysis.timeline.core import Analysis
+from launchprof.analysis.timeline.gaps import call_index, last_call_rows
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,9 @@ class Link:
     Attributes:
         call_row: row position in ``trace.api`` of the last call with the row's (pid,
             correlation id) and a correlation id > 0 (-1: none), as
-            :func:`~launchprof.analysis.timeline.last_call_rows`.
+            :func:`~launchprof.analysis.timeline.gaps.last_call_rows`.
         unique: no two calls share a (pid, correlation id) (correlation id > 0), and the
-            ids and pids fit the 32 bits of :func:`~launchprof.analysis.timeline.corr_key`: then
+            ids and pids fit the 32 bits of :func:`~launchprof.analysis.timeline.gaps.corr_key`: then
             ``call_row`` is the only call of each row's pair.
     """
 
@@ -42,10 +42,10 @@ def link_calls(analysis: Analysis, activity: pd.DataFrame) -> Link:
 
 
 def call_rows(api: pd.DataFrame, pid: np.ndarray, corr: np.ndarray, index: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """:func:`~launchprof.analysis.timeline.last_call_rows` (same result), by direct
+    """:func:`~launchprof.analysis.timeline.gaps.last_call_rows` (same result), by direct
     addressing where it can: per process (a handful), a table from correlation id to call
     row, when the ids are dense (they count up from 1 in a process) and every pid and
-    correlation id fits the 32 bits of a :func:`~launchprof.analysis.timeline.corr_key`."""
+    correlation id fits the 32 bits of a :func:`~launchprof.analysis.timeline.gaps.corr_key`."""
     keys, rows = index
     fits = (
         keys.size > 0

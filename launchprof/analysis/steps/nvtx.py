@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import segment_cummax, take
-from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps.link import Link, activity_from_api
 from launchprof.analysis.steps.model import Assignment, StepError
+from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
 from launchprof.defaults import STEP_DOMAIN, STEP_NAME
 
 MIN_REPEATS = 3

@@ -19,9 +19,9 @@ from launchprof.analysis.arrays import (
     sorted_by,
     take,
 )
-from launchprof.analysis.callkinds import api_classes
-from launchprof.analysis.core import Analysis, DeviceAnalysis
 from launchprof.analysis.steps.link import Link
+from launchprof.analysis.timeline.callkinds import api_classes
+from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
 
 WARMUP_FACTOR = 1.5
 

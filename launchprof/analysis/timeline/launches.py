@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.timeline import corr_key, key_order
+from launchprof.analysis.timeline.gaps import corr_key, key_order
 
 # A program built with the per-thread default stream (nvcc --default-stream per-thread, or
 # CUDA_API_PER_THREAD_DEFAULT_STREAM) calls the runtime's NAME_ptsz / NAME_ptds entry points,

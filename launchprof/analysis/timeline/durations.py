@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.callkinds import api_classes
-from launchprof.analysis.core import Analysis
 from launchprof.analysis.stepdata import StepContext
-from launchprof.analysis.timeline import call_index
+from launchprof.analysis.timeline.callkinds import api_classes
+from launchprof.analysis.timeline.core import Analysis
+from launchprof.analysis.timeline.gaps import call_index
 
 
 def duration_histogram(durations: pd.DataFrame, per_decade: int = 5) -> pd.DataFrame:
@@ -31,7 +31,7 @@ def duration_histogram(durations: pd.DataFrame, per_decade: int = 5) -> pd.DataF
 def launch_durations(ctx: StepContext, analysis: Analysis) -> pd.DataFrame:
     """The duration of each per-launch kernel of ``ctx`` (not a graph node) and of the
     launch call that submitted it, joined on (pid, correlation id); kernels without a
-    launch call (:data:`~launchprof.analysis.callkinds.KERNEL_LAUNCH_CALLS`) are left out.
+    launch call (:data:`~launchprof.analysis.timeline.callkinds.KERNEL_LAUNCH_CALLS`) are left out.
 
     Returns:
         DataFrame with ``kernel_ns`` and ``launch_call_ns`` (int64, ns), one row per

@@ -15,9 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.intervals import sorted_union, union
-from launchprof.analysis.launches import LaunchFigures, launch_figures
-from launchprof.analysis.timeline import (
+from launchprof.analysis.timeline.gaps import (
     DEFAULT_BUBBLE_THRESHOLD_NS,
     TimelineFigures,
     api_end_keyed,
@@ -26,6 +24,8 @@ from launchprof.analysis.timeline import (
     figures_of_intervals,
     submit_ends,
 )
+from launchprof.analysis.timeline.intervals import sorted_union, union
+from launchprof.analysis.timeline.launches import LaunchFigures, launch_figures
 from launchprof.trace import Trace
 
 # A bubble threshold beyond this (1000 s, the command line's bound) is no threshold: every idle gap
@@ -179,7 +179,7 @@ def row_groups(columns: list[np.ndarray]) -> list[tuple[tuple[int, ...], np.ndar
 
 
 class _SubmitEnds:
-    """:func:`~launchprof.analysis.timeline.submit_ends` of a device's activity rows,
+    """:func:`~launchprof.analysis.timeline.gaps.submit_ends` of a device's activity rows,
     looked up once per row for the device and its processes and streams."""
 
     def __init__(self, api_end: pd.Series, pid: np.ndarray, correlation_id: np.ndarray) -> None:

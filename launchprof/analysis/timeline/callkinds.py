@@ -10,7 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.launches import GRAPH_LAUNCH_CALLS, GRAPH_UPDATE_CALLS, KERNEL_LAUNCH_CALLS, with_per_thread
+from launchprof.analysis.timeline.launches import (
+    GRAPH_LAUNCH_CALLS,
+    GRAPH_UPDATE_CALLS,
+    KERNEL_LAUNCH_CALLS,
+    with_per_thread,
+)
 from launchprof.trace.model import Trace
 
 # The calls that take a stream (synchronize, copy, set, capture) also in their per-thread

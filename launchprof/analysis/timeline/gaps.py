@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import kind_in
-from launchprof.analysis.intervals import sorted_union, union
+from launchprof.analysis.timeline.intervals import sorted_union, union
 from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS  # also imported from here by core and api
 
 # Histogram edges (ns): a 1-2-5 series from 1 us to 1 s, then everything longer.
@@ -348,7 +348,7 @@ def figures_of_arrays(
     larger frame's columns (a device's, for one of its streams). ``submit_end(positions)``:
     the :func:`submit_ends` of the rows at those positions of ``pid``/``correlation_id``.
     ``presorted``: the rows are sorted by (start, end) (see
-    :func:`~launchprof.analysis.intervals.union`)."""
+    :func:`~launchprof.analysis.timeline.intervals.union`)."""
     order: np.ndarray | None = None  # None: the identity (presorted rows)
     if presorted and len(start):
         starts, ends, first = sorted_union(np.asarray(start, np.int64), np.asarray(end, np.int64))
