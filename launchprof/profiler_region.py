@@ -276,13 +276,16 @@ def _write() -> None:
         print(f"launchprof: step times not written to {path}: {exc.strerror}", file=sys.stderr)
 
 
+# This file's path, taken while the module runs: run as a script, the module loses its
+# __file__ once the workload's body has run (runpy's __main__ swap), before the exit handlers
+# that write the allocations and sync sources.
+_THIS_FILE = __file__
+
+
 def _own(filename: str) -> bool:
     """Whether ``filename`` is this file's (the hooks leave its frames out of the stacks
-    they write). ``__file__`` is read at each call: run as a script, this file loses it
-    once its body has run (CPython deletes ``__main__.__file__`` before the exit handlers),
-    so a call at exit raises NameError, and :class:`~launchprof.source_hooks.Allocations`
-    then writes nothing for a run that exits on its own rather than through ``os._exit``."""
-    return filename == __file__
+    they write)."""
+    return filename == _THIS_FILE
 
 
 def install(modules: bool = False, sources: str | None = None, allocations: str | None = None) -> None:

@@ -197,3 +197,31 @@ def test_sizes_past_int64_and_lines_nested_too_deep_are_skipped(tmp_path: Path) 
         + good + "\n"
     )  # fmt: skip
     assert [a[2] for a in read_sources(path).allocs] == [64]
+
+
+def test_allocations_are_written_when_the_workload_exits_on_its_own(tmp_path: Path) -> None:
+    """No step limit: the loop ends and Python exits normally, running its exit handlers
+    after CPython has dropped the runner's own ``__file__``; the allocations are written
+    all the same (they were lost to a NameError at exit)."""
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    script = tmp_path / "loop.py"
+    script.write_text(SCRIPT)
+    steps, sources = tmp_path / "allocations-1.steps", tmp_path / "allocations-1.sources"
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "LAUNCHPROF_STOP_AFTER"},
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "LAUNCHPROF_STEP_TIMES": str(steps),
+        profiler_region.ALLOCATIONS_ENV: str(sources),
+    }
+    done = subprocess.run(
+        [sys.executable, profiler_region.__file__, str(script)], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0 and "Error" not in done.stderr, done.stderr
+    assert len(read_step_times(steps, "step")) == 80  # every step ran: no os._exit
+    run = read_sources(sources)
+    assert {kind for _, kind, _, _ in run.allocs} == {"alloc", "segment_alloc"}
+    cat = _line(script, "# planted cat")
+    alloc = AllocRun(runs_of([read_step_times(steps, "step")], [np.zeros((0, 2), dtype=np.int64)]), run.allocs)
+    assert [w["line"] for w in alloc_sites(alloc, "alloc-in-step")] == [cat]
