@@ -50,6 +50,7 @@ import pandas as pd
 from launchprof.analysis.steps import Steps, find_steps
 from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
 from launchprof.analysis.timeline.intervals import union
+from launchprof.analysis.timeline.launches import GRAPH_LAUNCH_CALLS
 
 COMM_PREFIX = "nccl"
 STRAGGLER_FACTOR = 1.25
@@ -413,7 +414,7 @@ def program_signature(analysis: Analysis) -> ProgramSignature:
         pd.Series(pd.unique(trace.api["call"]), dtype=object).astype(str) if len(trace.api) else pd.Series(dtype=str)
     )
     nodes = trace.kernels["graph_node_id"] if "graph_node_id" in trace.kernels else pd.Series(dtype=float)
-    graphs = bool(calls.str.startswith(("cudaGraphLaunch", "cuGraphLaunch")).any() or nodes.notna().any())
+    graphs = bool(calls.isin(GRAPH_LAUNCH_CALLS).any() or nodes.notna().any())
     return ProgramSignature(names, graphs)
 
 
