@@ -36,6 +36,16 @@ def _best(runs: int, run: Callable[[], Any]) -> tuple[Any, float, float]:
     return result, wall, cpu
 
 
+def _write(result: Any, out: Path, trace: str, figures: Any) -> None:
+    """The report without the step files: the summary, the page with the figures already
+    made, the folder's swap."""
+    from launchprof.report.write import commit_report, open_report_folder, render_files
+
+    summary, page = render_files(result, trace, figures)
+    with open_report_folder(out, force=True) as writer:
+        commit_report(writer, summary, page)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
@@ -47,7 +57,6 @@ def main() -> None:
     from launchprof.analysis.result import AnalysisResult
     from launchprof.analysis.steps import find_steps
     from launchprof.report.figures import embedded_device_figures
-    from launchprof.report.write import write_report
     from launchprof.trace import load_trace
     from launchprof.trace.columns import prefetch
 
@@ -66,7 +75,7 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="lp-repeats-")) / "report"
     _, rep_wall, rep_cpu = _best(
         args.runs,
-        lambda: write_report(result, out, force=True, trace_path=args.trace, step_files=False, device_figures=figures),
+        lambda: _write(result, out, args.trace, figures),
     )
     print(f"{Path(args.trace).name}: fastest of {args.runs}, wall s / CPU s")
     for stage, w, c in (

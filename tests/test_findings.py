@@ -435,22 +435,24 @@ def test_real_graph_replay_loop_that_waits_for_the_host_is_host_bound(real_trace
     assert "loop's own Python" in f.fix
 
 
-def test_a_built_replay_loop_names_its_input_copies_and_sync(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stream", ["", "_ptsz"], ids=["legacy-default-stream", "per-thread-default-stream"])
+def test_a_built_replay_loop_names_its_input_copies_and_sync(tmp_path: Path, stream: str) -> None:
     # Per step: 3 input copies (cudaMemcpyAsync, 4 us each), one graph launch of 2 kernels,
-    # one cudaStreamSynchronize blocked 30 us, then 40 us of Python; 20 steps.
+    # one cudaStreamSynchronize blocked 30 us, then 40 us of Python; 20 steps. A per-thread
+    # default stream build calls the _ptsz forms (nsys writes cudaMemcpyAsync_ptsz_v7000).
     b = TraceBuilder()
     t = 1_000_000
     for _ in range(20):
         start = t
         for _ in range(3):
-            corr = b.call("cudaMemcpyAsync_v3020", t, t + 4_000)
+            corr = b.call(f"cudaMemcpyAsync{stream}_v3020", t, t + 4_000)
             b.memcpy(t + 4_500, t + 5_000, corr, copy_kind=8)
             t += 4_000
-        corr = b.call("cudaGraphLaunch_v10000", t, t + 6_000)
+        corr = b.call(f"cudaGraphLaunch{stream}_v10000", t, t + 6_000)
         b.kernel(t + 7_000, t + 17_000, corr, graph_node=1)
         b.kernel(t + 17_100, t + 37_000, corr, graph_node=2)
         t += 6_000
-        b.call("cudaStreamSynchronize_v3020", t, t + 31_500)
+        b.call(f"cudaStreamSynchronize{stream}_v3020", t, t + 31_500)
         t += 31_500 + 40_000
         b.range("step", start, t, domain="launchprof")
     d = launchprof.analyze(b.write(tmp_path / "t.sqlite")).diagnosis

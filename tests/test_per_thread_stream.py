@@ -62,3 +62,24 @@ def test_both_builds_get_one_answer() -> None:
     assert {r.convert for r in got.values()} == {False}
     speedups = [r.expected_speedup for r in got.values()]
     assert max(speedups) / min(speedups) < 1.15, speedups
+
+
+@pytest.mark.parametrize(
+    "recorded, named",
+    [
+        ("cudaLaunchKernel_v7000", "cudaLaunchKernel"),
+        ("cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel_ptsz"),
+        ("cuMemcpyHtoD_v2_ptds", "cuMemcpyHtoD_ptds"),  # a driver call's per-thread form (cuda.h)
+        ("cuMemcpyHtoD_v2", "cuMemcpyHtoD"),
+        ("cudaGraphLaunch", "cudaGraphLaunch"),
+        ("my_v2_kernel_helper", "my_v2_kernel_helper"),  # a version only at the end
+    ],
+)
+def test_a_call_has_one_name_whatever_its_version(recorded: str, named: str, tmp_path: Path) -> None:
+    from tracebuilder import TraceBuilder
+
+    b = TraceBuilder()
+    corr = b.call(recorded, 1_000, 2_000)
+    b.kernel(3_000, 4_000, corr)
+    calls = launchprof.analyze(b.write(tmp_path / "t.sqlite")).trace.api["call"].astype(str)
+    assert list(calls) == [named]

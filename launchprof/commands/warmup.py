@@ -26,7 +26,12 @@ WARM_MODULES = (
 WARM_SQLITE = ("adbc_driver_manager", "adbc_driver_sqlite")
 
 
-WARM_ARROW = ("launchprof.trace.arrowdir", "pyarrow.ipc", "launchprof.report.figures", "launchprof.report.stepfiles")
+WARM_ARROW = (
+    "launchprof.trace.arrowdir",
+    "pyarrow.ipc",
+    "launchprof.report.figures",
+    "launchprof.analysis.comparison.side",  # the step files' tables
+)
 
 
 WARM_ENV = "LAUNCHPROF_WARM_AT"  # "start": import while the workload runs (the default before)

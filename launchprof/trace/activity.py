@@ -32,7 +32,10 @@ from launchprof.trace.tables import (
     MEMSET_COLS,
 )
 
-_VERSION_SUFFIX = re.compile(r"_v\d+$")
+# nsys's version suffix of a CUDA API name: cudaLaunchKernel_v7000, cudaLaunchKernel_ptsz_v7000;
+# a driver call's per-thread form puts it before the stream suffix (cuMemcpyHtoD_v2_ptds in
+# cuda.h): removed there too, so each call has one name whatever its version.
+_VERSION_SUFFIX = re.compile(r"_v\d+(?=(?:_ptsz|_ptds)?$)")
 
 # Columns that older nsys exports lack (2022.4 has no graphNodeId): absent without a note.
 _OPTIONAL_BY_VERSION = {"graphNodeId", "graphId"}

@@ -18,7 +18,7 @@ from launchprof.defaults import STEP_DOMAIN
 from launchprof.errors import LaunchprofError
 from launchprof.profiler_region import MODULE_PREFIX, REGION_NAME
 from launchprof.trace.columns import ro_uri
-from launchprof.trace.tables import NVTX_DOMAIN_CREATE
+from launchprof.trace.tables import NVTX_DOMAIN_CREATE, NVTX_TABLE
 
 
 class StepTimesError(LaunchprofError):
@@ -187,9 +187,9 @@ def timed_sources(sqlite: Path) -> frozenset[str] | None:
         try:
             tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if (
-                "NVTX_EVENTS" in tables
+                NVTX_TABLE in tables
                 and con.execute(
-                    "SELECT 1 FROM NVTX_EVENTS WHERE eventType = ? AND text = ? LIMIT 1",
+                    f'SELECT 1 FROM "{NVTX_TABLE}" WHERE eventType = ? AND text = ? LIMIT 1',
                     (NVTX_DOMAIN_CREATE, STEP_DOMAIN),
                 ).fetchone()
             ):

@@ -32,7 +32,7 @@ from launchprof.analysis.diagnosis.findings import COPY_DTOH, Finding, Severity
 from launchprof.analysis.stepdata import StepContext
 from launchprof.text import us_text
 
-ASYNC_COPY = re.compile(r"^(cudaMemcpy\w*Async|cuMemcpy\w*Async)$")
+ASYNC_COPY = re.compile(r"^(cudaMemcpy\w*Async|cuMemcpy\w*Async)(_ptsz|_ptds)?$")  # per-thread forms too
 FIXES = {
     "input_copies": (
         "inputs copied into the graph's static buffers on every replay (torch.compile's cudagraphs backend and "

@@ -307,7 +307,7 @@ def inner_figures(
     busy = run_sums(seg_end - seg_start, seg_bounds)
     # The gap after each segment to the next (those after a step's last segment lead out of
     # the step and count for nothing); host-wait where the call that submitted the activity
-    # after the gap ended after the gap began (float ns, as timeline.lookup_end gives it).
+    # after the gap ended after the gap began (float ns, as timeline/gaps.lookup_end gives it).
     gap = np.zeros(seg_step.size, dtype=np.int64)
     np.subtract(seg_start[1:], seg_end[:-1], out=gap[:-1])
     step_last = (seg_bounds[1:] - 1)[seg_bounds[1:] > seg_bounds[:-1]]  # its gap leads out of the step
