@@ -282,3 +282,34 @@ def test_every_held_signal_is_handled_after_the_block_and_ignored_ones_stay_igno
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def test_a_report_half_moved_in_by_another_run_is_said_as_busy_not_as_the_users_files(tmp_path: Path) -> None:
+    """Another run's commit moves its step files in before its summary, holding the folder's
+    lock: a run that looks then sees step files and no report. It must say the folder is
+    busy (or, once that run is done, that it holds a report), not that the user's own files
+    are there (a 2-run race of test_two_concurrent_runs_never_mix_a_folder, 1 round in 20)."""
+    import fcntl
+
+    from launchprof.errors import OutputError
+    from launchprof.report.folder import FolderWriter
+    from launchprof.report.outputs import REPORT_FILES, analysis_files
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "steps.csv").write_text("step\n")  # the other run's first file
+    fd = os.open(tmp_path / ".out.lock", os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the other run, committing
+        with pytest.raises(OutputError, match="another launchprof run is writing a report into"):
+            FolderWriter(folder, False, REPORT_FILES, analysis_files())
+        (folder / "report.html").write_text("<html>")
+        (folder / "summary.json").write_text("{}")  # its commit ends
+    finally:
+        os.close(fd)
+    with pytest.raises(OutputError, match="already holds a report"):
+        FolderWriter(folder, False, REPORT_FILES, analysis_files())
+    (folder / "summary.json").unlink()
+    (folder / "report.html").unlink()  # no run: the user's own steps.csv
+    with pytest.raises(OutputError, match="holds steps.csv but no report"):
+        FolderWriter(folder, False, REPORT_FILES, analysis_files())

@@ -119,6 +119,32 @@ def _oserror(what: str, path: Path, exc: OSError) -> OutputError:
     return OutputError(f"cannot {what} {path}: {exc.strerror or exc}")
 
 
+_BUSY = (
+    "another launchprof run is writing a report into {folder}; "
+    "wait for it, use --force to replace its report, or --output to choose another folder"
+)
+
+
+def _another_run_committing(folder: Path) -> bool:
+    """Whether another run holds the lock of ``folder`` now, i.e. is moving its files in
+    (:meth:`FolderWriter.commit`): the lock beside the folder, or inside it when its parent
+    cannot be written. Files seen there without a summary may be that run's, half moved."""
+    for lock in (folder.parent / f".{folder.name}.lock", folder / ".launchprof.lock"):
+        try:
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return False
+
+
 def refuse_other_kind(folder: Path, produced: Iterable[str]) -> None:
     """Refuse ``folder`` when it holds another kind of report: one of
     :data:`~launchprof.report.outputs.REPORT_DOCUMENTS` that this run, writing ``produced``, would not replace
@@ -248,7 +274,9 @@ class FolderWriter:
             self.close()
             raise _oserror("write into", self._beside, exc) from None
 
-    def _check_existing(self) -> None:
+    def _check_existing(self, locked: bool = False) -> None:
+        """Refuse the folder as the class says; ``locked``: this run holds the folder's lock
+        (no other run can be committing)."""
         folder = self.folder
         if folder.exists() and not folder.is_dir():
             raise OutputError(f"{folder} exists and is not a folder")
@@ -264,6 +292,11 @@ class FolderWriter:
         ours = any((folder / n).exists() for n in REPORT_DOCUMENTS)
         names = [n for n in self.owned if n != VENDORED_JS]  # every kind of report writes that one
         foreign = [n for n in names if (folder / n).exists()] if not (self.force or ours) and folder.is_dir() else []
+        if foreign and not locked and _another_run_committing(folder):  # its files, half moved in
+            raise OutputError(_BUSY.format(folder=folder))
+        if foreign and any((folder / n).exists() for n in REPORT_DOCUMENTS):
+            self._check_existing(locked)  # that run's report is whole now: refused (or replaced) as one
+            return
         if foreign:  # files of these names, but no report of launchprof's beside them: the user's
             raise OutputError(
                 f"{folder} holds {', '.join(foreign)} but no report: they are not launchprof's to replace; "
@@ -322,10 +355,7 @@ class FolderWriter:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.force else fcntl.LOCK_NB))
             except BlockingIOError:
-                raise OutputError(
-                    f"another launchprof run is writing a report into {self.folder}; "
-                    "wait for it, use --force to replace its report, or --output to choose another folder"
-                ) from None
+                raise OutputError(_BUSY.format(folder=self.folder)) from None
             yield
         finally:
             os.close(fd)  # releases the lock
@@ -341,7 +371,7 @@ class FolderWriter:
         names = self.staged()
         ordered = [n for n in names if n not in order] + [n for n in order if n in names]
         with self._locked():
-            self._check_existing()
+            self._check_existing(locked=True)
             self._make_folder()
             with signals_held():
                 for name in self.owned:
