@@ -89,23 +89,36 @@ def _line(path: Path, marker: str) -> int:
     return next(i for i, text in enumerate(path.read_text().splitlines(), start=1) if marker in text)
 
 
-def test_allocations_are_written_at_the_markers_exit_and_pinned_to_their_lines(tmp_path: Path) -> None:
+def _allocation_run(
+    tmp_path: Path, stop_after: str | None
+) -> tuple[Path, Path, Path, subprocess.CompletedProcess[str]]:
+    """:data:`SCRIPT` run under the runner with the fake torch, its allocations asked for
+    (as profile's allocation run does), the step markers ending it after ``stop_after``
+    (None: it runs to its end); the script, step times and sources files, the process."""
     site = tmp_path / "venv" / "lib" / "site-packages"
     (site / "torch").mkdir(parents=True)
     (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
     script = tmp_path / "loop.py"
     script.write_text(SCRIPT)
     steps, sources = tmp_path / "allocations-1.steps", tmp_path / "allocations-1.sources"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-        "LAUNCHPROF_STEP_TIMES": str(steps),
-        "LAUNCHPROF_STOP_AFTER": "50:step",
-        profiler_region.ALLOCATIONS_ENV: str(sources),
-    }
+    env = {k: v for k, v in os.environ.items() if k != "LAUNCHPROF_STOP_AFTER"}
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+            "LAUNCHPROF_STEP_TIMES": str(steps),
+            profiler_region.ALLOCATIONS_ENV: str(sources),
+        }
+    )
+    if stop_after is not None:
+        env["LAUNCHPROF_STOP_AFTER"] = stop_after
     done = subprocess.run(
         [sys.executable, profiler_region.__file__, str(script)], env=env, capture_output=True, text=True, cwd=tmp_path
     )
+    return script, steps, sources, done
+
+
+def test_allocations_are_written_at_the_markers_exit_and_pinned_to_their_lines(tmp_path: Path) -> None:
+    script, steps, sources, done = _allocation_run(tmp_path, stop_after="50:step")
     assert done.returncode == 0, done.stderr
     times = read_step_times(steps, "step")
     assert len(times) == 50  # the markers ended the run (os._exit): the history was written all the same
@@ -203,21 +216,7 @@ def test_allocations_are_written_when_the_workload_exits_on_its_own(tmp_path: Pa
     """No step limit: the loop ends and Python exits normally, running its exit handlers
     after CPython has dropped the runner's own ``__file__``; the allocations are written
     all the same (they were lost to a NameError at exit)."""
-    site = tmp_path / "venv" / "lib" / "site-packages"
-    (site / "torch").mkdir(parents=True)
-    (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
-    script = tmp_path / "loop.py"
-    script.write_text(SCRIPT)
-    steps, sources = tmp_path / "allocations-1.steps", tmp_path / "allocations-1.sources"
-    env = {
-        **{k: v for k, v in os.environ.items() if k != "LAUNCHPROF_STOP_AFTER"},
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-        "LAUNCHPROF_STEP_TIMES": str(steps),
-        profiler_region.ALLOCATIONS_ENV: str(sources),
-    }
-    done = subprocess.run(
-        [sys.executable, profiler_region.__file__, str(script)], env=env, capture_output=True, text=True, cwd=tmp_path
-    )
+    script, steps, sources, done = _allocation_run(tmp_path, stop_after=None)
     assert done.returncode == 0 and "Error" not in done.stderr, done.stderr
     assert len(read_step_times(steps, "step")) == 80  # every step ran: no os._exit
     run = read_sources(sources)
