@@ -69,7 +69,7 @@ def main() -> None:
 
     mark("import launchprof.cli.typer_app")
     try:  # as the analyze command does: the big tables are read while pandas is imported
-        from launchprof.trace.columns import prefetch
+        from launchprof.trace.readahead import prefetch
 
         prefetch(args.trace)
     except ImportError:  # launchprof before read-ahead existed

@@ -58,7 +58,7 @@ def main() -> None:
     from launchprof.analysis.steps import find_steps
     from launchprof.report.figures import embedded_device_figures
     from launchprof.trace import load_trace
-    from launchprof.trace.columns import prefetch
+    from launchprof.trace.readahead import prefetch
 
     loads = []
     for _ in range(args.runs):

@@ -7,17 +7,19 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import pytest
 from tracebuilder import TraceBuilder
 
 import launchprof
 from launchprof.report import plainfig
 from launchprof.report.html import embed
 from launchprof.trace import load_trace
-from launchprof.trace.columns import forget_prefetch, prefetch
+from launchprof.trace.readahead import forget_prefetch, prefetch
 
 
 def _plotly(fig: go.Figure) -> str:
@@ -161,3 +163,69 @@ def test_read_ahead_of_a_file_changed_since_is_not_used(tmp_path: Path) -> None:
         forget_prefetch(path)
     # 10 kernels at 300, 1300, ... 9300 ns: 5 start before 5000 ns.
     assert len(trace.kernels) == 5
+
+
+def test_a_table_read_in_parts_gives_the_rows_of_one_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Big tables are read ahead in rowid ranges by several threads and joined: the frames
+    are those of one plain read in the loader's own thread, rowid gaps (deleted rows)
+    included; the ranges cover every rowid once."""
+    from launchprof.trace import loader, readahead
+    from launchprof.trace.columns import Reader, ro_uri
+
+    b = TraceBuilder()
+    for i in range(60):
+        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700, stream=7 + i % 3)
+    path = b.write(tmp_path / "t.sqlite")
+    con = sqlite3.connect(path)
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid IN (5, 6, 7, 30)")
+    con.commit()
+    con.close()
+    monkeypatch.setattr(readahead, "ROWS_PER_PART", 7)
+    monkeypatch.setattr(readahead, "read_threads", lambda: 4)
+    con = sqlite3.connect(ro_uri(path), uri=True)
+    try:
+        ranges = readahead.row_ranges(con, "CUPTI_ACTIVITY_KIND_KERNEL", 4)
+        lo, hi = con.execute("SELECT min(rowid), max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+        reader = Reader(path, con, lambda _msg: None)  # no read-ahead: one query in this thread
+        try:
+            plain = loader.load_tables(path, con, reader, lambda _msg: None)
+        finally:
+            reader.close()
+    finally:
+        con.close()
+    assert len(ranges) == 4 and all(r is not None for r in ranges)
+    bounds = [r for r in ranges if r is not None]
+    assert bounds[0][0] == lo and bounds[-1][1] == hi
+    assert all(a[1] + 1 == b[0] for a, b in zip(bounds[:-1], bounds[1:], strict=True))  # no gap, no overlap
+    joined: list[int] = []
+    join = readahead._join_parts
+
+    def counted(columns: Any, parts: Any) -> Any:
+        joined.append(len(parts))
+        return join(columns, parts)
+
+    monkeypatch.setattr(readahead, "_join_parts", counted)
+    ahead = load_trace(path)
+    assert 4 in joined  # the kernels were read in 4 parts
+    for name, frame in _frames(plain).items():
+        pd.testing.assert_frame_equal(_frames(ahead)[name], frame)
+    assert len(plain.kernels) == 56
+
+
+def test_a_small_table_or_one_without_rowids_is_read_whole(tmp_path: Path) -> None:
+    from launchprof.trace.readahead import ROWS_PER_PART, row_ranges
+
+    con = sqlite3.connect(tmp_path / "t.sqlite")
+    con.execute("CREATE TABLE small (start INTEGER)")
+    con.executemany("INSERT INTO small VALUES (?)", [(i,) for i in range(100)])
+    con.execute("CREATE TABLE keyed (start INTEGER PRIMARY KEY) WITHOUT ROWID")
+    con.execute("CREATE TABLE empty (start INTEGER)")
+    con.execute("CREATE TABLE sparse (start INTEGER)")  # two rows, rowids far apart
+    con.executemany("INSERT INTO sparse (rowid, start) VALUES (?, ?)", [(1, 0), (8 * ROWS_PER_PART, 1)])
+    assert row_ranges(con, "small", 8) == [None]
+    assert row_ranges(con, "keyed", 8) == [None]
+    assert row_ranges(con, "empty", 8) == [None]
+    assert row_ranges(con, "sparse", 1) == [None]  # one CPU: one read
+    assert len(row_ranges(con, "sparse", 8)) == 8  # by rowid span: most parts are empty, none is wrong
+    con.close()
+

@@ -225,7 +225,7 @@ def test_row_groups_with_more_key_combinations_than_a_table_holds() -> None:
 
 
 def test_nvtx_rows_read_ahead_are_the_rows_read_now(tmp_path: Path) -> None:
-    from launchprof.trace import columns, loader
+    from launchprof.trace import columns, loader, readahead
 
     b = TraceBuilder()
     b.launch(0, 10, 20, 30)
@@ -237,7 +237,7 @@ def test_nvtx_rows_read_ahead_are_the_rows_read_now(tmp_path: Path) -> None:
     taken: list[bool] = []
 
     def read_ahead(sql: str) -> list[tuple[Any, ...]] | None:
-        rows = columns.take_prefetched_rows(path, sql)  # waits for the prefetch's thread
+        rows = readahead.take_prefetched_rows(path, sql)  # waits for the prefetch's thread
         taken.append(rows is not None)
         return rows
 
@@ -250,13 +250,13 @@ def test_nvtx_rows_read_ahead_are_the_rows_read_now(tmp_path: Path) -> None:
 
     try:
         now = load(None)  # nothing read ahead: read here
-        columns.prefetch(path)
+        readahead.prefetch(path)
         ahead = load(read_ahead)
         assert taken == [True]  # the rows came from the prefetch's thread
         sql = columns.nvtx_select(now.schema.tables)
-        assert sql is not None and columns.take_prefetched_rows(path, sql) is None  # the loader took them
+        assert sql is not None and readahead.take_prefetched_rows(path, sql) is None  # the loader took them
     finally:
-        columns.forget_prefetch(path)
+        readahead.forget_prefetch(path)
         con.close()
     pd.testing.assert_frame_equal(ahead.nvtx, now.nvtx)
     assert (ahead.nvtx_domain_events, len(now.nvtx)) == (now.nvtx_domain_events, 20)

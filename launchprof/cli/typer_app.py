@@ -179,7 +179,7 @@ def analyze(
     Exit status: 0 written; 1 a --fail-on verdict or a --min-gain reached; 2 bad input.
     """
     if len(trace) == 1 and trace[0].endswith(".sqlite"):
-        from launchprof.trace.columns import prefetch
+        from launchprof.trace.readahead import prefetch
 
         prefetch(trace[0])  # read its big tables in background threads while pandas is imported
     from launchprof.commands.many import expand_traces

@@ -253,7 +253,7 @@ def _after_recording(
     mark("imports_done")
     baseline = _baseline(run, code, files.sqlite, interrupted)
     from launchprof.commands.analyze import run_analyze
-    from launchprof.trace.columns import prefetch
+    from launchprof.trace.readahead import prefetch
 
     prefetch(files.sqlite)  # the big tables are read in background threads (imports done: no import races)
     analysed, summary = True, None

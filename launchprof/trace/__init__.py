@@ -1,7 +1,7 @@
 """Reading Nsight Systems SQLite exports into a typed :class:`Trace`.
 
 This is the only package that touches SQLite. ``load_trace``, ``Trace`` and
-``TraceSchema`` are imported on first use, so :mod:`launchprof.trace.columns` can be
+``TraceSchema`` are imported on first use, so :mod:`launchprof.trace.readahead` can be
 imported (to start reading a trace) before pandas is.
 """
 

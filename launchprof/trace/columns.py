@@ -4,22 +4,15 @@
 batches (falling back to ``sqlite3``) into compact numpy columns; see
 :mod:`launchprof.trace.loader`, which builds the DataFrames from them.
 
-Prefetch: SQLite does its work with the GIL released, so the big tables (kernels, CUDA
-API calls, memory operations, graph launches) are read by background threads, one
-table per thread, each with its own connection: :func:`prefetch` starts them (the
-``analyze`` command does so before it imports pandas, so the reading overlaps the
-imports; :func:`~launchprof.trace.loader.load_trace` does so itself otherwise) and the
-loader takes each table's columns with :func:`take_prefetched`, waiting for the thread
-when it is not done. A prefetch that fails for any reason leaves the table to the
-loader's own read (which reports the error). Importing this module does not import
-pandas or pyarrow (the threads import pyarrow, the ADBC driver and nothing else).
+The big tables are read ahead by background threads: :mod:`launchprof.trace.readahead`
+(a :class:`Reader` takes its columns from there when given ``read_ahead``). Importing
+this module does not import pandas or pyarrow.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +21,7 @@ from urllib.parse import quote
 import numpy as np
 
 from launchprof.errors import TraceError
-from launchprof.trace.tables import NUMERIC_TABLES, NVTX_COLS, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE
+from launchprof.trace.tables import NVTX_COLS, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE
 
 # Rows per Arrow record batch asked of the ADBC driver.
 BATCH_ROWS = 262_144
@@ -123,12 +116,12 @@ def _concat_all(columns: Sequence[str], parts: list[list[tuple[np.ndarray, np.nd
     """Concatenate each column's batches, releasing the batches column by column."""
     out = {}
     for i, c in enumerate(columns):
-        out[c] = _concat(parts[i])
+        out[c] = concat(parts[i])
         parts[i] = []
     return out
 
 
-def _concat(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> Column:
+def concat(parts: list[tuple[np.ndarray, np.ndarray | None]]) -> Column:
     if not parts:
         return Column(np.empty(0, np.int64), None)
     values = np.concatenate([v for v, _ in parts]) if len(parts) > 1 else parts[0][0]
@@ -192,10 +185,19 @@ class Reader:
     ``con`` may be None in a prefetch thread, which reads through ADBC only.
     """
 
-    def __init__(self, path: Path, con: sqlite3.Connection | None, say: Progress) -> None:
+    def __init__(
+        self,
+        path: Path,
+        con: sqlite3.Connection | None,
+        say: Progress,
+        read_ahead: Callable[[str, Sequence[str], Sequence[bool]], dict[str, Column] | None] | None = None,
+    ) -> None:
         self.path = path
         self.con = con
         self.say = say
+        # read_ahead(table, columns, narrow): the columns when read ahead, else None
+        # (launchprof.trace.readahead.take_prefetched).
+        self.read_ahead = read_ahead
         self._adbc: Any = None
         self._adbc_failed = False
 
@@ -223,8 +225,8 @@ class Reader:
     ) -> dict[str, Column]:
         """Read ``columns`` of ``table``. ``strict=False`` turns non-integer values into NULL;
         columns flagged in ``narrow`` are kept as int32 per batch while their values fit."""
-        if strict:
-            found = take_prefetched(self.path, table, columns, narrow)
+        if strict and self.read_ahead is not None:
+            found = self.read_ahead(table, columns, narrow)
             if found is not None:
                 self.say(f"{label}: {len(next(iter(found.values())).values) if found else 0:,} rows (read ahead)")
                 return found
@@ -297,150 +299,3 @@ class Reader:
             rows += len(chunk)
             self.say(f"{label}: {rows:,} rows")
         return _concat_all(columns, parts)
-
-
-class _Prefetch:
-    """Background reads of one file's big tables (one thread per table)."""
-
-    def __init__(self, path: Path, stamp: tuple[int, int]) -> None:
-        self.path = path
-        self.stamp = stamp
-        self.lock = threading.Lock()
-        self.done: dict[tuple[Any, ...], threading.Event] = {}
-        self.results: dict[tuple[Any, ...], Any] = {}
-
-    def start(self, tables: dict[str, tuple[str, ...]]) -> None:
-        for table, columns, required in NUMERIC_TABLES:
-            planned = plan(tables, table, columns, required)
-            if planned is None:
-                continue
-            key = (table, tuple(planned[0]), tuple(planned[1]))
-            self.done[key] = done = threading.Event()
-            try:
-                threading.Thread(target=self._read, args=(key,), name=f"launchprof-read-{table}", daemon=True).start()
-            except RuntimeError:  # no thread to be had: the loader reads this table itself
-                done.set()
-        sql = nvtx_select(tables)
-        if sql is not None:  # the NVTX rows too (Python tuples: the loader cleans them)
-            rows_key = ("rows", sql)
-            self.done[rows_key] = done = threading.Event()
-            try:
-                threading.Thread(
-                    target=self._read_rows, args=(rows_key,), name="launchprof-read-nvtx", daemon=True
-                ).start()
-            except RuntimeError:
-                done.set()
-
-    def _read(self, key: tuple[Any, ...]) -> None:
-        table, columns, narrowed = key
-        reader = Reader(self.path, None, lambda _msg: None)
-        try:
-            conn = reader._adbc_connection()
-            if conn is not None:
-                result = reader._read_adbc(conn, select(table, columns, strict=True), columns, table, narrowed)
-                with self.lock:
-                    self.results[key] = result
-        except BaseException:  # noqa: BLE001 - any failure: the loader reads the table itself
-            pass
-        finally:
-            reader.close()
-            self.done[key].set()
-
-    def _read_rows(self, key: tuple[Any, ...]) -> None:
-        try:
-            con = sqlite3.connect(ro_uri(self.path), uri=True)
-            try:
-                con.text_factory = decode_text
-                rows = con.execute(key[1]).fetchall()
-            finally:
-                con.close()
-            with self.lock:
-                self.results[key] = rows
-        except BaseException:  # noqa: BLE001 - any failure: the loader reads the rows itself
-            pass
-        finally:
-            self.done[key].set()
-
-
-_PENDING: dict[str, _Prefetch] = {}
-_PENDING_LOCK = threading.Lock()
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def prefetch(path: str | os.PathLike[str]) -> None:
-    """Start reading the big tables of the SQLite export ``path`` in background threads
-    (module docstring). Does nothing when ``path`` is not a readable SQLite file or is
-    already being read; never raises."""
-    p = Path(path)
-    key = str(p.resolve()) if p.exists() else None
-    stamp = _stamp(p)
-    if key is None or stamp is None or not p.is_file():
-        return
-    try:
-        # Imported here, not in the threads: two threads importing the same modules (the
-        # caller importing pandas, which imports pyarrow) could deadlock on import locks.
-        import adbc_driver_manager  # noqa: F401
-        import adbc_driver_sqlite  # noqa: F401
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return
-    with _PENDING_LOCK:
-        if key in _PENDING:
-            return
-        job = _Prefetch(p, stamp)
-        _PENDING[key] = job
-    try:
-        con = sqlite3.connect(ro_uri(Path(key)), uri=True)
-        try:
-            tables = table_columns(con)
-        finally:
-            con.close()
-        job.start(tables)
-    except Exception:  # noqa: BLE001 - not SQLite, damaged: the loader will say so
-        return
-
-
-def take_prefetched(path: Path, table: str, columns: Sequence[str], narrow: Sequence[bool]) -> dict[str, Column] | None:
-    """The prefetched columns of ``table`` (waiting for its thread), or None when they were
-    not prefetched with the same columns, the read failed, or the file changed since."""
-    return _take(path, (table, tuple(columns), tuple(narrow)))  # type: ignore[no-any-return]
-
-
-def take_prefetched_rows(path: Path, sql: str) -> list[tuple[Any, ...]] | None:
-    """The rows of ``sql`` read ahead (waiting for its thread), or None as for
-    :func:`take_prefetched`."""
-    return _take(path, ("rows", sql))  # type: ignore[no-any-return]
-
-
-def _take(path: Path, wanted: tuple[Any, ...]) -> Any:
-    try:
-        key = str(path.resolve())
-    except OSError:
-        return None
-    job = _PENDING.get(key)
-    if job is None:
-        return None
-    event = job.done.get(wanted)
-    if event is None:
-        return None
-    event.wait()
-    with job.lock:
-        result = job.results.pop(wanted, None)
-    return result if _stamp(path) == job.stamp else None
-
-
-def forget_prefetch(path: str | os.PathLike[str]) -> None:
-    """Drop what is left of the prefetch of ``path`` (after loading it)."""
-    try:
-        key = str(Path(path).resolve())
-    except OSError:
-        return
-    with _PENDING_LOCK:
-        _PENDING.pop(key, None)

@@ -11,10 +11,11 @@ calls: :mod:`launchprof.trace.activity`) are read through the ADBC SQLite driver
 Arrow record batches and converted batch by batch into compact numpy columns (int64
 times, int32 small ids), which is ~5x faster and ~3x leaner than
 ``pandas.read_sql_query`` (benchmarks/bench_analyze.py). Those tables are read by
-background threads, one a table, while the strings and NVTX ranges are read (SQLite
-releases the GIL): :mod:`launchprof.trace.columns`. When a column holds values of the
-wrong type (text where nsys writes integers), the table is read again with SQLite
-converting such values to NULL, and the affected rows are counted in the notes. Strings
+background threads (a table of millions of rows in parts, one thread each) while the
+strings and NVTX ranges are read (SQLite releases the GIL):
+:mod:`launchprof.trace.readahead`. When a column holds values of the wrong type (text
+where nsys writes integers), the table is read again with SQLite converting such values
+to NULL, and the affected rows are counted in the notes. Strings
 (``StringIds``, NVTX text, process and GPU names) are read with the ``sqlite3`` module,
 decoding invalid UTF-8 with U+FFFD replacement.
 
@@ -35,18 +36,10 @@ import pandas as pd
 
 from launchprof.errors import TraceError
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
-from launchprof.trace.columns import (
-    Reader,
-    decode_text,
-    forget_prefetch,
-    nvtx_select,
-    prefetch,
-    ro_uri,
-    table_columns,
-    take_prefetched_rows,
-)
+from launchprof.trace.columns import Reader, decode_text, nvtx_select, ro_uri, table_columns
 from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.pids import pid_array, plain_pids
+from launchprof.trace.readahead import forget_prefetch, prefetch, take_prefetched, take_prefetched_rows
 from launchprof.trace.tables import NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -103,7 +96,7 @@ def _load_nvtx(
     read_ahead: Callable[[str], list[tuple[Any, ...]] | None] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """NVTX ranges (and the number of domain-create events); ``read_ahead(sql)``: the rows
-    of the query when read ahead (:func:`~launchprof.trace.columns.take_prefetched_rows`),
+    of the query when read ahead (:func:`~launchprof.trace.readahead.take_prefetched_rows`),
     or None."""
     cols = ["start", "end", "tid", "pid", "text", "domain"]
     empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
@@ -244,8 +237,8 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
-    prefetch(path)  # the big tables, read by background threads (launchprof.trace.columns)
-    reader = Reader(path, con, say)
+    prefetch(path)  # the big tables, read by background threads (launchprof.trace.readahead)
+    reader = Reader(path, con, say, read_ahead=lambda table, cols, narrow: take_prefetched(path, table, cols, narrow))
     try:
         return load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql))
     finally:
