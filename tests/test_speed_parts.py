@@ -229,3 +229,15 @@ def test_a_small_table_or_one_without_rowids_is_read_whole(tmp_path: Path) -> No
     assert len(row_ranges(con, "sparse", 8)) == 8  # by rowid span: most parts are empty, none is wrong
     con.close()
 
+
+def test_launch_sizes_are_categoricals_of_the_same_values() -> None:
+    from launchprof.trace.activity import few_values
+
+    rng = np.random.default_rng(1)
+    small = rng.choice(np.array([32, 128, 256, 1024], np.int32), 10_000)
+    wide = rng.choice(np.array([1, 70_000, 2**31 - 1], np.int32), 10_000)  # beyond offset coding
+    for values in (small, wide, np.array([5], np.int64), np.empty(0, np.int32)):
+        cat = few_values(values)
+        assert np.array_equal(np.asarray(cat), values) and np.asarray(cat).dtype == values.dtype
+        assert list(cat.categories) == sorted(set(values.tolist()))
+    assert few_values(small).codes.dtype == np.int8  # 1 byte a kernel, not 4
