@@ -316,3 +316,25 @@ def test_stream_and_process_figures_as_computed_alone(tmp_path_factory, rows, fi
         expected = timeline_figures(alone.reset_index(drop=True), api_end, a.bubble_threshold_ns)
         assert _fields(p.figures) == _fields(expected)
         pd.testing.assert_frame_equal(p.figures.gaps, expected.gaps)
+
+
+def test_one_devices_activity_is_its_rows_of_the_whole(tmp_path: Path) -> None:
+    """``gpu_activity(device)`` (made without the whole frame, as the timeline analysis
+    does for each device of a several-GPU trace) holds the rows, order, dtypes and ``kind``
+    categories of selecting that device from the whole frame; device 1 has no memset, yet
+    its categories are the trace's."""
+    b = TraceBuilder()
+    rng = np.random.default_rng(3)
+    for i, start in enumerate(rng.integers(0, 5000, 300).tolist()):
+        b.kernel(1000 + start, 1000 + start + 7, corr=i + 1, device=i % 2, stream=7 + i % 3)
+    for j, start in enumerate(rng.integers(0, 5000, 40).tolist()):
+        b.memset(1000 + start, 1000 + start + 3, corr=1000 + j, device=0)
+        b.memcpy(1000 + start, 1000 + start + 5, corr=2000 + j, device=j % 2)
+    trace = load_trace(b.write(tmp_path / "t.sqlite"))
+    whole = trace.gpu_activity()
+    for device in (0, 1):
+        got = trace.gpu_activity(device)
+        expected = whole.loc[whole["device_id"].to_numpy() == device].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, expected)
+    assert set(trace.gpu_activity(1)["kind"].astype(str)) == {"kernel", "memcpy"}
+    assert list(trace.gpu_activity(1)["kind"].cat.categories) == ["kernel", "memcpy", "memset"]

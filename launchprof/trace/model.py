@@ -118,12 +118,14 @@ class Trace:
         value = self.strings.get(string_id)
         return f"<unknown #{string_id}>" if value is None else str(value)
 
-    def gpu_activity(self) -> pd.DataFrame:
+    def gpu_activity(self, device_id: int | None = None) -> pd.DataFrame:
         """Kernels, memops and graph-trace rows in one frame.
 
         Columns: ``start``, ``end``, ``device_id``, ``stream_id``, ``pid``,
         ``correlation_id``, ``kind`` (``kernel``/``memcpy``/``memset``/``graph``).
         Sorted by ``start``; a new frame (the trace's frames are not touched).
+        ``device_id``: that device's rows only, made without the whole frame: the rows,
+        order and ``kind`` categories of selecting them from it.
         """
         cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id"]
         kinds = ["graph", "kernel", "memcpy", "memset"]  # sorted: categories stay alphabetical
@@ -138,6 +140,8 @@ class Trace:
         if len(self.graph_execs):
             sources.append((self.graph_execs, np.zeros(len(self.graph_execs), np.int8)))
             used.add(0)
+        if device_id is not None:
+            sources = [_device_rows(f, codes, device_id) for f, codes in sources]
         # When each source is sorted and the sources do not overlap in start (memsets
         # before the first kernel, say), their concatenation in start order is sorted:
         # the same rows in the same order as the sort below gives, without it.
@@ -169,6 +173,16 @@ class Trace:
         remap[sorted(used)] = np.arange(len(used), dtype=np.int8)
         out["kind"] = pd.Categorical.from_codes(remap[codes], categories=[kinds[i] for i in sorted(used)])
         return out
+
+
+def _device_rows(frame: pd.DataFrame, codes: np.ndarray, device_id: int) -> tuple[pd.DataFrame, np.ndarray]:
+    """The rows of ``frame`` (and their kind codes) on one device."""
+    on = frame["device_id"].to_numpy() == device_id
+    if on.all():
+        return frame, codes
+    rows = np.flatnonzero(on)
+    cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id"]
+    return pd.DataFrame({c: frame[c].to_numpy()[rows] for c in cols}, copy=False), codes[rows]
 
 
 def _sorted_by_start_end(start: np.ndarray, end: np.ndarray) -> bool:

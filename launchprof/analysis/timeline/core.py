@@ -273,7 +273,6 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
         )
     # The launch figures first: their temporary arrays are freed before the activity's.
     launches = launch_figures(trace.api, trace.kernels, trace.graph_execs)
-    activity = trace.gpu_activity()
     index = trace.cached("call_index", lambda: call_index(trace.api))
     api_end = trace.cached("api_end_keyed", lambda: api_end_keyed(trace.api, index))
     names = _process_names(trace)
@@ -282,18 +281,18 @@ def analyze_trace(trace: Trace, bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESH
         for d, n in zip(trace.gpus["device_id"], trace.gpus["name"], strict=False)
         if pd.notna(d) and n is not None
     }
-    gpu_pids = set(int(p) for p in _distinct(activity["pid"].to_numpy()))
-    device_ids = _distinct(activity["device_id"].to_numpy())
+    sources = [f for f in (trace.kernels, trace.memops, trace.graph_execs) if len(f)]
+    gpu_pids = set(int(p) for f in sources for p in _distinct(f["pid"].to_numpy()))
+    device_ids = np.unique(
+        np.concatenate([_distinct(f["device_id"].to_numpy()) for f in sources] or [np.empty(0, np.int64)])
+    )
     devices = []
-    for device_id in device_ids:
-        # One device: the activity frame itself (no copy); several: one copy per device.
-        if len(device_ids) == 1:
-            dev = activity
-        else:
-            dev = activity.loc[activity["device_id"].to_numpy() == device_id].reset_index(drop=True)
+    for device_id in device_ids.astype(np.int64).tolist():
+        # Each device's activity made on its own (one device: the whole frame): never the
+        # whole frame and the devices' copies of it at once.
+        dev = trace.gpu_activity(None if len(device_ids) == 1 else device_id)
         figs, processes, streams = _device_figures(dev, api_end, bubble_threshold_ns, names)
-        devices.append(DeviceAnalysis(int(device_id), gpu_names.get(int(device_id)), figs, processes, streams, dev))
-    del activity
+        devices.append(DeviceAnalysis(device_id, gpu_names.get(device_id), figs, processes, streams, dev))
     api_pids = set(int(p) for p in _distinct(trace.api["pid"].to_numpy()))
     notes = list(trace.notes)
     lost = trace.nvtx_domain_events > 0 and len(trace.nvtx) == 0
