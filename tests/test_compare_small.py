@@ -445,3 +445,22 @@ def test_kernel_names_are_text_in_the_step_timelines_of_compare_html(tmp_path: P
     # In the figures' JSON '<' is written \u003c, '&' \u0026: the names must arrive escaped.
     assert "\\u003ca href" not in page and "\\u003cb\\u003ebig" not in page
     assert "\\u0026lt;a href=" in page and "\\u0026lt;b\\u0026gt;big" in page
+
+
+def test_a_trace_and_its_report_folder_show_the_same_representative_step(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """One rule picks the step whose timeline compare shows (side.representative_step), for
+    a trace and for a report folder read back: both sides name the same step, and the
+    folder reader goes through that function."""
+    from launchprof.analysis.comparison import side as side_module
+    from launchprof.api import report_folder
+
+    trace, _ = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    analysis = launchprof.analyze(trace)
+    folder = tmp_path / "report"
+    write_report(analysis, folder)
+    from_trace = side_module.side_from_analysis(analysis, analysis.found_steps)
+    from_folder = side_from_folder(folder)
+    assert from_trace.sample_step is not None and from_folder.sample_step == from_trace.sample_step
+    assert from_trace.sample_step == side_module.representative_step(analysis.found_steps.steady)
+    monkeypatch.setattr(report_folder, "representative_step", lambda steady: -7)
+    assert side_from_folder(folder).sample_step == -7

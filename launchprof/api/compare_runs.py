@@ -7,7 +7,7 @@ inferred step is one repeat of a short kernel sequence, against a graph whose st
 whole captured loop body), the side with the smaller step is cut again: a trace with the
 kernel names of one step of the other side as the template
 (:func:`~launchprof.analysis.steps.find_steps`), a report folder by joining that many
-consecutive steps (:func:`~launchprof.analysis.comparison.side.regroup`). Steps given by NVTX
+consecutive steps (:func:`~launchprof.analysis.comparison.regroup.regroup`). Steps given by NVTX
 ranges are never re-cut: they are the user's own definition.
 
 A BEFORE trace re-cut that way is also diagnosed again on its new steps
@@ -25,7 +25,8 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from launchprof.analysis.comparison.side import SideData, regroup, side_from_analysis, unprofiled_times
+from launchprof.analysis.comparison.regroup import regroup, unprofiled_times
+from launchprof.analysis.comparison.side import SideData, side_from_analysis
 from launchprof.analysis.comparison.verify import DEFAULT_MIN_EFFECT, Comparison, verify
 from launchprof.analysis.diagnosis.diagnose import diagnose
 from launchprof.analysis.prediction.predict import break_even
@@ -114,7 +115,7 @@ def align(
 ) -> tuple[SideData, SideData]:
     """Cut the smaller-step side again when the kernels per step differ by a whole
     multiple (see the module docstring), its figures without the profiler made for the
-    new steps (:func:`~launchprof.analysis.comparison.side.unprofiled_times`). Returns the two sides,
+    new steps (:func:`~launchprof.analysis.comparison.regroup.unprofiled_times`). Returns the two sides,
     changed or not."""
     kb, ka = before.kernels_per_step, after.kernels_per_step
     if not kb or not ka or round(kb) == round(ka):

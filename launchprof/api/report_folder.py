@@ -23,6 +23,8 @@ from launchprof.analysis.comparison.side import (
     SAMPLE_COLUMNS,
     STEP_COLUMNS,
     SideData,
+    representative_step,
+    steady_rows,
 )
 from launchprof.defaults import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.errors import LaunchprofError
@@ -273,12 +275,7 @@ def _side_from_folder(folder: Path) -> SideData:
     marker = str(stats.get("name") or "step").rpartition(":")[2] if stats.get("source") == "nvtx" else "step"
     unprofiled = _baseline_periods(folder, summary.get("baseline"), table, marker, notes)
     rec = summary.get("recommendation")
-    rep = None
-    if table is not None and sample is not None:
-        steady = table.loc[~table["warmup"] & table["period_ns"].notna()]
-        if len(steady):
-            period = steady["period_ns"].to_numpy(dtype=float)
-            rep = int(steady["step"].to_numpy()[int(np.argmin(np.abs(period - np.median(period))))])
+    rep = representative_step(steady_rows(table)) if table is not None and sample is not None else None
     return SideData(
         path=str(folder),
         origin="report",

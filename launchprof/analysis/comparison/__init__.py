@@ -4,6 +4,8 @@
   folder read back): its steps' table, the kernels of a steady step, a representative
   step's timeline, its statistics and prediction (:class:`~launchprof.analysis.comparison.side.SideData`;
   the step files of a report are these tables);
+- :mod:`~launchprof.analysis.comparison.regroup`: a side's steps joined ``k`` to one, and its
+  figures without the profiler for such steps;
 - :mod:`~launchprof.analysis.comparison.sidefigures`: the figures each check reads from a side;
 - :mod:`~launchprof.analysis.comparison.speedstats`: the speedup and its interval
   (block bootstrap of the step periods), with and without the profiler;

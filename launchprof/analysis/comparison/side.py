@@ -3,9 +3,9 @@ report folder can both give.
 
 :func:`side_from_analysis` turns an :class:`~launchprof.analysis.Analysis` and its
 :class:`~launchprof.analysis.steps.Steps` into a :class:`SideData`; report folders are
-read into the same shape by :mod:`launchprof.api.report_folder`. :func:`regroup` joins ``k``
-consecutive steps into one (used when a report folder's steps are a fraction of the
-other side's and the trace is not at hand to cut them again).
+read into the same shape by :mod:`launchprof.api.report_folder`; both take the
+representative step by one rule (:func:`representative_step`). Joining a side's steps
+``k`` to one is :mod:`launchprof.analysis.comparison.regroup`.
 """
 
 from __future__ import annotations
@@ -62,26 +62,6 @@ MAX_SAMPLE_ROWS = 3_000
 QUEUED_AHEAD_PERIODS = 2
 # Step columns a reader may find missing (filled with 0): added after the first format.
 OPTIONAL_STEP_COLUMNS = ("graph_kernels", "graph_execs")
-# Columns summed when steps are joined by regroup(); the others are handled one by one.
-_ADDITIVE = (
-    "kernels",
-    "graph_kernels",
-    "graph_execs",
-    "memops",
-    "busy_ns",
-    "bubbles",
-    "bubble_ns",
-    "host_wait_ns",
-    "launch_calls",
-    "launch_call_ns",
-    "graph_launches",
-    "sync_calls",
-    "alloc_calls",
-    "instantiations",
-    "exec_updates",
-    "captures",
-    "api_ns",
-)
 
 
 @dataclass(frozen=True)
@@ -153,11 +133,8 @@ class SideData:
 
     @property
     def steady(self) -> pd.DataFrame | None:
-        """Steady-state rows of ``table``: not warm-up, with a known period."""
-        if self.table is None:
-            return None
-        t = self.table
-        return t.loc[~t["warmup"].astype(bool) & t["period_ns"].notna()]
+        """Steady-state rows of ``table`` (:func:`steady_rows`)."""
+        return None if self.table is None else steady_rows(self.table)
 
     @property
     def kernels_per_step(self) -> float | None:
@@ -171,6 +148,11 @@ class SideData:
     def with_notes(self, *notes: str) -> SideData:
         """A copy with ``notes`` appended."""
         return dataclasses.replace(self, notes=self.notes + tuple(notes))
+
+
+def steady_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Steady-state rows of a side's step table: not warm-up, with a known period."""
+    return table.loc[~table["warmup"].astype(bool) & table["period_ns"].notna()]
 
 
 def kernel_rows_of(analysis: Analysis, device: DeviceAnalysis) -> np.ndarray:
@@ -296,7 +278,12 @@ def _int_column(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     return column.fillna(-1).to_numpy(dtype=np.int64)[rows]
 
 
-def _representative(steady: pd.DataFrame) -> int | None:
+def representative_step(steady: pd.DataFrame) -> int | None:
+    """The representative steady step of a side, whose timeline the comparison shows
+    (:attr:`SideData.sample`): of ``steady`` (steady rows of a step table: ``step``,
+    ``period_ns``, ns), the first whose period is nearest the median; None when there is
+    none. One rule for a trace (:func:`side_from_analysis`) and a report folder
+    (:mod:`launchprof.api.report_folder`), whose step_timeline.csv holds that step."""
     if steady.empty:
         return None
     period = steady["period_ns"].to_numpy(dtype=float)
@@ -413,7 +400,7 @@ def side_from_analysis(analysis: AnalysisResult, steps: Steps, path: str | None 
     table = table.loc[:, list(STEP_COLUMNS)].reset_index(drop=True)
     steady = steps.steady
     kernels = step_kernels(analysis, kernel_rows, act_step, steady["step"].to_numpy())
-    rep = _representative(steady)
+    rep = representative_step(steady)
     notes: tuple[str, ...] = ()
     sample = None
     if rep is not None:
@@ -431,69 +418,3 @@ def _opt_float(value: object) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if np.isfinite(f) else None
-
-
-def unprofiled_times(side: SideData, k: int) -> SideData:
-    """``side`` with its figures without the profiler for steps ``k`` times its own (its
-    steps re-cut or joined ``k`` to one: :func:`regroup`, or a trace's re-cut steps): the
-    step without the profiler (``step_ns``, ``low_ns``, ``high_ns``), the expected eager
-    step and the runs' periods times ``k``. For a trace BEFORE re-cut this way, the steps
-    without the profiler are its old steps' times ``k``, not a new estimate."""
-    if k <= 1:
-        return side
-    swp = side.step_without_profiler
-    if swp:
-        swp = {
-            key: (v * k if key in ("step_ns", "low_ns", "high_ns") and v is not None else v) for key, v in swp.items()
-        }
-    # Each period times k (a run's mean when the runs timed a region, one step's otherwise):
-    # the mean holds; joining k consecutive ones would mix runs and could leave none.
-    periods = None if side.unprofiled_periods is None else np.asarray(side.unprofiled_periods, dtype=float) * k
-    eager = side.expected_eager_step_ns * k if side.expected_eager_step_ns else side.expected_eager_step_ns
-    return dataclasses.replace(
-        side, step_without_profiler=swp, unprofiled_periods=periods, expected_eager_step_ns=eager
-    )
-
-
-def regroup(side: SideData, k: int) -> SideData:
-    """Join each ``k`` consecutive steps of ``side.table`` into one step.
-
-    Sums the counts and durations (:data:`_ADDITIVE`), counts the gaps between the
-    joined steps that reach the bubble threshold as bubbles, takes the first start and
-    the last end, and recomputes ``period_ns``; a joined step is warm-up when any part
-    is; an incomplete last group is dropped. Kernel counts per step are multiplied by
-    ``k``. The phase is arbitrary (the trace is not at hand to align it), so this is an
-    approximation and the result says so in ``notes``.
-    """
-    if side.table is None or k <= 1:
-        return side
-    t = side.table
-    group = (t["step"].to_numpy() // k).astype(np.int64)
-    full = pd.Series(group).map(pd.Series(group).value_counts()) == k
-    t = t.loc[full.to_numpy()].assign(_g=group[full.to_numpy()])
-    inner_lead = t["lead_gap_ns"].where(t["step"] % k != 0, 0)
-    extra_bubble = inner_lead.where(inner_lead >= side.bubble_threshold_ns, 0)
-    g = t.assign(_xb=extra_bubble, _xn=(extra_bubble > 0).astype(np.int64)).groupby("_g", sort=True)
-    out = g[list(_ADDITIVE)].sum()
-    out["bubble_ns"] += g["_xb"].sum()
-    out["bubbles"] += g["_xn"].sum()
-    out["gpu_start"], out["gpu_end"] = g["gpu_start"].min(), g["gpu_end"].max()
-    out["cpu_start"], out["cpu_end"] = g["cpu_start"].min(), g["cpu_end"].max()
-    out["lead_gap_ns"] = g["lead_gap_ns"].first()
-    out["warmup"] = g["warmup"].any()
-    out["period_ns"] = out["gpu_start"].shift(-1) - out["gpu_start"]
-    out["cpu_ns"] = out["cpu_end"] - out["cpu_start"]
-    out = out.reset_index(drop=True)
-    out["step"] = np.arange(len(out))
-    kernels = None if side.kernels is None else side.kernels.assign(per_step=side.kernels["per_step"] * k)
-    return dataclasses.replace(
-        side,
-        table=out.loc[:, list(STEP_COLUMNS)],
-        kernels=kernels,
-        step_reason=f"{side.step_reason}; every {k} consecutive steps joined into one",
-        notes=side.notes
-        + (
-            f"{side.path}: its steps hold 1/{k} of the other side's kernels; every {k} consecutive steps "
-            f"were joined into one without the trace to align them (approximate; compare traces for exact steps)",
-        ),
-    )
