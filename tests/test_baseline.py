@@ -451,3 +451,31 @@ def test_a_gpu_bound_step_whose_expected_gain_converts_is_launch_bound() -> None
     assert verdict == "launch-bound" and "1.34x" in reasons[-1] and "514.8 us (measured)" in reasons[-1]
     low = SimpleNamespace(**{**vars(exp), "speedup": MIN_SPEEDUP - 0.01})
     assert agree("gpu-bound", ["head"], low)[0] == "gpu-bound"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("source", ["step-markers", "module-calls"])
+def test_a_report_folder_pools_its_runs_as_the_summary_did(tmp_path: Path, source: str) -> None:
+    """compare reads a folder's runs without nsys through the summary's one pooling rule
+    (baseline.pooled_periods): the same periods as the summary's baseline section counted
+    (each run's first period left out for step markers; a module's later half, none left
+    out), so the same median."""
+    from launchprof.analysis.baseline import ModuleRuns, pooled_periods
+    from launchprof.api.report_folder import _baseline_periods
+
+    rng = np.random.default_rng(3)
+    runs = []
+    for k in range(1, 3):
+        starts = np.cumsum(rng.integers(900, 1_100, size=9 + k)).astype(np.int64)
+        runs.append(np.stack([starts, starts + 500], axis=1))
+    name = "module M" if source == "module-calls" else "step"
+    for k, run in enumerate(runs, start=1):
+        (tmp_path / f"baseline-{k}.steps").write_text("".join(f"{name} {a} {b}\n" for a, b in run))
+    traced = {"period_p50_ns": 1_200.0}
+    given = ModuleRuns([{name: r} for r in runs]) if source == "module-calls" else runs
+    section = baseline_section(given, traced)
+    assert section["source"] == source and section["overhead_ratio"] is not None
+    notes: list[str] = []
+    got = _baseline_periods(tmp_path, section, None, "step", notes)
+    assert got is not None and not notes
+    np.testing.assert_array_equal(got, pooled_periods(runs, source).astype(float))
+    assert got.size == section["periods"] and float(np.median(got)) == section["period_p50_ns"]

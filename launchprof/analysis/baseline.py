@@ -40,6 +40,35 @@ from launchprof.analysis.steps import Steps
 from launchprof.analysis.timeline.core import Analysis
 
 
+def run_periods(runs: Sequence[np.ndarray], warmup: int = 1) -> list[np.ndarray]:
+    """Each run's step periods (differences of consecutive step starts, ns), its first
+    ``warmup`` periods left out.
+
+    Args:
+        runs: one ``(start_ns, end_ns)`` array per run.
+    """
+    return [np.diff(r[:, 0])[warmup:] for r in runs]
+
+
+def taken_runs(runs: Sequence[np.ndarray], source: str) -> tuple[list[np.ndarray], int]:
+    """The rows of each run and the warm-up periods left out of each, as the ``baseline``
+    section takes them for its ``source``: for ``module-calls`` the later half of the
+    module's calls (:func:`later_half`) with no period left out, else (``step-markers``)
+    every step with the first period left out. One rule for the summary
+    (:func:`baseline_section`) and for a report folder read back as a comparison side
+    (:func:`pooled_periods`, :mod:`launchprof.api.report_folder`)."""
+    if source == "module-calls":
+        return [later_half(r) for r in runs], 0
+    return list(runs), 1
+
+
+def pooled_periods(runs: Sequence[np.ndarray], source: str = "step-markers") -> np.ndarray:
+    """The step periods of all ``runs`` (one ``(start_ns, end_ns)`` array each) pooled, as
+    the ``baseline`` section of ``source`` takes them (:func:`taken_runs`); ns, int64."""
+    periods = run_periods(*taken_runs(runs, source))
+    return np.concatenate(periods) if periods else np.empty(0, dtype=np.int64)
+
+
 def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any]:
     """Per-run step counts and the pooled unprofiled step figures.
 
@@ -54,7 +83,7 @@ def summarize_runs(runs: Sequence[np.ndarray], warmup: int = 1) -> dict[str, Any
         step, warm-up steps left out too), ``run_period_p50_ns`` (each run's own p50, None
         for a run without a period); the figures are None without any period.
     """
-    periods = [np.diff(r[:, 0])[warmup:] for r in runs]
+    periods = run_periods(runs, warmup)
     durations = [(r[:, 1] - r[:, 0])[warmup:] for r in runs]
     pooled = np.concatenate(periods) if periods else np.empty(0, dtype=np.int64)
     pooled_d = np.concatenate(durations) if durations else np.empty(0, dtype=np.int64)
@@ -288,13 +317,13 @@ def baseline_section(
         section = region_section(runs, *(regions or (0, 0)))
     elif isinstance(runs, ModuleRuns):
         module = module_match(runs, (steps or {}).get("period_p50_ns"))
-        chosen = [later_half(r.get(module, np.empty((0, 2), dtype=np.int64))) for r in runs.runs] if module else []
-        section = {"source": "module-calls", **summarize_runs(chosen, 0)}
+        chosen = [r.get(module, np.empty((0, 2), dtype=np.int64)) for r in runs.runs] if module else []
+        section = {"source": "module-calls", **summarize_runs(*taken_runs(chosen, "module-calls"))}
         section["runs"] = len(runs.runs)
         section["module"] = module
         section["module_periods"] = module_periods(runs)
     else:
-        section = {"source": "step-markers", **summarize_runs(runs)}
+        section = {"source": "step-markers", **summarize_runs(*taken_runs(runs, "step-markers"))}
     profiled = (steps or {}).get("period_p50_ns")
     source = "steps"
     if not profiled:

@@ -129,10 +129,10 @@ def _baseline_periods(
 ) -> np.ndarray | None:
     """The pooled step periods of the folder's runs without nsys (``baseline-*.steps``,
     every file of a run that wrote one, the steps named ``step_name``, or for source
-    ``module-calls`` the later half of the calls of the section's ``module``, as the
-    summary took them: :func:`~launchprof.analysis.baseline.later_half`), each run's
-    first period left out; None when the summary has no baseline, or no file holds two
-    steps.
+    ``module-calls`` the calls of the section's ``module``), pooled as the summary took
+    them (:func:`~launchprof.analysis.baseline.pooled_periods`: each run's first period
+    left out, or a module's later half of calls); None when the summary has no baseline,
+    or fewer than two periods are left.
 
     Runs slower than the trace (``slower_than_traced``) give None, with a note. A host
     that ran ahead of the GPU in those runs (``host_ahead_of_gpu``: its steps took
@@ -140,7 +140,7 @@ def _baseline_periods(
     show the step's pace; the step is then GPU-bound, nsys does not slow the GPU's work,
     and the steady periods under nsys (``table``) stand for the unprofiled ones (said in
     ``notes``)."""
-    from launchprof.analysis.baseline import later_half
+    from launchprof.analysis.baseline import pooled_periods
     from launchprof.trace.steptimes import StepTimesError, read_step_times
 
     if not isinstance(section, dict) or not section.get("runs"):
@@ -154,7 +154,7 @@ def _baseline_periods(
     if section.get("host_ahead_of_gpu"):
         if table is None:
             return None
-        steady = table.loc[~table["warmup"] & table["period_ns"].notna(), "period_ns"].to_numpy(dtype=float)
+        steady = steady_rows(table)["period_ns"].to_numpy(dtype=float)
         notes.append(
             f"{folder}: the host ran ahead of the GPU in the runs without nsys (GPU-bound steps): the step periods "
             "under nsys stand for the ones without it (nsys does not slow the GPU's work)"
@@ -162,23 +162,18 @@ def _baseline_periods(
         return steady if steady.size >= 2 else None
     if section.get("source") == "profiler-region":
         return _region_periods(folder, section, notes)
-    modules = section.get("source") == "module-calls"
-    if modules:  # the outermost calls of the module that matched the steps
+    source = "module-calls" if section.get("source") == "module-calls" else "step-markers"
+    if source == "module-calls":  # the outermost calls of the module that matched the steps
         step_name = section.get("module")
         if not isinstance(step_name, str):
             return None
-    periods = []
+    runs = []
     for path in sorted(folder.glob("baseline-*.steps")):
         try:
-            times = read_step_times(path, step_name)
+            runs.append(read_step_times(path, step_name))
         except (StepTimesError, OSError) as exc:
             notes.append(f"{path}: not read ({exc}); left out")
-            continue
-        if modules:  # the later half of the calls, as the summary took them (a whole program's warm-up)
-            times = later_half(times)
-        if len(times) > 2:
-            periods.append(np.diff(times[:, 0])[1:])
-    pooled = np.concatenate(periods) if periods else np.empty(0)
+    pooled = pooled_periods(runs, source)
     return pooled.astype(float) if pooled.size >= 2 else None
 
 
