@@ -57,22 +57,44 @@ def test_baseline_section_ratio_by_hand() -> None:
     assert baseline_section(runs, None)["overhead_ratio"] is None
 
 
-def test_nvtx_period_per_thread_by_hand() -> None:
-    # thread (1, 1): starts 0, 10, 25, 45 -> periods 10, 15, 20, first dropped: 15, 20
-    # thread (1, 2): starts 5, 105, 305 -> periods 100, 200, first dropped: 200
-    # "other" ranges are ignored -> median of 15, 20, 200 = 20
+def test_the_profiled_nvtx_period_is_of_the_host_steps_by_hand() -> None:
+    # "step" ranges on two threads: (1, 1) has four, so it holds the host steps (the ranges
+    # summary.json's nvtx_steps describes); (1, 2) has three and is not pooled in.
+    # thread (1, 1): starts 0, 10, 25, 45 -> periods 10, 15, 20, first dropped: 15, 20 -> 17.5
+    # "other" ranges are ignored.
     nvtx = pd.DataFrame(
         {
             "pid": [1, 1, 1, 1, 1, 1, 1, 1],
             "tid": [1, 1, 2, 1, 2, 1, 2, 1],
             "start": [45, 0, 305, 10, 5, 25, 105, 11],
+            "end": [46, 1, 306, 11, 6, 26, 106, 12],
             "text": ["step", "step", "step", "step", "step", "step", "step", "other"],
         }
     )
     before = nvtx.copy()
-    assert nvtx_period_p50(nvtx) == 20.0
+    assert nvtx_period_p50(nvtx) == 17.5
     pd.testing.assert_frame_equal(nvtx, before)
     assert nvtx_period_p50(nvtx, text="none") is None
+    assert nvtx_period_p50(nvtx, warmup=0) == 15.0
+
+
+def test_the_baseline_and_the_summary_take_one_trace_s_host_steps(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A trace without GPU work: the profiled period the runs without nsys are held
+    against (baseline.nvtx_period_p50) is of the ranges summary.json's nvtx_steps section
+    describes (nvtx_steps.nvtx_steps), their first period left out as a run's is; it goes
+    through that one rule."""
+    import launchprof
+    from launchprof.analysis import baseline
+    from launchprof.analysis.nvtx_steps import nvtx_steps
+
+    trace = launchprof.analyze(HERE / "data" / "cpu" / "steps_loop_2022.sqlite.xz")
+    host = nvtx_steps(trace.trace.nvtx)
+    assert host is not None and host.name == "step" and len(host.table) == 12
+    assert trace.summary.nvtx_steps is not None and trace.summary.nvtx_steps.count == len(host.table)
+    periods = host.table["period_ns"].dropna().to_numpy()
+    assert nvtx_period_p50(trace.trace.nvtx) == float(np.median(periods[1:]))
+    monkeypatch.setattr(baseline, "nvtx_steps", lambda nvtx, name=None: None)
+    assert nvtx_period_p50(trace.trace.nvtx) is None
 
 
 def test_read_step_times_sorts_and_rejects_bad_lines(tmp_path: Path) -> None:

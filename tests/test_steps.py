@@ -319,3 +319,35 @@ def test_a_users_step_range_beside_library_ranges_wins(tmp_path: Path) -> None:
     s = _analyze(b, tmp_path).found_steps
     assert s.source == "nvtx" and s.name == "step" and s.count == 6
     assert s.rejected == (("NCCL:nccl:all_reduce", "a library's own range, not a loop step"),)
+
+
+def test_a_step_name_names_the_same_ranges_for_the_gpu_and_the_host_steps() -> None:
+    """One reading of ``--step NAME`` (steps.nvtx.named_ranges: the text, else
+    ``domain:text``), for the GPU step finder (check_step_name) and the host steps of a
+    trace without GPU work (nvtx_steps.nvtx_steps)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from launchprof.analysis.nvtx_steps import nvtx_steps
+    from launchprof.analysis.steps.nvtx import check_step_name
+
+    nvtx = pd.DataFrame(
+        {
+            "start": [0, 10, 20, 30, 5, 15, 25],
+            "end": [9, 19, 29, 39, 6, 16, 26],
+            "pid": [1] * 7,
+            "tid": [1, 1, 1, 1, 2, 2, 2],
+            "text": ["iter"] * 4 + ["load"] * 3,
+            "domain": ["app"] * 4 + ["data"] * 3,
+        }
+    )
+    analysis = SimpleNamespace(trace=SimpleNamespace(nvtx=nvtx))
+    for name, starts in (("iter", [0, 10, 20, 30]), ("data:load", [5, 15, 25])):
+        gpu = check_step_name(analysis, name)  # type: ignore[arg-type]
+        host = nvtx_steps(nvtx, name)
+        assert host is not None and host.name == name
+        assert sorted(gpu["start"]) == host.table["start"].tolist() == starts
+    assert nvtx_steps(nvtx, "app:load") is None
+    with pytest.raises(StepError, match="no NVTX range named 'app:load'"):
+        check_step_name(analysis, "app:load")  # type: ignore[arg-type]

@@ -36,8 +36,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.nvtx_steps import nvtx_steps
 from launchprof.analysis.steps import Steps
 from launchprof.analysis.timeline.core import Analysis
+from launchprof.defaults import STEP_NAME
 
 
 def run_periods(runs: Sequence[np.ndarray], warmup: int = 1) -> list[np.ndarray]:
@@ -274,19 +276,23 @@ ASSUMPTION = (
 )
 
 
-def nvtx_period_p50(nvtx: pd.DataFrame, text: str = "step", warmup: int = 1) -> float | None:
-    """Median period of the NVTX ranges named ``text`` in a trace, computed like the
-    baseline's: consecutive starts per thread (``pid``, ``tid``), the first ``warmup``
-    periods of each thread left out. None when there is no such period.
+def nvtx_period_p50(nvtx: pd.DataFrame, text: str = STEP_NAME, warmup: int = 1) -> float | None:
+    """Median period of the trace's host steps named ``text`` (the ranges summary.json's
+    ``nvtx_steps`` describes: :func:`launchprof.analysis.nvtx_steps.nvtx_steps`, on the
+    thread holding most of them), their periods taken as a run's are (:func:`run_periods`:
+    the first ``warmup`` left out). None when there is no such period. ``nvtx_steps``'
+    own ``period_p50_ns`` keeps every period: it describes the ranges, this figure is held
+    against runs whose warm-up is left out.
 
     Args:
-        nvtx: the trace's NVTX ranges (columns ``start``, ``tid``, ``pid``, ``text``; ns).
+        nvtx: the trace's NVTX ranges (columns ``start``, ``end``, ``tid``, ``pid``,
+            ``text``; ns).
     """
-    ranges = nvtx.loc[nvtx["text"] == text, ["pid", "tid", "start"]].sort_values(["pid", "tid", "start"])
-    by = ranges.groupby(["pid", "tid"], sort=False)["start"]
-    periods = by.diff()
-    keep = periods.notna() & (by.cumcount() > warmup)
-    return float(periods[keep].median()) if keep.any() else None
+    host = nvtx_steps(nvtx, text)
+    if host is None:
+        return None
+    periods = run_periods([host.table[["start", "end"]].to_numpy()], warmup)[0]
+    return float(np.median(periods)) if periods.size else None
 
 
 def baseline_section(

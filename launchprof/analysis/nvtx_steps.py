@@ -1,8 +1,18 @@
-"""Steps of a trace without GPU work, from its NVTX ranges alone.
+"""Steps of a trace without GPU work, from its NVTX ranges alone (the host steps).
 
 A CPU-only workload marked with ``launchprof.step()`` has no GPU step to judge, but its
 ranges still say how many steps ran and how long each took on the host. This module
-measures them; the GPU step rules (:mod:`launchprof.analysis.steps`) are not involved.
+measures them (summary.json's ``nvtx_steps``), and the profiled period that the runs
+without nsys are held against when the trace has no GPU step
+(:func:`launchprof.analysis.baseline.nvtx_period_p50` reads these same ranges).
+
+Which ranges are the steps: a name given (``--step``) is read as the GPU step finder
+reads it (:func:`launchprof.analysis.steps.nvtx.named_ranges`: text, else
+``domain:text``). Without a name the rules differ on purpose: the GPU finder
+(:func:`launchprof.analysis.steps.nvtx.nvtx_candidates`) takes the range text whose
+ranges hold the most GPU work, and rejects libraries' ranges and texts repeated fewer
+than three times; a trace without GPU work has no work to weigh, so here the steps are
+the marker's text (``step``, in any domain), else the text repeated most often.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchprof.analysis.steps.nvtx import named_ranges
 from launchprof.defaults import STEP_NAME
 
 
@@ -53,9 +64,10 @@ class NvtxSteps:
 
 
 def nvtx_steps(nvtx: pd.DataFrame, name: str | None = None) -> NvtxSteps | None:
-    """The NVTX ranges named ``name`` (default ``step``, launchprof's marker; else the
-    text repeated most often, at least twice) on the thread that has most of them, or
-    None when there is no such range.
+    """The host steps: the NVTX ranges named ``name`` (:func:`~launchprof.analysis.steps.nvtx.named_ranges`;
+    default ``step``, launchprof's marker; else the text repeated most often, at least
+    twice; module docstring: why not the GPU finder's rule) on the thread that has most
+    of them (then the lowest pid, tid), or None when there is no such range.
 
     Args:
         nvtx: the trace's NVTX ranges (columns ``start``, ``end``, ``tid``, ``pid``,
@@ -72,7 +84,7 @@ def nvtx_steps(nvtx: pd.DataFrame, name: str | None = None) -> NvtxSteps | None:
             if counts.empty:
                 return None
             name = str(sorted(counts.index[counts == counts.max()])[0])
-    ranges = nvtx.loc[texts == name, ["start", "end", "pid", "tid"]]
+    ranges = named_ranges(nvtx, name)[["start", "end", "pid", "tid"]]
     if ranges.empty:
         return None
     (pid, tid), _ = max(ranges.groupby(["pid", "tid"]).size().items(), key=lambda kv: (kv[1], -kv[0][0], -kv[0][1]))

@@ -149,9 +149,27 @@ def with_helper_threads(api: pd.DataFrame, ranges: pd.DataFrame, api_step: np.nd
     return out
 
 
+def named_ranges(nvtx: pd.DataFrame, name: str) -> pd.DataFrame:
+    """The NVTX ranges a step name (``--step NAME``) names: those whose text is ``name``,
+    else, for ``domain:text`` (the name the summary gives the steps), those of that domain
+    and text; empty when none. The one reading of a step name, for the GPU step finder
+    (:func:`check_step_name`) and the host steps of a trace without GPU work
+    (:func:`launchprof.analysis.nvtx_steps.nvtx_steps`).
+
+    Args:
+        nvtx: the trace's NVTX ranges (columns ``text``, ``domain``; ``domain`` may be
+            absent: no domain then matches).
+    """
+    chosen = nvtx.loc[nvtx["text"] == name]
+    if chosen.empty and ":" in name and "domain" in nvtx.columns:
+        labels = nvtx["domain"].astype(str) + ":" + nvtx["text"].astype(str)
+        chosen = nvtx.loc[(nvtx["domain"] != "").to_numpy() & (labels == name).to_numpy()]
+    return chosen
+
+
 def check_step_name(analysis: Analysis, step_name: str | None) -> pd.DataFrame:
-    """The NVTX ranges named ``step_name`` (empty frame when no name is given): by text,
-    else by ``domain:text`` (the name the summary gives the steps).
+    """The NVTX ranges named ``step_name`` (:func:`named_ranges`; empty frame when no name
+    is given).
 
     Raises:
         StepError: a name was given and no range has it.
@@ -161,10 +179,7 @@ def check_step_name(analysis: Analysis, step_name: str | None) -> pd.DataFrame:
         return nvtx.iloc[:0]
     if nvtx.empty:
         raise StepError(f"no NVTX range named {step_name!r}: this trace has no NVTX ranges")
-    chosen = nvtx.loc[nvtx["text"] == step_name]
-    if chosen.empty and ":" in step_name:  # ``domain:text``, as the summary names the steps
-        labels = nvtx["domain"].astype(str) + ":" + nvtx["text"].astype(str)
-        chosen = nvtx.loc[(nvtx["domain"] != "").to_numpy() & (labels == step_name).to_numpy()]
+    chosen = named_ranges(nvtx, step_name)
     if chosen.empty:
         texts = ", ".join(sorted(map(repr, nvtx["text"].unique()))[:8])
         raise StepError(f"no NVTX range named {step_name!r} in this trace (ranges: {texts})")
