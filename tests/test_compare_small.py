@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from tracebuilder import TraceBuilder
 
@@ -464,3 +465,47 @@ def test_a_trace_and_its_report_folder_show_the_same_representative_step(tmp_pat
     assert from_trace.sample_step == side_module.representative_step(analysis.found_steps.steady)
     monkeypatch.setattr(report_folder, "representative_step", lambda steady: -7)
     assert side_from_folder(folder).sample_step == -7
+
+
+def test_compare_of_traces_reads_the_sides_the_finished_analysis_made(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A trace's side is part of its finished result (Shown.side, made once by finish):
+    compare takes it from there (its path the one given) and does not make it again, and
+    the sides are those a fresh side_from_analysis gives."""
+    from launchprof.analysis.comparison.side import side_from_analysis
+    from launchprof.api import compare_runs
+
+    before, _ = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    after, _ = build(tmp_path, "graph", graph_run, jitter=small_jitter()[::-1])
+    analyses = [launchprof.analyze(p) for p in (before, after)]
+    fresh = [side_from_analysis(a, a.found_steps, path=str(p)) for a, p in zip(analyses, (before, after), strict=True)]
+
+    def again(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("compare made a side the finished analysis already holds")
+
+    monkeypatch.setattr(compare_runs, "side_from_analysis", again)
+    c = compare(before, after)
+    assert c.verdict == "verified"
+    for got, want in zip((c.before, c.after), fresh, strict=True):
+        assert got.path == want.path and got.sample_step == want.sample_step
+        assert got.predicted_speedup == want.predicted_speedup and got.graph_launches == want.graph_launches
+        for frame in ("table", "kernels", "sample"):
+            pd.testing.assert_frame_equal(getattr(got, frame), getattr(want, frame))
+
+
+def test_a_result_with_its_runs_without_nsys_keeps_its_own_recommendation_in_its_side(tmp_path: Path) -> None:
+    """with_baseline's result reuses the step tables of the result diagnosed without the
+    runs (finish's reuse: the same tables) but its side carries its own recommendation's
+    figures (the step measured without nsys), not the first diagnosis'."""
+    trace, _ = build(tmp_path, "eager", eager_run, jitter=small_jitter())
+    plain = launchprof.analyze(trace)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    period = int(0.9 * plain.outputs().step_stats["period_p50_ns"])  # nsys's host overhead left out
+    (runs / "baseline-1.steps").write_text("".join(f"step {k * period} {k * period + 1_000}\n" for k in range(20)))
+    measured = launchprof.analyze(trace, baseline=runs)
+    side, rec = measured.outputs().side, measured.recommendation
+    pd.testing.assert_frame_equal(side.table, plain.outputs().side.table)
+    assert side.step_without_profiler == rec.step_without_profiler
+    assert side.expected_eager_step_ns == rec.expected.eager_step_ns
+    assert rec.step_without_profiler["source"] == "measured"
+    assert plain.outputs().side.step_without_profiler["source"] == "estimate"

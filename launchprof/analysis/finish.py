@@ -4,7 +4,8 @@ computed once before any output is made.
 :func:`finish` takes an :class:`~launchprof.analysis.result.AnalysisResult` (its figures,
 steps, ranks and diagnosis) and adds the step statistics, the NVTX step ranges of a trace
 without GPU work, the verdict's reasons with the rank it judged, the headline, the
-duration histogram, the utilization series and the step files' tables. summary.json,
+duration histogram, the utilization series and the found steps as a comparison side (the
+step files' tables; ``compare`` reads it). summary.json,
 report.html, the step files and the notebook card only format them
 (:mod:`launchprof.report`).
 """
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from launchprof.analysis.comparison.side import side_from_analysis
+from launchprof.analysis.comparison.side import side_figures, side_from_analysis
 from launchprof.analysis.diagnosis.sources import skip_cause
 from launchprof.analysis.headline import headline
 from launchprof.analysis.nvtx_steps import nvtx_steps
@@ -36,8 +37,9 @@ def finish(result: R, reuse: Shown | None = None) -> R:
         result: with its diagnosis (or None: no headline, no reasons).
         reuse: the :class:`~launchprof.analysis.result.Shown` of a result with the same
             trace figures and steps, diagnosed without the runs without nsys
-            (:func:`launchprof.api.traces.with_baseline`): its utilization series and step
-            tables (which do not depend on the diagnosis) are taken, not made again.
+            (:func:`launchprof.api.traces.with_baseline`): its utilization series and its
+            side's tables (which do not depend on the diagnosis) are taken, not made again;
+            the side's recommendation figures are this result's.
 
     The values computed once for ``result`` (:meth:`~launchprof.analysis.Analysis.cached`)
     are shared with the finished result.
@@ -55,13 +57,12 @@ def finish(result: R, reuse: Shown | None = None) -> R:
     diagnosis = None if d is None else {**d.to_dict(), "reasons": reasons}
     # summary.json's nvtx_steps section: only a trace without devices has one.
     nvtx = host.to_dict() if host is not None and not result.devices else None
-    if reuse is not None:
+    if reuse is not None:  # the tables again, the recommendation's figures of this result
         utilization = reuse.utilization
-        tables = (reuse.step_table, reuse.step_kernels, reuse.step_sample)
+        side = dataclasses.replace(reuse.side, **side_figures(result, result.found_steps))
     else:
         utilization = {dev.device_id: utilization_series(dev.activity, bins=UTILIZATION_BINS) for dev in result.devices}
         side = side_from_analysis(result, result.found_steps)
-        tables = (side.table, side.kernels, side.sample)
     shown = Shown(
         step_stats=stats,
         host_steps=host,
@@ -70,9 +71,7 @@ def finish(result: R, reuse: Shown | None = None) -> R:
         durations=duration_histogram(d.durations if d is not None else pd.DataFrame()),
         skip_causes=_skip_causes(result),
         utilization=utilization,
-        step_table=tables[0],
-        step_kernels=tables[1],
-        step_sample=tables[2],
+        side=side,
     )
     finished = dataclasses.replace(result, shown=shown)
     object.__setattr__(finished, "_derived", result._derived)

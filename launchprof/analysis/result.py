@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
+from launchprof.analysis.comparison.side import SideData
 from launchprof.analysis.diagnosis.diagnose import Diagnosis
 from launchprof.analysis.nvtx_steps import NvtxSteps
 from launchprof.analysis.prediction.recommendation import Recommendation
@@ -63,10 +64,11 @@ class Shown:
             :data:`UTILIZATION_BINS` equal time bins
             (:func:`~launchprof.analysis.timeline.core.utilization_series`: ``start_ns``,
             ``end_ns``, ``utilization``).
-        step_table, step_kernels, step_sample: the step files' tables
-            (:class:`~launchprof.analysis.comparison.side.SideData`'s ``table``, ``kernels`` and
-            ``sample`` of the found steps: steps.csv, step_kernels.csv, step_timeline.csv);
-            None without steps.
+        side: the found steps as one side of a comparison
+            (:func:`~launchprof.analysis.comparison.side.side_from_analysis`): ``compare``
+            of a trace reads it here, and its ``table``, ``kernels`` and ``sample`` are the
+            step files' tables (:attr:`step_table`, :attr:`step_kernels`,
+            :attr:`step_sample`).
     """
 
     step_stats: dict[str, Any] | None
@@ -76,9 +78,22 @@ class Shown:
     durations: pd.DataFrame
     skip_causes: list[str | None]
     utilization: dict[int, pd.DataFrame]
-    step_table: pd.DataFrame | None
-    step_kernels: pd.DataFrame | None
-    step_sample: pd.DataFrame | None
+    side: SideData
+
+    @property
+    def step_table(self) -> pd.DataFrame | None:
+        """steps.csv's table: :attr:`side`'s ``table``; None without steps."""
+        return self.side.table
+
+    @property
+    def step_kernels(self) -> pd.DataFrame | None:
+        """step_kernels.csv's table: :attr:`side`'s ``kernels``; None without steps."""
+        return self.side.kernels
+
+    @property
+    def step_sample(self) -> pd.DataFrame | None:
+        """step_timeline.csv's table: :attr:`side`'s ``sample``; None without steps."""
+        return self.side.sample
 
 
 @dataclass(frozen=True, kw_only=True)

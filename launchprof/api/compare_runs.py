@@ -68,7 +68,8 @@ def _load(
         )
     except LaunchprofError as exc:
         raise type(exc)(f"{label} {path}: {exc}") from None
-    return side_from_analysis(analysis, analysis.found_steps, path=str(path)), analysis
+    # The side of the found steps was made when the analysis finished (Shown.side).
+    return dataclasses.replace(analysis.outputs().side, path=str(path)), analysis
 
 
 def _template(side: SideData) -> list[str] | None:

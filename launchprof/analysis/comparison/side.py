@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from launchprof.analysis.arrays import row_codes
-from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.stepdata import step_member
 from launchprof.analysis.steps import Steps, step_stats
 from launchprof.analysis.timeline.callkinds import api_classes, classify
@@ -349,21 +348,17 @@ def _sample(
     return frame.head(MAX_SAMPLE_ROWS), cut
 
 
-def side_from_analysis(analysis: AnalysisResult, steps: Steps, path: str | None = None) -> SideData:
-    """The :class:`SideData` of an analysed trace with ``steps`` (usually
-    ``analysis.found_steps``, or steps found again with a template).
-
-    The instantiation cost is the total duration of the graph instantiate calls of the
-    step's process (docs/metrics.md, "Amortized cost and break-even"). The recommendation,
-    when present, is read from ``analysis.recommendation`` (attributes
-    ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
-    """
+def side_figures(analysis: Analysis, steps: Steps, path: str | None = None) -> dict[str, Any]:
+    """The fields of :class:`SideData` besides its tables (``table``, ``kernels``,
+    ``sample``, ``sample_step``, ``notes``): how the steps were found, their statistics,
+    the graph calls of the step's process and the recommendation's figures
+    (:func:`side_from_analysis`). ``path``: default the trace's."""
     api = analysis.trace.api
     cls = api_classes(analysis.trace)
     mine = (api["pid"] == steps.pid).to_numpy() if steps.pid is not None else np.ones(len(api), bool)
     dur = (api["end"] - api["start"]).to_numpy()
-    rec = analysis.recommendation
-    common: dict[str, Any] = dict(
+    rec = getattr(analysis, "recommendation", None)  # an AnalysisResult has one
+    return dict(
         path=str(path if path is not None else analysis.trace.path),
         origin="trace",
         step_source=steps.source,
@@ -381,6 +376,22 @@ def side_from_analysis(analysis: AnalysisResult, steps: Steps, path: str | None 
         predicted_step_ns=_opt_float(getattr(rec, "predicted_step_ns", None)),
         break_even_iterations=_opt_float(getattr(rec, "break_even_iterations", None)),
     )
+
+
+def side_from_analysis(analysis: Analysis, steps: Steps, path: str | None = None) -> SideData:
+    """The :class:`SideData` of an analysed trace with ``steps`` (usually
+    ``analysis.found_steps``, or steps found again with a template). The side of a
+    result's found steps is made once, when the analysis finishes
+    (:func:`launchprof.analysis.finish.finish`: ``Shown.side``), and ``compare`` reads it
+    there; this is called again only for steps found again.
+
+    The instantiation cost is the total duration of the graph instantiate calls of the
+    step's process (docs/metrics.md, "Amortized cost and break-even"). The recommendation
+    is read from ``analysis.recommendation`` when it has one
+    (:class:`~launchprof.analysis.result.AnalysisResult`; attributes
+    ``predicted_speedup``, ``predicted_step_ns``, ``break_even_iterations``).
+    """
+    common = side_figures(analysis, steps, path)
     device = next((d for d in analysis.devices if d.device_id == steps.device_id), None)
     if steps.source == "none" or device is None:
         return SideData(table=None, kernels=None, sample=None, sample_step=None, **common)
