@@ -156,3 +156,22 @@ def test_kind_in_is_isin(categorical: bool) -> None:
 def test_run_bounds_of_an_empty_label() -> None:
     assert run_bounds(np.array([], dtype=np.int64), 3).tolist() == [0, 0, 0, 0]
     assert run_sums(np.array([], dtype=np.int64), run_bounds(np.array([], dtype=np.int64), 3)).tolist() == [0, 0, 0]
+
+
+def test_stable_order_is_numpys_stable_argsort() -> None:
+    from launchprof.analysis.arrays import stable_order
+
+    rng = np.random.default_rng(11)
+    tids = np.array([(100 << 24) | 7, (100 << 24) | 9, (2 << 40) | 3, 5], dtype=np.int64)
+    cases = [
+        rng.integers(0, 4, 5000),  # codes: offsets sorted by radix
+        rng.integers(-3, 60_000, 5000),  # a range just within 16 bits
+        tids[rng.integers(0, 4, 5000)],  # globalTids: ranks sorted by radix
+        rng.integers(0, 2**40, 100_000),  # many distinct values: the plain sort
+        np.sort(rng.integers(0, 9, 1000)),  # sorted: no sort
+        np.array([5]),
+        np.empty(0, np.int64),
+        rng.integers(0, 4, 5000).astype(np.int32),
+    ]
+    for values in cases:
+        assert np.array_equal(stable_order(values), np.argsort(values, kind="stable"))

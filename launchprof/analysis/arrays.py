@@ -62,6 +62,25 @@ def segment_cummax(values: np.ndarray, segment: np.ndarray) -> np.ndarray:
     return pd.Series(values).groupby(segment, sort=False).cummax().to_numpy()
 
 
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of an integer column with at most 65,536
+    distinct values (threads, processes, streams, their codes): each value replaced by its
+    offset from the smallest (values within 65,536 of each other) or else by its rank among
+    them (a hash, no sort of the rows), and those sorted by radix. Calls of several threads
+    interleave in time order, and numpy's comparison sort of their int64 values took 2-5x
+    as long on 8M rows of 4 threads (benchmarks/README.md, "Time"). Sorted input: no sort;
+    more distinct values: the plain sort."""
+    if values.size < 2 or ascending(values):
+        return np.arange(values.size)
+    lo, hi = int(values.min()), int(values.max())
+    if hi - lo < 1 << 16:  # codes already: their offsets are the ranks' order
+        return np.argsort((values - lo).astype(np.uint16), kind="stable")
+    codes, uniques = pd.factorize(values, sort=True)
+    if uniques.size > 1 << 16:
+        return np.argsort(values, kind="stable")
+    return np.argsort(codes.astype(np.uint16), kind="stable")
+
+
 def row_codes(columns: Sequence[np.ndarray]) -> np.ndarray:
     """One int64 code per row, equal for rows equal in every column, numbered in order of
     first appearance (0, 1, ...), as pandas' ``groupby(sort=False, dropna=False).ngroup()``.

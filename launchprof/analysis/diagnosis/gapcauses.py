@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.arrays import ascending, segment_cummax, selection
+from launchprof.analysis.arrays import ascending, segment_cummax, selection, stable_order
 from launchprof.analysis.timeline.callkinds import api_classes
 from launchprof.analysis.timeline.core import Analysis
 from launchprof.analysis.timeline.intervals import union
@@ -54,7 +54,7 @@ def prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
     # The loader sorts calls by start: then the (tid, start) order is a stable sort by tid
     # (and no sort at all for one thread).
     if ascending(start):
-        order = None if (tid == tid[0]).all() else np.argsort(tid, kind="stable")
+        order = None if (tid == tid[0]).all() else stable_order(tid)
     else:
         order = np.lexsort((start, tid))
     t = tid if order is None else tid[order]

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from launchprof.analysis.arrays import segment_cummax, take
+from launchprof.analysis.arrays import segment_cummax, stable_order, take
 from launchprof.analysis.steps.link import Link, activity_from_api
 from launchprof.analysis.steps.model import Assignment, StepError
 from launchprof.analysis.timeline.core import Analysis, DeviceAnalysis
@@ -91,7 +91,7 @@ def project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     else:
         code = np.minimum(np.searchsorted(tids, call_tid), tids.size - 1)
         rows = np.flatnonzero(tids[code] == call_tid)
-        rows = rows[np.argsort(code[rows], kind="stable")]
+        rows = rows[stable_order(code[rows])]  # by thread (calls of several threads interleave)
         bounds = np.searchsorted(code[rows], np.arange(tids.size + 1))
         groups = [(tid, rows[bounds[i] : bounds[i + 1]]) for i, tid in enumerate(tids)]
     for tid, calls in groups:
