@@ -229,29 +229,3 @@ def test_a_small_table_or_one_without_rowids_is_read_whole(tmp_path: Path) -> No
     assert len(row_ranges(con, "sparse", 8)) == 8  # by rowid span: most parts are empty, none is wrong
     con.close()
 
-
-def test_launch_sizes_are_categoricals_of_the_same_values() -> None:
-    from launchprof.trace.activity import few_values
-
-    rng = np.random.default_rng(1)
-    small = rng.choice(np.array([32, 128, 256, 1024], np.int32), 10_000)
-    wide = rng.choice(np.array([1, 70_000, 2**31 - 1], np.int32), 10_000)  # beyond offset coding
-    for values in (small, wide, np.array([5], np.int64), np.empty(0, np.int32)):
-        cat = few_values(values)
-        assert np.array_equal(np.asarray(cat), values) and np.asarray(cat).dtype == values.dtype
-        assert list(cat.categories) == sorted(set(values.tolist()))
-    assert few_values(small).codes.dtype == np.int8  # 1 byte a kernel, not 4
-
-
-def test_a_sides_launch_sizes_read_from_the_categorical_as_from_the_ints() -> None:
-    from launchprof.analysis.comparison.side import _int_column
-    from launchprof.trace.activity import few_values
-
-    rng = np.random.default_rng(4)
-    values = rng.choice(np.array([1, 64, 2**31 - 1], np.int32), 1000)
-    rows = rng.integers(0, 1000, 300)
-    plain = _int_column(pd.Series(values), rows)
-    assert np.array_equal(_int_column(pd.Series(few_values(values)), rows), plain)
-    assert plain.dtype == np.int64 and np.array_equal(plain, values[rows])
-    missing = pd.Series(pd.Categorical([3, None, 5]))  # a NULL reads -1, as fillna(-1) gives
-    assert _int_column(missing, np.array([0, 1, 2])).tolist() == [3, -1, 5]

@@ -203,37 +203,7 @@ def load_kernels(reader: Reader, schema: TraceSchema, notes: list[str]) -> pd.Da
         return out
     if len(frame) == 0:
         notes.append("CUPTI_ACTIVITY_KIND_KERNEL holds no kernel with a valid start/end")
-    frame = frame if list(frame.columns) == _KERNEL_ORDER else frame[_KERNEL_ORDER]
-    for c in LAUNCH_SIZES:
-        frame[c] = few_values(frame[c].to_numpy())
-    return frame
-
-
-# The launch configuration's sizes: a few distinct values over millions of kernels, kept as
-# categoricals (codes of 1-2 bytes instead of 4; benchmarks/README.md, "Memory").
-LAUNCH_SIZES = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
-
-
-def few_values(values: np.ndarray) -> pd.Categorical:
-    """An integer column as a categorical of its distinct values (ascending, the column's
-    dtype): equal rows, order and ``to_numpy()`` values, in codes of 1-2 bytes when it
-    holds few distinct values. Values within a range of 65,536 are coded by offset (no
-    hashing)."""
-    if values.size == 0:
-        return pd.Categorical(values)
-    lo, hi = int(values.min()), int(values.max())
-    if hi - lo < 1 << 16:
-        offset = (values - lo).astype(np.intp, copy=False)
-        seen = np.zeros(hi - lo + 1, bool)
-        seen[offset] = True
-        present = np.flatnonzero(seen)
-        position = np.zeros(seen.size, np.int32)
-        position[present] = np.arange(present.size, dtype=np.int32)
-        categories, codes = (present + lo).astype(values.dtype), position[offset]
-    else:
-        codes, categories = pd.factorize(values, sort=True)
-    dtype = pd.CategoricalDtype(pd.Index(categories, dtype=values.dtype))
-    return pd.Categorical.from_codes(codes, dtype=dtype, validate=False)
+    return frame if list(frame.columns) == _KERNEL_ORDER else frame[_KERNEL_ORDER]
 
 
 _MEMOP_ORDER = [

@@ -27,13 +27,10 @@ Columns (all times are int64 nanoseconds on the trace's own clock):
     stream, i.e. the legacy default stream).
 
 Dtypes: times, ``tid``, ``bytes`` and graph ids are int64; ``device_id``, ``stream_id``,
-``pid``, ``correlation_id`` and ``name_id`` are int32
+``pid``, ``correlation_id``, ``name_id`` and the grid/block sizes of kernels are int32
 when every value of the table's column fits (int64 otherwise: CUPTI's correlation ids are
 unsigned 32-bit); a NULL id reads as -1 (``pid`` 0 when the
-globalPid is missing). The grid and block sizes of kernels are categoricals of their
-integer values (``to_numpy()`` gives the int32 values; 1-2 bytes a kernel instead of 4:
-:func:`launchprof.trace.activity.few_values`). ``Trace.gpu_activity()``'s ``kind`` is
-categorical.
+globalPid is missing). ``Trace.gpu_activity()``'s ``kind`` is categorical.
 
 The process of a globalTid/globalPid is ``value >> 24`` (the nsys "Serialized GlobalId"
 layout: host and VM ids above the 24-bit pid, the 24-bit tid below): the pid itself for

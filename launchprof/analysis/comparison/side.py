@@ -274,11 +274,6 @@ def _int_column(column: pd.Series, rows: np.ndarray) -> np.ndarray:
     """``column.fillna(-1)`` as int64 at ``rows``."""
     if isinstance(column.dtype, np.dtype) and column.dtype.kind in "iu":
         return column.to_numpy()[rows].astype(np.int64)
-    if isinstance(column.dtype, pd.CategoricalDtype) and column.dtype.categories.dtype.kind in "iu":
-        # A kernel's launch sizes (trace.model): the rows' codes looked up, not every row's value.
-        codes = column.cat.codes.to_numpy()[rows]
-        values = column.cat.categories.to_numpy().astype(np.int64)
-        return np.where(codes >= 0, values[np.maximum(codes, 0)], -1) if values.size else np.full(codes.size, -1)
     return column.fillna(-1).to_numpy(dtype=np.int64)[rows]
 
 
