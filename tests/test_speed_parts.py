@@ -229,3 +229,45 @@ def test_a_small_table_or_one_without_rowids_is_read_whole(tmp_path: Path) -> No
     assert len(row_ranges(con, "sparse", 8)) == 8  # by rowid span: most parts are empty, none is wrong
     con.close()
 
+
+def test_an_empty_part_does_not_widen_the_others() -> None:
+    """A rowid range with no rows (deleted rows) reads as an empty int64 column: joined, the
+    other parts' int32 columns stay int32, as one read keeps them."""
+    from launchprof.trace.columns import Column
+    from launchprof.trace.readahead import _join_parts
+
+    def part(values: np.ndarray) -> dict[str, Column]:
+        return {"c": Column(values, None)}
+
+    joined = _join_parts(
+        ["c"], [part(np.arange(3, dtype=np.int32)), part(np.empty(0, np.int64)), part(np.arange(2, dtype=np.int32))]
+    )
+    assert joined["c"].values.dtype == np.int32 and joined["c"].values.tolist() == [0, 1, 2, 0, 1]
+    nothing = _join_parts(["c"], [part(np.empty(0, np.int64)), part(np.empty(0, np.int64))])
+    assert nothing["c"].values.size == 0
+
+
+def test_a_table_whose_parts_cannot_be_planned_is_left_to_the_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When planning a table's parts fails with anything (here MemoryError), the loader
+    reads the table itself instead of waiting for a read that never started."""
+    from launchprof.trace import readahead
+
+    b = TraceBuilder()
+    for i in range(20):
+        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700)
+    path = b.write(tmp_path / "t.sqlite")
+    plain = load_trace(path)
+
+    def fail(*_args: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(readahead, "row_ranges", fail)
+    try:
+        prefetch(path)
+        again = load_trace(path)
+    finally:
+        forget_prefetch(path)
+    for name, frame in _frames(plain).items():
+        pd.testing.assert_frame_equal(_frames(again)[name], frame)

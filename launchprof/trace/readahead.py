@@ -72,14 +72,18 @@ def _join_parts(columns: Sequence[str], parts: list[dict[str, Column]]) -> dict[
     released as it is joined)."""
     out = {}
     for c in columns:
-        out[c] = concat([(p[c].values, p[c].null) for p in parts])
+        # An empty part (a range of deleted rowids) reads int64: left out, it cannot widen
+        # the others' int32 columns.
+        kept = [(p[c].values, p[c].null) for p in parts if len(p[c].values)]
+        out[c] = concat(kept) if kept else parts[0][c]
         for p in parts:
             del p[c]
     return out
 
 
 class _Prefetch:
-    """Background reads of one file's big tables (one thread per table)."""
+    """Background reads of one file's big tables (one thread per table, or per part of a
+    table read in parts)."""
 
     def __init__(self, path: Path, stamp: tuple[int, int]) -> None:
         self.path = path
@@ -98,10 +102,10 @@ class _Prefetch:
             if planned is None:
                 continue
             key = (table, tuple(planned[0]), tuple(planned[1]))
-            self.done[key] = done = threading.Event()
             ranges = row_ranges(con, table, read_threads())
             self.parts[key] = [None] * len(ranges)
             self.left[key] = len(ranges)
+            self.done[key] = done = threading.Event()  # last: a table without it is read by the loader
             try:
                 for i, rows in enumerate(ranges):
                     threading.Thread(
