@@ -277,10 +277,13 @@ ASSUMPTION = (
 
 
 def nvtx_period_p50(nvtx: pd.DataFrame, text: str = STEP_NAME, warmup: int = 1) -> float | None:
-    """Median period of the trace's host steps named ``text`` (the ranges summary.json's
-    ``nvtx_steps`` describes: :func:`launchprof.analysis.nvtx_steps.nvtx_steps`, on the
+    """Median period of the trace's host steps named ``text`` (chosen by the rule of
+    summary.json's ``nvtx_steps``, :func:`launchprof.analysis.nvtx_steps.nvtx_steps`: the
     thread holding most of them), their periods taken as a run's are (:func:`run_periods`:
-    the first ``warmup`` left out). None when there is no such period. ``nvtx_steps``'
+    the first ``warmup`` left out). None when there is no such period. :func:`baseline_of`
+    asks for ``step`` (launchprof's marker): where ``--step`` names other ranges, or the
+    trace has no ``step`` range and ``nvtx_steps`` takes the most repeated text, the two
+    describe different ranges (the step name does not reach the diagnosis). ``nvtx_steps``'
     own ``period_p50_ns`` keeps every period: it describes the ranges, this figure is held
     against runs whose warm-up is left out.
 
