@@ -271,3 +271,23 @@ def test_a_table_whose_parts_cannot_be_planned_is_left_to_the_loader(
         forget_prefetch(path)
     for name, frame in _frames(plain).items():
         pd.testing.assert_frame_equal(_frames(again)[name], frame)
+
+
+def test_a_batch_narrowed_as_it_is_copied_out_is_the_narrowed_copy() -> None:
+    """The int32 copy taken straight from an Arrow batch is what narrowing its int64 copy
+    gives: the same values and dtype, int64 kept where a value does not fit, NULLs 0."""
+    import pyarrow as pa
+
+    from launchprof.trace.columns import _int64_values, narrow
+
+    for data in ([1, 2, 3], [1, 2**31], [-(2**31), 2**31 - 1], [], [5, None, 7], [2**40, None]):
+        arr = pa.array(data, type=pa.int64())
+        for sliced in (arr, arr.slice(1)):
+            plain, null = _int64_values(sliced)
+            fast, fast_null = _int64_values(sliced, narrowed=True)
+            expected = narrow(plain)
+            # The reader narrows every batch after (columns._fit): the same array either way.
+            assert narrow(fast).dtype == expected.dtype and np.array_equal(narrow(fast), expected)
+            assert (null is None) == (fast_null is None)
+            if null is None:  # without NULLs: narrowed at once
+                assert fast.dtype == expected.dtype
