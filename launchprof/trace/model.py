@@ -49,6 +49,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+# The columns of Trace.gpu_activity() besides its ``kind``.
+ACTIVITY_COLUMNS = ("start", "end", "device_id", "stream_id", "pid", "correlation_id")
+
 
 @dataclass(frozen=True)
 class TraceSchema:
@@ -124,7 +127,7 @@ class Trace:
         ``device_id``: that device's rows only, made without the whole frame: the rows,
         order and ``kind`` categories of selecting them from it.
         """
-        cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id"]
+        cols = list(ACTIVITY_COLUMNS)
         kinds = ["graph", "kernel", "memcpy", "memset"]  # sorted: categories stay alphabetical
         sources: list[tuple[pd.DataFrame, np.ndarray]] = [
             (self.kernels, np.ones(len(self.kernels), np.int8)),
@@ -178,8 +181,7 @@ def _device_rows(frame: pd.DataFrame, codes: np.ndarray, device_id: int) -> tupl
     if on.all():
         return frame, codes
     rows = np.flatnonzero(on)
-    cols = ["start", "end", "device_id", "stream_id", "pid", "correlation_id"]
-    return pd.DataFrame({c: frame[c].to_numpy()[rows] for c in cols}, copy=False), codes[rows]
+    return pd.DataFrame({c: frame[c].to_numpy()[rows] for c in ACTIVITY_COLUMNS}, copy=False), codes[rows]
 
 
 def _sorted_by_start_end(start: np.ndarray, end: np.ndarray) -> bool:
