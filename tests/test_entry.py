@@ -185,6 +185,6 @@ def test_no_arguments_still_print_the_help(tmp_path: Path) -> None:
 def test_the_command_names_the_entry_knows_are_the_apps() -> None:
     import typer
 
-    from launchprof.cli.options import COMMANDS
+    from launchprof.cli.optiontables import COMMANDS
 
     assert sorted(COMMANDS) == sorted(typer.main.get_command(cli.app).commands)  # type: ignore[attr-defined]

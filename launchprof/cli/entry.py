@@ -8,7 +8,7 @@ own start (benchmarks/README.md, "Measurements behind constants in the code"). S
 same way (:func:`parse_profile`) without Typer, and starts nsys at once; any other
 command line (help, an unknown option, a value Typer would refuse, another command) goes
 to the Typer app (:mod:`launchprof.cli.typer_app`). Both read the one option table
-(:data:`launchprof.cli.options.PROFILE_OPTIONS`) and run the same
+(:data:`launchprof.cli.optiontables.PROFILE`) and run the same
 :func:`launchprof.cli.profile.profile_command`. A command returns its
 :class:`~launchprof.commands.outcome.Outcome`: the exit status, and whether the process
 may leave at once.
@@ -91,7 +91,7 @@ def _typer_app() -> Outcome:
     from typer import Abort
 
     from launchprof.cli.consoles import quiet_on_broken_pipe
-    from launchprof.cli.options import COMMANDS
+    from launchprof.cli.optiontables import COMMANDS
     from launchprof.cli.typer_app import KEEP_OUTCOME, app
     from launchprof.commands.outcome import Outcome
 

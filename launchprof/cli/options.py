@@ -1,7 +1,7 @@
-"""The command line's options in one place: every CLI default, the checks of option
-values shared by the commands, and the one table of ``launchprof profile``'s options
-(:data:`PROFILE_OPTIONS`), which both the Typer app (:mod:`launchprof.cli.typer_app`)
-and the reader of the fast path (:func:`parse_profile`) are made from.
+"""The checks of option values shared by the commands, and the reader of ``launchprof
+profile``'s fast path (:func:`parse_profile`), made from the same table as the Typer
+command (:data:`launchprof.cli.optiontables.PROFILE`; every command's table and the command
+line's defaults are in :mod:`launchprof.cli.optiontables`).
 
 No Typer here: ``launchprof profile`` reads its command line and checks its options
 before Typer is imported (:mod:`launchprof.cli.entry`).
@@ -13,32 +13,15 @@ import hashlib
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launchprof.defaults import (
-    BASELINE_STEPS,
-    COMPARE_FAILING,
-    COMPARE_VERDICTS,
-    DEFAULT_BUBBLE_THRESHOLD_NS,
-    DIAGNOSIS_VERDICTS,
-)
+from launchprof.cli.optiontables import PROFILE, Option
+from launchprof.defaults import COMPARE_VERDICTS, DIAGNOSIS_VERDICTS
 from launchprof.errors import OptionError
 
-COMMANDS = ("analyze", "profile", "doctor", "compare", "check", "calibrate")  # the Typer app's, in its order
-
-# Defaults of the command line (the library's own, in ns, are in launchprof.defaults).
-DEFAULT_BUBBLE_THRESHOLD_US = DEFAULT_BUBBLE_THRESHOLD_NS / 1000
-DEFAULT_COMPARE_FAIL_ON = ",".join(COMPARE_FAILING)
-DEFAULT_MIN_EFFECT_PCT = 5.0
-DEFAULT_CHECK_RUNS = 3
-MAX_RUNS = 100  # --baseline-runs, check --runs
 MAX_LABEL = 100  # characters of a default folder's name taken from the input's (file names end at 255 bytes)
 MAX_BUBBLE_THRESHOLD_US = 1e9  # 1000 s: longer than any gap a threshold could sort
-
-BUBBLE_HELP = "minimum idle gap counted as a bubble, in us"
-STEP_HELP = "NVTX range text that marks one step"
 
 
 def default_output(stem: str) -> Path:
@@ -187,7 +170,7 @@ def options_after_target(words: list[str], options: set[str] | frozenset[str]) -
 def meant_command(target: Sequence[str], options: set[str] | frozenset[str]) -> list[str]:
     """The ``launchprof profile`` command line probably meant when launchprof's ``options``
     were written after TARGET: those options (with their values, per
-    :data:`PROFILE_OPTIONS`) moved before TARGET, the rest left in order."""
+    :data:`~launchprof.cli.optiontables.PROFILE`) moved before TARGET, the rest left in order."""
     moved: list[str] = []
     rest: list[str] = [target[0]] if target else []
     words = list(target[1:])
@@ -206,69 +189,15 @@ def meant_command(target: Sequence[str], options: set[str] | frozenset[str]) -> 
     return ["launchprof", "profile", *moved, *rest]
 
 
-@dataclass(frozen=True)
-class Option:
-    """One option of a command: ``param`` (the Python name), ``names`` on the command
-    line, ``kind`` (``text``, ``texts``: repeatable, ``float``, ``int``, ``flag``), its
-    default, and for ``int`` its range."""
-
-    param: str
-    names: tuple[str, ...]
-    help: str
-    kind: str
-    default: Any = None
-    min: int | None = None
-    max: int | None = None
-
-
-PROFILE_TARGET_HELP = "a Python script (run with this Python), -m module, or an executable, then its arguments"
-PROFILE_OPTIONS = (
-    Option("output", ("--output", "-o"), "folder (default: reports/<target>-<UTC time>)", "text"),
-    Option("nsys", ("--nsys",), "path of the nsys executable", "text"),
-    Option("nsys_arg", ("--nsys-arg",), "extra nsys profile flag (repeatable)", "texts"),
-    Option("step", ("--step",), STEP_HELP, "text"),
-    Option("bubble_threshold", ("--bubble-threshold",), BUBBLE_HELP, "float", DEFAULT_BUBBLE_THRESHOLD_US),
-    Option("open_report", ("--open",), "open the report in the browser", "flag", False),
-    Option(
-        "baseline_runs",
-        ("--baseline-runs",),
-        f"run TARGET N more times without nsys, each up to {BASELINE_STEPS} marked steps, to measure the step "
-        "the expected speedup starts from (default 1; 3 give a spread)",
-        "int",
-        1,
-        0,
-        MAX_RUNS,
-    ),
-    Option(
-        "no_baseline", ("--no-baseline",), "no run without nsys: the expected speedup stays an estimate", "flag", False
-    ),
-    Option(
-        "json_out",
-        ("--json",),
-        "print summary.json on stdout, nothing else (the workload's own output goes to stderr)",
-        "flag",
-        False,
-    ),
-    Option(
-        "quiet", ("--quiet", "-q"), "print nothing but errors (and --json); the workload's output stays", "flag", False
-    ),
-    Option(
-        "fail_on",
-        ("--fail-on",),
-        "exit 1 when the workload exited 0 and the verdict is one of these (comma separated: "
-        f"{', '.join(DIAGNOSIS_VERDICTS)})",
-        "text",
-    ),
-)
-_PROFILE_BY_NAME = {name: opt for opt in PROFILE_OPTIONS for name in opt.names}
+_PROFILE_BY_NAME = {name: opt for opt in PROFILE.options for name in opt.names}
 # launchprof options that, written after TARGET, go to the workload: worth a warning, with the
 # command line that was probably meant (a workload's own `-o` gets the line too: one line).
-AFTER_TARGET_WARNED = frozenset([name for opt in PROFILE_OPTIONS for name in opt.names])
+AFTER_TARGET_WARNED = frozenset([name for opt in PROFILE.options for name in opt.names])
 
 
 def profile_defaults() -> dict[str, Any]:
     """The parameters of ``launchprof profile`` when no option is given."""
-    return {"target": [], **{opt.param: opt.default for opt in PROFILE_OPTIONS}}
+    return {"target": [], **{opt.param: opt.default for opt in PROFILE.options}}
 
 
 def _convert(opt: Option, value: str) -> Any:
@@ -286,7 +215,7 @@ def _convert(opt: Option, value: str) -> Any:
 
 def parse_profile(args: Sequence[str]) -> dict[str, Any] | None:
     """The parameters of ``launchprof profile ARGS`` (:func:`profile_defaults`' keys), as
-    the Typer command made from :data:`PROFILE_OPTIONS` would parse them, or None when ARGS
+    the Typer command made from :data:`~launchprof.cli.optiontables.PROFILE` would parse them, or None when ARGS
     hold anything this reader leaves to Typer: ``-h``/``--help``, an option it does not know
     (``-m`` before a module name excepted: TARGET), ``--opt=`` on a flag, a value Typer
     would check or convert (a number out of range or malformed), an option

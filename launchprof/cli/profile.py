@@ -34,7 +34,7 @@ def _print_document(text: str) -> None:
 
 
 # params: a command-line command: one parameter per option, which Typer reads from the signature
-# (made from cli/options.PROFILE_OPTIONS)
+# (made from cli/optiontables.PROFILE)
 def profile_command(
     target: Sequence[str],
     output: str | None,

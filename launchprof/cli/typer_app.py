@@ -2,14 +2,15 @@
 (:mod:`launchprof.cli.options`) and hands over to its module in :mod:`launchprof.commands`,
 with the process-wide decisions that are the command line's to make (malloc settings:
 :class:`~launchprof.malloc.MallocTuning`; signals; the exit).
-``profile``'s parameters are made from the one option table,
-:data:`launchprof.cli.options.PROFILE_OPTIONS`, which the fast path reads too."""
+Each command's parameters are made from its table (:mod:`launchprof.cli.optiontables`; the
+fast path of ``profile`` reads the same table)."""
 
 from __future__ import annotations
 
 import gc
 import inspect
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -17,12 +18,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from launchprof import __version__
-from launchprof.cli import consoles, options
-from launchprof.cli.options import BUBBLE_HELP, STEP_HELP, default_output
+from launchprof.cli import consoles, options, optiontables
+from launchprof.cli.options import default_output
 from launchprof.cli.profile import profile_command
 from launchprof.commands.common import AnalysisOptions, CompareOptions
 from launchprof.commands.outcome import Outcome
-from launchprof.defaults import DIAGNOSIS_VERDICTS
 from launchprof.errors import LaunchprofError, OptionError
 from launchprof.malloc import MallocTuning
 from launchprof.report.outputs import COMBINED_FILES, COMPARE_FILES, PAGE
@@ -53,23 +53,6 @@ def click_context_obj() -> Any:
     ctx = get_current_context(silent=True)
     return None if ctx is None else ctx.find_root().obj
 
-
-# Options that several commands share (one definition each; the defaults stay at each use).
-StepOption = Annotated[Optional[str], typer.Option("--step", help=STEP_HELP)]
-BubbleThresholdOption = Annotated[float, typer.Option("--bubble-threshold", help=BUBBLE_HELP)]
-FailOnOption = Annotated[
-    str,
-    typer.Option(
-        "--fail-on",
-        help="comma-separated verdicts that exit with status 1, or 'none' (default: "
-        + options.DEFAULT_COMPARE_FAIL_ON.replace(",", ", ")
-        + ")",
-        show_default=False,
-    ),
-]
-MinEffectOption = Annotated[
-    float, typer.Option("--min-effect", help="minimum speedup counted as faster, in percent", min=0)
-]
 
 app = typer.Typer(
     name="launchprof",
@@ -122,54 +105,47 @@ def _root(version: Annotated[bool, typer.Option("--version", help="Print the ver
         raise typer.Exit(0)
 
 
-# params: a command-line command: one parameter per option, which Typer reads from the signature
-@app.command()
-def analyze(
-    trace: Annotated[
-        list[str],
-        typer.Argument(
-            help=(
-                "nsys .sqlite export (or .sqlite.xz) or .nsys-rep report; "
-                "several, or a quoted glob, for one report per rank"
-            ),
-            show_default=False,
-        ),
-    ],
-    output: Annotated[
-        Optional[str], typer.Option("--output", "-o", help="report folder (default: reports/<trace stem>)")
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing report folder")] = False,
-    bubble_threshold: BubbleThresholdOption = options.DEFAULT_BUBBLE_THRESHOLD_US,
-    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
-    step: StepOption = None,
-    scheduler: Annotated[
-        Optional[str], typer.Option("--scheduler", help="many traces: address of a running Dask scheduler")
-    ] = None,
-    workers: Annotated[
-        Optional[int],
-        typer.Option(
-            "--workers",
-            min=0,
-            help="many traces: local Dask workers (default: Dask only when it pays, see the docs; 0: no Dask)",
-        ),
-    ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="print summary.json (combined.json for many traces) on stdout, nothing else")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and --json)")] = False,
-    fail_on: Annotated[
-        Optional[str],
-        typer.Option(
-            "--fail-on",
-            help=f"exit 1 when the verdict is one of these (comma separated: {', '.join(DIAGNOSIS_VERDICTS)})",
-        ),
-    ] = None,
-    min_gain: Annotated[
-        Optional[float],
-        typer.Option("--min-gain", help="exit 1 when a CUDA Graph is expected to gain at least this, in percent"),
-    ] = None,
-    open_report: Annotated[bool, typer.Option("--open", help="open the report in the browser")] = False,
-) -> Outcome | None:
+_KINDS: dict[str, Any] = {"text": str, "texts": list[str], "float": float, "int": int, "flag": bool, "path": Path}
+
+
+def _parameters(table: optiontables.Command) -> list[inspect.Parameter]:
+    """A command's parameters as Typer reads them: its arguments, then its options, in
+    the order of its table (:mod:`launchprof.cli.optiontables`)."""
+    params = []
+    for arg in table.arguments:
+        info = typer.Argument(help=arg.help, show_default=False)
+        # Annotated[kind, info] with kind a value: spelled so that mypy does not read it as a type
+        annotation = Annotated.__class_getitem__((_KINDS[arg.kind], info))  # type: ignore[attr-defined]
+        params.append(inspect.Parameter(arg.param, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation))
+    for opt in table.options:
+        info = typer.Option(*opt.names, help=opt.help, min=opt.min, max=opt.max, show_default=opt.show_default)
+        kind = _KINDS[opt.kind]
+        kind = Optional[kind] if opt.default is None else kind  # noqa: UP045 - a value, not an annotation
+        annotation = Annotated.__class_getitem__((kind, info))  # type: ignore[attr-defined]
+        params.append(
+            inspect.Parameter(
+                opt.param, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=opt.default, annotation=annotation
+            )
+        )
+    return params
+
+
+def command(name: str, **settings: Any) -> Callable[[Callable[..., Any]], Any]:
+    """Register a function taking ``**params`` as the command ``name`` of the app, with
+    the signature made from its table (:data:`launchprof.cli.optiontables.COMMAND_TABLES`) and
+    Typer's ``settings``; the function's docstring is the command's help."""
+
+    def register(func: Callable[..., Any]) -> Any:
+        signature = inspect.Signature(_parameters(optiontables.COMMAND_TABLES[name]))
+        func.__signature__ = signature  # type: ignore[attr-defined]
+        func.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
+        return app.command(name, **settings)(func)
+
+    return register
+
+
+@command("analyze")
+def analyze(**params: Any) -> Outcome | None:
     """Analyse an existing trace: write summary.json and report.html.
 
     Several traces (or a quoted glob such as 'traces/*.sqlite'), one per rank: analyse
@@ -178,18 +154,16 @@ def analyze(
 
     Exit status: 0 written; 1 a --fail-on verdict or a --min-gain reached; 2 bad input.
     """
+    trace = params["trace"]
     if len(trace) == 1 and trace[0].endswith(".sqlite"):
         from launchprof.trace.readahead import prefetch
 
         prefetch(trace[0])  # read its big tables in background threads while pandas is imported
     from launchprof.commands.many import expand_traces
 
-    console = terminal(json_out, quiet)
+    console = terminal(params["json_out"], params["quiet"])
     try:
-        gates = (options.analyze_fail_on(fail_on), options.min_gain(min_gain))
-        folder = options.output_path("--output", output)
-        how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
-        parsed = _AnalyzeOptions(folder, force, how, json_out, open_report, gates, (scheduler, workers))
+        parsed = _AnalyzeOptions.parse(params)
         many = expand_traces(trace)
         if many is not None:
             _analyze_many(many, parsed, console)
@@ -214,6 +188,20 @@ class _AnalyzeOptions:
     open_report: bool
     gates: tuple[frozenset[str], float | None]
     cluster: tuple[str | None, int | None]
+
+    @classmethod
+    def parse(cls, params: dict[str, Any]) -> _AnalyzeOptions:
+        """The options of the Typer command's ``params``, checked.
+
+        Raises:
+            OptionError: a value :mod:`launchprof.cli.options` refuses.
+            typer.Exit: (after one error line) a bad ``--bubble-threshold`` or ``--step``.
+        """
+        p = params
+        gates = (options.analyze_fail_on(p["fail_on"]), options.min_gain(p["min_gain"]))
+        folder = options.output_path("--output", p["output"])
+        how = AnalysisOptions(threshold_ns(p["bubble_threshold"]), step_name(p["step"]), p["nsys"], MallocTuning())
+        return cls(folder, p["force"], how, p["json_out"], p["open_report"], gates, (p["scheduler"], p["workers"]))
 
 
 def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) -> None:
@@ -266,7 +254,8 @@ def _trace_stem(trace: str) -> str:
     return trace_stem(Path(trace).name)
 
 
-def _profile(**params: Any) -> Outcome:
+@command("profile", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def profile(**params: Any) -> Outcome:
     """Run TARGET under nsys, keep its trace, and write summary.json and report.html.
 
     Options go before TARGET; everything after TARGET goes to the workload unchanged
@@ -275,80 +264,16 @@ def _profile(**params: Any) -> Outcome:
     return profile_command(**params)
 
 
-_KINDS: dict[str, Any] = {
-    "text": Optional[str],
-    "texts": Optional[list[str]],
-    "float": float,
-    "int": int,
-    "flag": bool,
-}
-
-
-def _profile_parameters() -> list[inspect.Parameter]:
-    """The parameters of ``launchprof profile`` as Typer reads them: TARGET, then
-    :data:`launchprof.cli.options.PROFILE_OPTIONS` in their order."""
-    target = Annotated[list[str], typer.Argument(help=options.PROFILE_TARGET_HELP, show_default=False)]
-    params = [inspect.Parameter("target", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=target)]
-    for opt in options.PROFILE_OPTIONS:
-        info = (
-            typer.Option(*opt.names, help=opt.help, min=opt.min, max=opt.max)
-            if opt.kind == "int"
-            else typer.Option(*opt.names, help=opt.help)
-        )
-        # Annotated[kind, info] with kind a value: spelled so that mypy does not read it as a type
-        annotation = Annotated.__class_getitem__((_KINDS[opt.kind], info))  # type: ignore[attr-defined]
-        params.append(
-            inspect.Parameter(
-                opt.param, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=opt.default, annotation=annotation
-            )
-        )
-    return params
-
-
-_profile.__signature__ = inspect.Signature(_profile_parameters())  # type: ignore[attr-defined]
-_profile.__annotations__ = {p.name: p.annotation for p in _profile.__signature__.parameters.values()}  # type: ignore[attr-defined]
-profile = app.command(
-    "profile",
-    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
-)(_profile)
-
-
-@app.command()
-def doctor(
-    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
-    check_nvtx: Annotated[
-        bool, typer.Option("--check-nvtx", help="profile one launchprof.step() to see whether nsys records it")
-    ] = False,
-) -> None:
+@command("doctor")
+def doctor(**params: Any) -> None:
     """Check that this machine can profile: nsys, its importer, the GPU, NVTX step markers."""
     from launchprof.commands.doctor import run_doctor
 
-    raise typer.Exit(run_doctor(out, nsys, check_nvtx))
+    raise typer.Exit(run_doctor(out, params["nsys"], params["check_nvtx"]))
 
 
-# params: a command-line command: one parameter per option, which Typer reads from the signature
-@app.command()
-def compare(
-    before: Annotated[Path, typer.Argument(help="BEFORE: trace (.sqlite, .sqlite.xz, .nsys-rep) or report folder")],
-    after: Annotated[Path, typer.Argument(help="AFTER (the graph conversion): trace or report folder")],
-    output: Annotated[
-        Optional[str],
-        typer.Option(
-            "--output",
-            "-o",
-            help="comparison folder (default: reports/compare-B-vs-A; B, A: the BEFORE and AFTER stems)",
-        ),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="overwrite an existing comparison folder")] = False,
-    step: StepOption = None,
-    fail_on: FailOnOption = options.DEFAULT_COMPARE_FAIL_ON,
-    min_effect: MinEffectOption = options.DEFAULT_MIN_EFFECT_PCT,
-    bubble_threshold: BubbleThresholdOption = options.DEFAULT_BUBBLE_THRESHOLD_US,
-    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (for .nsys-rep)")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print compare.json on stdout, nothing else")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and --json)")] = False,
-    open_report: Annotated[bool, typer.Option("--open", help="open the comparison in the browser")] = False,
-) -> None:
+@command("compare")
+def compare(**params: Any) -> None:
     """Verify a CUDA Graph conversion: write compare.json and compare.html; exit 0 only when verified.
 
     Exit status: 0 verified; 1 a --fail-on verdict; 2 bad input.
@@ -358,48 +283,35 @@ def compare(
     from launchprof.commands.folders import default_name
 
     _unwind_on_termination()
-    console = terminal(json_out, quiet)
+    before, after = params["before"], params["after"]
+    console = terminal(params["json_out"], params["quiet"])
     try:
-        folder = options.output_path("--output", output) or default_output(default_name(before, after))
-        failing = options.compare_fail_on(fail_on)
-        how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
-        code = run_compare(
-            before, after, folder, force, CompareOptions(how, options.min_effect(min_effect), failing), console
-        )
+        folder = options.output_path("--output", params["output"]) or default_output(default_name(before, after))
+        code = run_compare(before, after, folder, params["force"], _compare_options(params), console)
     except LaunchprofError as exc:
         raise fail(exc) from None
-    if json_out:
+    if params["json_out"]:
         print_document((folder / COMPARE_FILES[0]).read_text(encoding="utf-8"))
-    if open_report:
+    if params["open_report"]:
         open_page(folder / "compare.html", err)
     raise typer.Exit(code)
 
 
-# params: a command-line command: one parameter per option, which Typer reads from the signature
-@app.command(
-    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
-)
-def check(
-    commands: Annotated[
-        list[str],
-        typer.Argument(help="BEFORE [ARGS] -- AFTER [ARGS]: two workloads as profile takes them", show_default=False),
-    ],
-    output: Annotated[
-        Optional[str],
-        typer.Option(
-            "--output", "-o", help="folder (default: reports/check-B-TIME, B the BEFORE workload, TIME in UTC)"
-        ),
-    ] = None,
-    runs: Annotated[
-        int,
-        typer.Option("--runs", help="runs of each side without nsys, for step times", min=0, max=options.MAX_RUNS),
-    ] = options.DEFAULT_CHECK_RUNS,
-    step: StepOption = None,
-    fail_on: FailOnOption = options.DEFAULT_COMPARE_FAIL_ON,
-    min_effect: MinEffectOption = options.DEFAULT_MIN_EFFECT_PCT,
-    bubble_threshold: BubbleThresholdOption = options.DEFAULT_BUBBLE_THRESHOLD_US,
-    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable")] = None,
-) -> None:
+def _compare_options(params: dict[str, Any]) -> CompareOptions:
+    """``compare``'s and ``check``'s options of the analysis and the verdict, checked.
+
+    Raises:
+        OptionError: a bad ``--min-effect`` or ``--fail-on``.
+        typer.Exit: (after one error line) a bad ``--bubble-threshold`` or ``--step``.
+    """
+    how = AnalysisOptions(
+        threshold_ns(params["bubble_threshold"]), step_name(params["step"]), params["nsys"], MallocTuning()
+    )
+    return CompareOptions(how, options.min_effect(params["min_effect"]), options.compare_fail_on(params["fail_on"]))
+
+
+@command("check", context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+def check(**params: Any) -> None:
     """Profile BEFORE and AFTER under nsys, time each without nsys, compare: the conversion loop in one command.
 
     Options go before BEFORE; BEFORE and AFTER are separated by --. Exit status: 0
@@ -409,30 +321,21 @@ def check(
     from launchprof.commands.check import run_check
 
     try:
-        how = AnalysisOptions(threshold_ns(bubble_threshold), step_name(step), nsys, MallocTuning())
-        gates = CompareOptions(how, options.min_effect(min_effect), options.compare_fail_on(fail_on))
-        code = run_check(commands, out, options.output_path("--output", output), runs, gates)
+        gates = _compare_options(params)
+        folder = options.output_path("--output", params["output"])
+        code = run_check(params["commands"], out, folder, params["runs"], gates)
     except LaunchprofError as exc:
         raise fail(exc) from None
     raise typer.Exit(code)
 
 
-@app.command()
-def calibrate(
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="calibration file (default: the user cache folder)")
-    ] = None,
-    profiler: Annotated[
-        bool,
-        typer.Option("--profiler", help="also measure what nsys adds to launch calls (runs a launch loop under nsys)"),
-    ] = False,
-    nsys: Annotated[Optional[str], typer.Option("--nsys", help="path of the nsys executable (with --profiler)")] = None,
-) -> None:
+@command("calibrate")
+def calibrate(**params: Any) -> None:
     """Measure this GPU's launch and graph costs with cuda-python and save them for predictions."""
     from launchprof.commands.calibrate import run_calibrate
 
     try:
-        run_calibrate(output, out, profiler=profiler, nsys=nsys)
+        run_calibrate(params["output"], out, profiler=params["profiler"], nsys=params["nsys"])
     except LaunchprofError as exc:
         raise fail(exc) from None
 
