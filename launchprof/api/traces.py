@@ -162,6 +162,28 @@ def _temporary_folder() -> Iterator[Path]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def sqlite_export(
+    path: str | Path, nsys: str | None = None, progress: Callable[[str], None] | None = None
+) -> Iterator[Path]:
+    """The SQLite file to read for ``path`` while the ``with`` block runs: the file itself,
+    the export of a ``.nsys-rep`` (:func:`resolve_trace`), or a ``.sqlite.xz``
+    decompressed into a temporary folder that is removed on the way out
+    (``progress("decompressing")`` first).
+
+    Raises:
+        TraceError, NsysError: as :func:`resolve_trace` and the decompression.
+    """
+    sqlite = resolve_trace(path, nsys)
+    if not sqlite.name.endswith(".xz"):
+        yield sqlite
+        return
+    with _temporary_folder() as tmp:
+        if progress:
+            progress("decompressing")
+        yield _decompress_xz(sqlite, tmp)
+
+
 # params: the Python API: keyword options named as the command line's, each with its default
 def analyze(
     path: str | Path,
@@ -171,6 +193,7 @@ def analyze(
     step: str | None = None,
     memory: MallocTuning | None = None,
     baseline: BaselineRuns = None,
+    pid: int | None = None,
 ) -> TraceAnalysis:
     """Load and analyse an nsys trace.
 
@@ -192,6 +215,10 @@ def analyze(
             :class:`~launchprof.analysis.baseline.ModuleRuns`; their step replaces the
             estimate of the eager step (``recommendation.expected``, summary.json's
             ``baseline``), as ``profile`` does: the same runs give the same summary.
+        pid: analyse the rows of this process only (its kernels, memory operations, CUDA
+            API calls and NVTX ranges; :func:`~launchprof.trace.load_trace`), as if the
+            trace held nothing else: ``launchprof analyze --per-process`` analyses each
+            process with GPU work so (:func:`~launchprof.trace.loader.gpu_processes`).
 
     Returns:
         :class:`TraceAnalysis` (an :class:`~launchprof.analysis.result.AnalysisResult`):
@@ -215,23 +242,20 @@ def analyze(
     :class:`~launchprof.analysis.ranks.CrossRank`.
     """
     reused = reused_export(Path(path))
-    sqlite = resolve_trace(path, nsys)
-    if sqlite.name.endswith(".xz"):
-        with _temporary_folder() as tmp:
-            if progress:
-                progress("decompressing")
-            trace = _load(_decompress_xz(sqlite, tmp), progress, memory)
-    else:
-        trace = _load(sqlite, progress, memory)
+    with sqlite_export(path, nsys, progress) as sqlite:
+        trace = _load(sqlite, progress, memory, pid)
     trace = dataclasses.replace(trace, path=Path(path), notes=(*trace.notes, *([reused] if reused else [])))
     return analyze_loaded(trace, bubble_threshold_ns, progress, step, baseline)
 
 
-def _load(sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None) -> Trace:
-    """:func:`~launchprof.trace.load_trace`, between ``memory``'s two settings."""
+def _load(
+    sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None, pid: int | None = None
+) -> Trace:
+    """:func:`~launchprof.trace.load_trace` (of process ``pid`` only when given), between
+    ``memory``'s two settings."""
     if memory is not None:
         memory.loading()
-    trace = load_trace(sqlite, progress=progress)
+    trace = load_trace(sqlite, progress=progress, pid=pid)
     if memory is not None:
         memory.analysing()  # loaded: the analysis comes next
     return trace

@@ -118,6 +118,15 @@ ANALYZE = Command(
         BUBBLE_THRESHOLD,
         NSYS_REP,
         STEP,
+        Option(
+            "per_process",
+            ("--per-process",),
+            "analyse each process with GPU work on its own, reading only its rows (memory of the largest "
+            "process's share): one report per process and a combined report (default folder: "
+            "reports/<trace stem>-per-process)",
+            "flag",
+            False,
+        ),
         Option("scheduler", ("--scheduler",), "many traces: address of a running Dask scheduler", "text"),
         Option(
             "workers",

@@ -155,7 +155,7 @@ def analyze(**params: Any) -> Outcome | None:
     Exit status: 0 written; 1 a --fail-on verdict or a --min-gain reached; 2 bad input.
     """
     trace = params["trace"]
-    if len(trace) == 1 and trace[0].endswith(".sqlite"):
+    if len(trace) == 1 and trace[0].endswith(".sqlite") and not params["per_process"]:
         from launchprof.trace.readahead import prefetch
 
         prefetch(trace[0])  # read its big tables in background threads while pandas is imported
@@ -165,6 +165,11 @@ def analyze(**params: Any) -> Outcome | None:
     try:
         parsed = _AnalyzeOptions.parse(params)
         many = expand_traces(trace)
+        if parsed.per_process:
+            if many is not None:
+                raise OptionError("--per-process analyses the processes of one trace: give one trace")
+            _analyze_many(trace, parsed, console)
+            return None
         if many is not None:
             _analyze_many(many, parsed, console)
             return None
@@ -178,8 +183,8 @@ class _AnalyzeOptions:
     """``analyze``'s options, parsed and checked (the Typer signature's values): the
     folder (None: the default), ``--force``, how the traces are analysed, ``--json``,
     ``--open``, the exit's gates (``--fail-on``'s verdicts, ``--min-gain`` as a speedup:
-    :func:`launchprof.commands.analyze.gate`) and, for many traces, the Dask scheduler
-    and workers."""
+    :func:`launchprof.commands.analyze.gate`), for many traces (or processes) the Dask
+    scheduler and workers, and ``--per-process``."""
 
     output: Path | None
     force: bool
@@ -188,6 +193,7 @@ class _AnalyzeOptions:
     open_report: bool
     gates: tuple[frozenset[str], float | None]
     cluster: tuple[str | None, int | None]
+    per_process: bool
 
     @classmethod
     def parse(cls, params: dict[str, Any]) -> _AnalyzeOptions:
@@ -201,22 +207,26 @@ class _AnalyzeOptions:
         gates = (options.analyze_fail_on(p["fail_on"]), options.min_gain(p["min_gain"]))
         folder = options.output_path("--output", p["output"])
         how = AnalysisOptions(threshold_ns(p["bubble_threshold"]), step_name(p["step"]), p["nsys"], MallocTuning())
-        return cls(folder, p["force"], how, p["json_out"], p["open_report"], gates, (p["scheduler"], p["workers"]))
+        cluster = (p["scheduler"], p["workers"])
+        return cls(folder, p["force"], how, p["json_out"], p["open_report"], gates, cluster, p["per_process"])
 
 
 def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) -> None:
-    """``analyze`` of several traces (:func:`launchprof.commands.many.run_analyze_many`)."""
+    """``analyze`` of several traces, or of the processes of one
+    (:func:`launchprof.commands.many.run_analyze_many`)."""
     from launchprof.commands.common import open_page, print_document
     from launchprof.commands.many import run_analyze_many
 
-    folder = parsed.output or default_output("combined")
-    scheduler, workers = parsed.cluster
+    if parsed.per_process:
+        folder = parsed.output or default_output(_trace_stem(traces[0]) + "-per-process")
+    else:
+        folder = parsed.output or default_output("combined")
     _unwind_on_termination()
     # The modules just imported stay for the whole run: keep the garbage collector from
     # walking their objects again at every full collection (~40 ms on a large trace).
     gc.freeze()
     try:
-        run_analyze_many(traces, folder, parsed.force, parsed.how, console, scheduler=scheduler, workers=workers)
+        run_analyze_many(traces, folder, parsed.force, parsed.how, console, parsed.cluster, parsed.per_process)
     finally:
         if parsed.json_out and (folder / COMBINED_FILES[0]).is_file():
             print_document((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))

@@ -31,7 +31,7 @@ import signal
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,18 +94,39 @@ def folder_names(paths: Sequence[str]) -> list[str]:
     return names
 
 
-def analyze_one(path: str, folder: str, output: str, force: bool, how: AnalysisOptions) -> ReportResult:
-    """Analyse one trace and write its report into ``output/folder`` (one Dask task).
+@dataclass(frozen=True)
+class Task:
+    """One report of a multi-report run: the trace as given (``path``, what its summary
+    names), its folder's name, and for ``--per-process`` the process analysed (``pid``)
+    and the SQLite file read (``read``, default ``path``)."""
 
-    The same calls as ``launchprof analyze TRACE --output output/folder``; ``path`` is
-    recorded in ``summary.json`` as given. Returns the rank records, labelled with
-    ``folder``; a user error (bad trace, unknown ``--step``) becomes ``error``.
+    path: str
+    folder: str
+    pid: int | None = None
+    read: str | None = None
+
+
+def analyze_one(task: Task, output: str, force: bool, how: AnalysisOptions) -> ReportResult:
+    """Analyse one trace (or one process of it) and write its report into
+    ``output/task.folder`` (one Dask task).
+
+    The same calls as ``launchprof analyze TRACE --output output/folder``; ``task.path`` is
+    recorded in ``summary.json`` as given. Returns the rank records, labelled with the
+    folder's name; a user error (bad trace, unknown ``--step``) becomes ``error``.
     """
     from launchprof.api import analyze
     from launchprof.report.write import write_report
 
+    path, folder = task.path, task.folder
     try:
-        analysis = analyze(Path(path), how.bubble_threshold_ns, nsys=how.nsys, step=how.step, memory=how.memory)
+        analysis = analyze(
+            Path(task.read or path),
+            how.bubble_threshold_ns,
+            nsys=how.nsys,
+            step=how.step,
+            memory=how.memory,
+            pid=task.pid,
+        )
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
         if not analysis.devices:
             # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
@@ -277,25 +298,86 @@ def analyze_many(
         OutputError: a folder holds a report and ``force`` is False, or is not writable.
         SchedulerError: ``scheduler`` cannot be reached.
     """
-    from launchprof.report.combined import write_combined
-
     if not paths:
         raise TraceError("no trace given")
-    if (scheduler or (workers or 0) > 0) and not dask_installed():  # before any folder is made
+    _need_dask(scheduler, workers)
+    tasks = [Task(p, n) for p, n in zip(paths, folder_names(paths), strict=True)]
+    return _analyze_tasks(tasks, output, force, how, (scheduler, workers), progress)
+
+
+# params: analyze_many's options: the Dask cluster's scheduler and workers, a progress callback
+def analyze_processes(
+    path: str,
+    output: Path,
+    force: bool = False,
+    how: AnalysisOptions = AnalysisOptions(),
+    scheduler: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Combined:
+    """Analyse each process with GPU work of the trace ``path`` on its own, as if it were
+    a trace of its own (:func:`launchprof.trace.loader.gpu_processes`; each load reads that
+    process's rows only, :func:`launchprof.trace.load_trace`), and write one report folder
+    per process (``pid<PID>``) and the combined report into ``output``, as
+    :func:`analyze_many` does for one trace per rank: ``launchprof analyze TRACE
+    --per-process``. Peak memory is that of the largest process's share of the trace, not
+    the whole trace's (one process at a time without Dask; on Dask, one per worker).
+
+    A process's figures are its own rows': a GPU two processes share shows each one's
+    kernels alone in its report.
+
+    Raises:
+        TraceError: the trace cannot be read, or has no process with GPU work.
+        OutputError, SchedulerError: as :func:`analyze_many`.
+    """
+    from launchprof.api.traces import sqlite_export
+    from launchprof.trace.loader import gpu_processes
+
+    _need_dask(scheduler, workers)
+    with sqlite_export(path, how.nsys) as sqlite:
+        pids = gpu_processes(sqlite)
+        if not pids:
+            raise TraceError(f"{path}: no process with GPU work (no kernel, memcpy or memset rows)")
+        tasks = [Task(path, f"pid{pid}", pid, str(sqlite.resolve())) for pid in pids]
+        return _analyze_tasks(tasks, output, force, how, (scheduler, workers), progress)
+
+
+def _need_dask(scheduler: str | None, workers: int | None) -> None:
+    """Refuse ``--scheduler`` or ``--workers N`` (N >= 1) when Dask is not installed,
+    before any folder is made.
+
+    Raises:
+        SchedulerError: they need Dask and it is not installed.
+    """
+    if (scheduler or (workers or 0) > 0) and not dask_installed():
         raise SchedulerError(
             f"{'--scheduler' if scheduler else '--workers'} needs Dask, which is not installed: install "
             "launchprof with its dask extra (pip install '.[dask]' in its checkout), or "
             + ("drop --scheduler" if scheduler else "use --workers 0")
             + " to analyse one trace after another"
         )
-    names = folder_names(paths)
+
+
+def _analyze_tasks(
+    tasks: list[Task],
+    output: Path,
+    force: bool,
+    how: AnalysisOptions,
+    cluster: tuple[str | None, int | None],
+    progress: Callable[[int, int], None] | None,
+) -> Combined:
+    """Run :func:`analyze_one` for each task (on Dask when ``cluster`` asks for it or it
+    pays: :func:`use_dask`), then write the combined report into ``output``."""
+    from launchprof.report.combined import write_combined
+
+    scheduler, workers = cluster
     prepare_folder(output, force, COMBINED_FILES)
-    for name in names:
-        prepare_folder(output / name, force, REPORT_FILES)
+    for task in tasks:
+        prepare_folder(output / task.folder, force, REPORT_FILES)
     out_abs = str(output.resolve())
-    args = [(p, n, out_abs, force, how) for p, n in zip(paths, names, strict=True)]
+    args = [(task, out_abs, force, how) for task in tasks]
     results: dict[int, ReportResult] = {}
-    if not scheduler and not use_dask(paths, workers):
+    if not scheduler and not use_dask([t.read or t.path for t in tasks], workers):
         for i, a in enumerate(args):
             results[i] = analyze_one(*a)
             if progress:
@@ -325,7 +407,9 @@ def _run_on_dask(
     n = min(workers or os.cpu_count() or 1, len(args))
     results: dict[int, ReportResult] = {}
     with dask_client(scheduler, n) as client:
-        futures = [client.submit(analyze_one, *a, pure=False, key=f"launchprof-{i}-{a[1]}") for i, a in enumerate(args)]
+        futures = [
+            client.submit(analyze_one, *a, pure=False, key=f"launchprof-{i}-{a[0].folder}") for i, a in enumerate(args)
+        ]
         index = {f.key: i for i, f in enumerate(futures)}
         for fut in as_completed(futures):
             results[index[fut.key]] = fut.result()
@@ -338,34 +422,37 @@ def _run_on_dask(
 MAX_RANK_LINES = 32
 
 
-# params: analyze_many's options and the console
+# params: analyze_many's options, the console, and whether to analyse one trace's processes
 def run_analyze_many(
     traces: list[str],
     output: Path,
     force: bool,
     how: AnalysisOptions,
     console: Console,
-    scheduler: str | None = None,
-    workers: int | None = None,
+    cluster: tuple[str | None, int | None] = (None, None),
+    per_process: bool = False,
 ) -> None:
-    """Analyse many per-rank traces on Dask (:func:`analyze_many`);
-    print one line per rank and where the combined report went.
+    """Analyse many per-rank traces (:func:`analyze_many`), or with ``per_process`` each
+    process of the one trace in ``traces`` (:func:`analyze_processes`), on Dask when
+    ``cluster`` (scheduler, workers) asks for it or it pays; print one line per rank and
+    where the combined report went.
 
     Raises:
-        TraceError: some traces could not be analysed (after writing the others).
+        TraceError: some traces (processes) could not be analysed (after writing the others).
     """
+    scheduler, workers = cluster
     where = f"the Dask scheduler at {scheduler}" if scheduler else ("local Dask" if use_dask(traces, workers) else "")
     where = where or "this process"
-    with console.status(f"analysing {len(traces)} traces on {where}") as status:
-        combined = analyze_many(
-            traces,
-            output,
-            force,
-            how,
-            scheduler,
-            workers,
-            progress=lambda done, total: status.update(f"analysed {done} of {total} traces"),
-        )
+    what = f"the processes of {traces[0]}" if per_process else f"{len(traces)} traces"
+    with console.status(f"analysing {what} on {where}") as status:
+
+        def done(n: int, total: int) -> None:
+            status.update(f"analysed {n} of {total} {'processes' if per_process else 'traces'}")
+
+        if per_process:
+            combined = analyze_processes(traces[0], output, force, how, scheduler, workers, progress=done)
+        else:
+            combined = analyze_many(traces, output, force, how, scheduler, workers, progress=done)
     ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
     for r in ranks[:MAX_RANK_LINES]:
         # Steady steps first (launch-bound or not, waiting for the CPU), then the whole trace.
@@ -387,6 +474,8 @@ def run_analyze_many(
     update_index(output)
     failed = [r for r in combined.reports if r.error is not None]
     if failed:
+        first = failed[0].folder if per_process else failed[0].path
         raise TraceError(
-            f"{len(failed)} of {len(traces)} traces could not be analysed; first: {failed[0].path}: {failed[0].error}"
+            f"{len(failed)} of {len(combined.reports)} {'processes' if per_process else 'traces'} could not be "
+            f"analysed; first: {first}: {failed[0].error}"
         )

@@ -21,7 +21,7 @@ from urllib.parse import quote
 import numpy as np
 
 from launchprof.errors import TraceError
-from launchprof.trace.tables import NVTX_COLS, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE
+from launchprof.trace.tables import NVTX_COLS, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE, PROCESS_COLUMNS
 
 # Rows per Arrow record batch asked of the ADBC driver.
 BATCH_ROWS = 262_144
@@ -87,15 +87,21 @@ def decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def nvtx_select(tables: dict[str, tuple[str, ...]]) -> str | None:
+def nvtx_select(tables: dict[str, tuple[str, ...]], pid: int | None = None) -> str | None:
     """The query reading the NVTX ranges and domain-create events (columns
-    :data:`NVTX_COLS`); None when the table or its ``start``/``eventType`` is missing."""
+    :data:`NVTX_COLS`), of process ``pid`` only when given (:func:`process_where`); None
+    when the table or its ``start``/``eventType`` is missing.
+
+    Raises:
+        TraceError: ``pid`` is given and the table has no ``globalTid``.
+    """
     have = tables.get(NVTX_TABLE)
     if have is None or "start" not in have or "eventType" not in have:
         return None
     exprs = [f'"{c}"' if c in have else "NULL" for c in NVTX_COLS]
     types = ", ".join(str(t) for t in (*NVTX_RANGE_TYPES, NVTX_DOMAIN_CREATE))
-    return f'SELECT {", ".join(exprs)} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({types})'
+    sql = f'SELECT {", ".join(exprs)} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({types})'
+    return sql if pid is None else f"{sql} AND {process_where(NVTX_TABLE, have, pid)}"
 
 
 def plan(
@@ -155,14 +161,44 @@ def _int64_values(arr: Any, narrowed: bool = False) -> tuple[np.ndarray, np.ndar
     return values, null
 
 
-def select(table: str, columns: Sequence[str], strict: bool) -> str:
+def select(table: str, columns: Sequence[str], strict: bool, pid: int | None = None) -> str:
     """The query reading ``columns`` of ``table``; ``strict=False`` turns non-integer values
-    into NULL."""
+    into NULL; ``pid``: only the rows of that process (:func:`process_where`).
+
+    Raises:
+        TraceError: ``pid`` is given and ``columns`` lack the table's process column.
+    """
     if strict:
         exprs = [f'"{c}"' for c in columns]
     else:
         exprs = [f'CASE WHEN typeof("{c}") = \'integer\' THEN "{c}" END' for c in columns]
-    return f'SELECT {", ".join(exprs)} FROM "{table}"'
+    sql = f'SELECT {", ".join(exprs)} FROM "{table}"'
+    return sql if pid is None else f"{sql} WHERE {process_where(table, columns, pid)}"
+
+
+def process_where(table: str, columns: Sequence[str], pid: int) -> str:
+    """The SQL condition keeping the rows of process ``pid`` of ``table``: its process
+    column (:data:`~launchprof.trace.tables.PROCESS_COLUMNS`, a globalPid or globalTid)
+    holds the pid in bits 24-47 (nsys's Serialized GlobalId); the host and VM bits above
+    are not compared.
+
+    Raises:
+        TraceError: ``columns`` (the table's, or those read) lack its process column.
+    """
+    return f"{process_of(table, columns)} = {int(pid)}"
+
+
+def process_of(table: str, columns: Sequence[str]) -> str:
+    """The SQL expression of a row's pid in ``table``: bits 24-47 of its process column
+    (:func:`process_where`).
+
+    Raises:
+        TraceError: ``columns`` lack the table's process column.
+    """
+    column = PROCESS_COLUMNS[table]
+    if column not in columns:
+        raise TraceError(f"{table} has no {column} column: its rows cannot be told apart by process")
+    return f'(("{column}" >> 24) & 16777215)'
 
 
 def ro_uri(path: Path) -> str:
@@ -187,7 +223,8 @@ def ro_uri(path: Path) -> str:
 class Reader:
     """Reads numeric columns of a table into :class:`Column` s (ADBC first, then sqlite3).
 
-    ``con`` may be None in a prefetch thread, which reads through ADBC only.
+    ``con`` may be None in a prefetch thread, which reads through ADBC only. ``pid``: only
+    the rows of that process are read (:func:`select`), and none is taken from ``read_ahead``.
     """
 
     def __init__(
@@ -196,8 +233,11 @@ class Reader:
         con: sqlite3.Connection | None,
         say: Progress,
         read_ahead: Callable[[str, Sequence[str], Sequence[bool]], dict[str, Column] | None] | None = None,
+        pid: int | None = None,
     ) -> None:
         self.path = path
+        # Only the rows of this process, when given (select's pid): launchprof analyze --per-process.
+        self.pid = pid
         self.con = con
         self.say = say
         # read_ahead(table, columns, narrow): the columns when read ahead, else None
@@ -230,12 +270,12 @@ class Reader:
     ) -> dict[str, Column]:
         """Read ``columns`` of ``table``. ``strict=False`` turns non-integer values into NULL;
         columns flagged in ``narrow`` are kept as int32 per batch while their values fit."""
-        if strict and self.read_ahead is not None:
+        if strict and self.read_ahead is not None and self.pid is None:
             found = self.read_ahead(table, columns, narrow)
             if found is not None:
                 self.say(f"{label}: {len(next(iter(found.values())).values) if found else 0:,} rows (read ahead)")
                 return found
-        sql = select(table, columns, strict)
+        sql = select(table, columns, strict, self.pid)
         conn = self._adbc_connection()
         if conn is not None:
             try:

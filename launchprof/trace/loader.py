@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,11 +37,11 @@ import pandas as pd
 
 from launchprof.errors import TraceError
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
-from launchprof.trace.columns import Reader, decode_text, nvtx_select, ro_uri, table_columns
+from launchprof.trace.columns import Reader, decode_text, nvtx_select, process_of, ro_uri, table_columns
 from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.pids import pid_array, plain_pids
 from launchprof.trace.readahead import forget_prefetch, prefetch, take_prefetched, take_prefetched_rows
-from launchprof.trace.tables import NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE
+from launchprof.trace.tables import NUMERIC_TABLES, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE, PROCESS_COLUMNS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -94,16 +95,17 @@ def _load_nvtx(
     strings: pd.Series,
     notes: list[str],
     read_ahead: Callable[[str], list[tuple[Any, ...]] | None] | None = None,
+    pid: int | None = None,
 ) -> tuple[pd.DataFrame, int]:
-    """NVTX ranges (and the number of domain-create events); ``read_ahead(sql)``: the rows
-    of the query when read ahead (:func:`~launchprof.trace.readahead.take_prefetched_rows`),
-    or None."""
+    """NVTX ranges (and the number of domain-create events), of process ``pid`` only when
+    given; ``read_ahead(sql)``: the rows of the query when read ahead
+    (:func:`~launchprof.trace.readahead.take_prefetched_rows`), or None."""
     cols = ["start", "end", "tid", "pid", "text", "domain"]
     empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
     table = NVTX_TABLE
     if not schema.has(table):
         return empty, 0
-    sql = nvtx_select(schema.tables)
+    sql = nvtx_select(schema.tables, pid)
     if sql is None:
         notes.append(f"{table} lacks column(s) start or eventType: NVTX ranges skipped")
         return empty, 0
@@ -219,13 +221,17 @@ def _load_int_table(con: sqlite3.Connection, schema: TraceSchema, table: str, sp
     return pd.DataFrame(rows, columns=list(spec.values()), dtype="int64")
 
 
-def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) -> Trace:
+def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, pid: int | None = None) -> Trace:
     """Load an nsys SQLite export.
 
     Args:
         path: the ``.sqlite`` file written by ``nsys export --type sqlite``.
         progress: optional callback given a short description before each table and
             a running row count while large tables are read (``"kernels: 262,144 rows"``).
+        pid: load the rows of this process only (activity, CUDA API calls, NVTX ranges;
+            :func:`~launchprof.trace.columns.process_where`), with a note saying so: the
+            memory of one process's share (``launchprof analyze --per-process``). The
+            tables are then read by this thread, not ahead.
 
     Returns:
         A :class:`Trace` (frames described in :mod:`launchprof.trace.model`).
@@ -237,6 +243,14 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
+    if pid is not None:
+        reader = Reader(path, con, say, pid=pid)
+        try:
+            trace = load_tables(path, con, reader, say)
+        finally:
+            reader.close()
+            con.close()
+        return replace(trace, notes=(*trace.notes, f"only the rows of process {pid} were read (--per-process)"))
     prefetch(path)  # the big tables, read by background threads (launchprof.trace.readahead)
     reader = Reader(path, con, say, read_ahead=lambda table, cols, narrow: take_prefetched(path, table, cols, narrow))
     try:
@@ -245,6 +259,32 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None) 
         reader.close()
         con.close()
         forget_prefetch(path)
+
+
+def gpu_processes(path: str | Path) -> list[int]:
+    """The processes with GPU work in the SQLite export ``path``: the pids (bits 24-47 of
+    ``globalPid``, :data:`~launchprof.trace.tables.PROCESS_COLUMNS`) of the rows of its
+    activity tables (kernels, memory operations, graph launches), ascending - what
+    ``launchprof analyze --per-process`` loads one at a time (:func:`load_trace`'s ``pid``).
+
+    Raises:
+        TraceError: as :func:`load_trace`; an activity table without ``globalPid``.
+    """
+    path = Path(path)
+    con = _connect(path)
+    pids: set[int] = set()
+    try:
+        tables = table_columns(con)
+        for table, _, _ in NUMERIC_TABLES:
+            if PROCESS_COLUMNS.get(table) != "globalPid" or table not in tables:
+                continue
+            pid = process_of(table, tables[table])
+            pids.update(int(r[0]) for r in con.execute(f'SELECT DISTINCT {pid} FROM "{table}"') if r[0] is not None)
+    except sqlite3.DatabaseError as exc:
+        raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
+    finally:
+        con.close()
+    return sorted(pids)
 
 
 def load_tables(
@@ -276,7 +316,7 @@ def load_tables(
         say("CUDA API calls")
         api = load_api(reader, schema, strings, notes)
         say("NVTX ranges")
-        nvtx, domain_events = _load_nvtx(con, schema, strings, notes, nvtx_read_ahead)
+        nvtx, domain_events = _load_nvtx(con, schema, strings, notes, nvtx_read_ahead, reader.pid)
         gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
         processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
         cuda_streams = _load_int_table(
@@ -302,4 +342,4 @@ def load_tables(
     )
 
 
-__all__ = ["load_trace"]
+__all__ = ["gpu_processes", "load_trace"]

@@ -56,6 +56,14 @@ NVTX_TABLE = "NVTX_EVENTS"
 NVTX_COLS = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
 NVTX_RANGE_TYPES = (59, 60)
 NVTX_DOMAIN_CREATE = 75
+# The column that names each row's process, by table (globalPid, or globalTid: the pid in
+# bits 24-47 of both): what a load of one process keeps rows by (launchprof analyze
+# --per-process; nsys's documentation, "SQLite Schema Reference", Serialized GlobalId).
+PROCESS_COLUMNS = {
+    **{table: "globalPid" for table, columns, _ in NUMERIC_TABLES if "globalPid" in columns},
+    **{table: "globalTid" for table, columns, _ in NUMERIC_TABLES if "globalTid" in columns},
+    NVTX_TABLE: "globalTid",
+}
 # The small tables the loader reads with SQL (launchprof.trace.loader): strings, NVTX events,
 # GPUs, processes, streams, export metadata (the Arrow reader copies them row by row).
 SQL_TABLES = frozenset(

@@ -1,0 +1,122 @@
+"""``launchprof analyze TRACE --per-process``: each process with GPU work analysed on its
+own, reading only its rows.
+
+Ground truth from outside the loader: each process's report is held against the report
+of a copy of the trace from which plain sqlite3 deleted every other process's rows
+(test_multi.split_by_process), and row counts against sqlite3 queries.
+"""
+
+from __future__ import annotations
+
+import json
+import lzma
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from test_multi import PIDS, split_by_process
+from typer.testing import CliRunner
+
+from launchprof.cli import app
+from launchprof.errors import TraceError
+from launchprof.trace.loader import gpu_processes, load_trace
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("pp") / "two_procs.sqlite"
+    with lzma.open(DATA / "gpu" / "two_procs.sqlite.xz") as src, target.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return target
+
+
+def _count(path: Path, sql: str, pid: int) -> int:
+    con = sqlite3.connect(path)
+    try:
+        return int(con.execute(sql, (pid,)).fetchone()[0])
+    finally:
+        con.close()
+
+
+def test_the_processes_with_gpu_work_are_those_sqlite_finds(whole: Path) -> None:
+    con = sqlite3.connect(whole)
+    found = sorted(
+        r[0] for r in con.execute("SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    )
+    con.close()
+    assert gpu_processes(whole) == found == sorted(PIDS)
+
+
+@pytest.mark.parametrize("pid", PIDS)
+def test_a_process_load_holds_its_rows_and_no_other(whole: Path, pid: int) -> None:
+    trace = load_trace(whole, pid=pid)
+    where = "WHERE ((globalPid >> 24) & 16777215) = ?"
+    assert len(trace.kernels) == _count(whole, f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL {where}", pid) > 0
+    tid = where.replace("globalPid", "globalTid")
+    assert len(trace.api) == _count(whole, f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME {tid}", pid) > 0
+    assert len(trace.nvtx) == _count(whole, f"SELECT count(*) FROM NVTX_EVENTS {tid} AND eventType IN (59, 60)", pid)
+    assert set(trace.kernels["pid"]) == set(trace.api["pid"]) == {pid}
+    assert trace.notes[-1] == f"only the rows of process {pid} were read (--per-process)"
+
+
+def _without_source(summary: dict) -> dict:
+    """summary.json less what names its source: the path, the per-process note, the run id."""
+    out = {k: v for k, v in summary.items() if k not in ("trace", "run_id")}
+    out["notes"] = [n for n in summary["notes"] if "--per-process" not in n]
+    return out
+
+
+def test_each_process_report_is_the_report_of_that_process_alone(whole: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pp"
+    result = runner.invoke(app, ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0"])
+    assert result.exit_code == 0, result.output
+    combined = json.loads((out / "combined.json").read_text())
+    assert [r["folder"] for r in combined["reports"]] == [f"pid{p}" for p in PIDS]
+    for pid in PIDS:
+        alone = split_by_process(whole, pid, tmp_path / f"alone{pid}.sqlite")
+        ref = tmp_path / f"ref{pid}"
+        assert runner.invoke(app, ["analyze", str(alone), "-o", str(ref)]).exit_code == 0
+        mine = json.loads((out / f"pid{pid}" / "summary.json").read_text())
+        theirs = json.loads((ref / "summary.json").read_text())
+        assert mine["trace"]["path"] == str(whole)
+        assert _without_source(mine) == _without_source(theirs)
+        for name in ("steps.csv", "step_kernels.csv", "step_timeline.csv"):
+            assert (out / f"pid{pid}" / name).read_bytes() == (ref / name).read_bytes(), name
+
+
+def test_per_process_takes_one_trace(whole: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["analyze", str(whole), str(whole), "--per-process", "-o", str(tmp_path / "x")])
+    assert result.exit_code == 2
+    assert "--per-process analyses the processes of one trace" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_trace_without_gpu_work_is_refused_in_one_line(tmp_path: Path) -> None:
+    src = DATA / "cpu"
+    cpu = next(iter(sorted(src.glob("*.sqlite.xz"))), None)
+    if cpu is None:
+        pytest.skip("no CPU-only trace bundled")
+    target = tmp_path / "cpu.sqlite"
+    with lzma.open(cpu) as fin, target.open("wb") as fout:
+        shutil.copyfileobj(fin, fout)
+    result = runner.invoke(app, ["analyze", str(target), "--per-process", "-o", str(tmp_path / "y")])
+    assert result.exit_code == 2
+    assert "no process with GPU work" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_table_without_its_process_column_says_so(whole: Path, tmp_path: Path) -> None:
+    """An export whose API table lacks globalTid cannot be read per process: one error,
+    not a silent load of every process's calls."""
+    target = tmp_path / "no_tid.sqlite"
+    shutil.copyfile(whole, target)
+    con = sqlite3.connect(target)
+    con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME DROP COLUMN globalTid")
+    con.commit()
+    con.close()
+    with pytest.raises(TraceError, match="CUPTI_ACTIVITY_KIND_RUNTIME has no globalTid column"):
+        load_trace(target, pid=PIDS[0])
