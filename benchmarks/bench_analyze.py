@@ -1,5 +1,7 @@
 """Benchmark ``launchprof analyze`` (load + analysis + summary.json + report.html) on
-synthetic traces of 1M, 3M and 10M kernels: wall time and peak RSS of the child process.
+synthetic traces of 1M, 3M and 10M kernels: wall time and peak RSS of the child process;
+``--modes whole,per-process`` also runs ``analyze --per-process`` (one process of the
+trace at a time, reading only its rows) on each trace.
 
 Each run is the installed ``launchprof`` command in a fresh process (so import time
 counts); peak RSS is the child's ``ru_maxrss`` from ``os.wait4``. Traces are generated
@@ -8,6 +10,8 @@ with benchmarks/synth_trace.py (seeded) into ``--workdir`` unless already there.
 Usage::
 
     python benchmarks/bench_analyze.py [--sizes 1000000,3000000,10000000] [--repeat 1]
+    python benchmarks/bench_analyze.py --sizes 1000000,3000000,10000000,30000000 --processes 8 \
+        --modes whole,per-process
 """
 
 from __future__ import annotations
@@ -53,35 +57,49 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/launchprof-bench"))
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--processes", type=int, default=4, help="processes of the synthetic trace (two per GPU)")
+    ap.add_argument("--modes", default="whole", help="comma-separated: whole (analyze), per-process")
     args = ap.parse_args()
+    modes = args.modes.split(",")
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
-        trace = args.workdir / f"synth_{n}.sqlite"
+        suffix = "" if args.processes == 4 else f"_p{args.processes}"
+        trace = args.workdir / f"synth_{n}{suffix}.sqlite"
         if not trace.exists():
             t = time.perf_counter()
-            write_trace(trace, n, seed=args.seed)
+            write_trace(trace, n, seed=args.seed, processes=args.processes)
             print(f"generated {trace} ({trace.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t:.1f} s")
-        walls, cpus, rss = [], [], []
-        for _ in range(args.repeat):
-            out = args.workdir / f"report_{n}"
-            wall, cpu, peak, rc = run_measured([*launchprof_cmd(), "analyze", str(trace), "-o", str(out), "--force"])
-            if rc != 0:
-                sys.exit(f"launchprof failed on {trace} (exit {rc})")
-            walls.append(wall)
-            cpus.append(cpu)
-            rss.append(peak)
-            load = os.getloadavg()[0]
-        wall, cpu = statistics.median(walls), statistics.median(cpus)
-        rows.append((n, wall, cpu, max(rss), trace.stat().st_size, load))
-        gib = max(rss) / 2**30
-        print(f"{n:>10,} kernels: {wall:6.1f} s wall, {cpu:6.1f} s CPU, peak RSS {gib:5.2f} GiB, load {load:.1f}")
-    print("\n| kernels | trace size | wall time (median) | CPU time | peak RSS | CPU s per M kernels | load avg |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for n, wall, cpu, peak, size, load in rows:
+        for mode in modes:
+            extra = ["--per-process"] if mode == "per-process" else []
+            walls, cpus, rss = [], [], []
+            for _ in range(args.repeat):
+                out = args.workdir / f"report_{n}_{mode}"
+                cmd = [*launchprof_cmd(), "analyze", str(trace), "-o", str(out), "--force", *extra]
+                wall, cpu, peak, rc = run_measured(cmd)
+                if rc != 0:
+                    sys.exit(f"launchprof failed on {trace} (exit {rc})")
+                walls.append(wall)
+                cpus.append(cpu)
+                rss.append(peak)
+                load = os.getloadavg()[0]
+            wall, cpu = statistics.median(walls), statistics.median(cpus)
+            rows.append((n, mode, wall, cpu, max(rss), trace.stat().st_size, load))
+            gib = max(rss) / 2**30
+            print(
+                f"{n:>10,} kernels, {mode}: {wall:6.1f} s wall, {cpu:6.1f} s CPU, peak RSS {gib:5.2f} GiB, "
+                f"load {load:.1f}",
+                flush=True,
+            )
+    print(
+        "\n| kernels | processes | mode | trace size | wall time (median) | CPU time | peak RSS | CPU s per M kernels "
+        "| load avg |"
+    )
+    print("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for n, mode, wall, cpu, peak, size, load in rows:
         print(
-            f"| {n:,} | {size / 2**20:.0f} MiB | {wall:.1f} s | {cpu:.1f} s | {peak / 2**30:.2f} GiB "
-            f"| {cpu / (n / 1e6):.2f} | {load:.1f} |"
+            f"| {n:,} | {args.processes} | {mode} | {size / 2**20:.0f} MiB | {wall:.1f} s | {cpu:.1f} s "
+            f"| {peak / 2**30:.2f} GiB | {cpu / (n / 1e6):.2f} | {load:.1f} |"
         )
     print(f"\nmachine: {os.cpu_count()} CPUs; load average at end {os.getloadavg()[0]:.2f}")
 

@@ -120,3 +120,18 @@ def test_a_table_without_its_process_column_says_so(whole: Path, tmp_path: Path)
     con.close()
     with pytest.raises(TraceError, match="CUPTI_ACTIVITY_KIND_RUNTIME has no globalTid column"):
         load_trace(target, pid=PIDS[0])
+
+
+@pytest.mark.dask
+def test_per_process_on_dask_writes_the_bytes_of_one_process_after_another(whole: Path, tmp_path: Path) -> None:
+    """Two Dask workers, one process each: the same folders byte for byte (the combined
+    page and document, each process's report) as the run in this process."""
+    serial, dask = tmp_path / "serial", tmp_path / "dask"
+    for out, workers in ((serial, "0"), (dask, "2")):
+        result = runner.invoke(app, ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", workers])
+        assert result.exit_code == 0, result.output
+    names = sorted(p.relative_to(serial).as_posix() for p in serial.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(dask).as_posix() for p in dask.rglob("*") if p.is_file())
+    assert "pid2482/summary.json" in names and "combined.json" in names
+    for name in names:
+        assert (serial / name).read_bytes() == (dask / name).read_bytes(), name
