@@ -95,3 +95,28 @@ def test_the_architecture_names_the_files_an_output_format_touches() -> None:
     named = [n for n in re.findall(r"`((?:[a-z_]+/)*[a-z_]+\.py)`", row) if not n.startswith("tests/")]
     assert "report/outputs.py" in named and len(set(named)) <= 3
     assert all((PACKAGE / n).is_file() for n in named), named
+
+
+def test_a_comparison_output_added_as_one_registry_line_is_written_and_owned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """compare.html and compare.json are the comparison folder's registry
+    (launchprof.report.compare.COMPARE_OUTPUTS): a line added there is written by
+    ``compare`` beside them, and a later comparison whose result has nothing for it
+    (its renderer gives None) removes it."""
+    from launchprof.report import compare as compare_report
+
+    trace = _trace(tmp_path)
+    assert [o.name for o in compare_report.COMPARE_OUTPUTS] == [outputs.COMPARE_FILES[1], outputs.COMPARE_FILES[0]]
+    line = outputs.Output("verdict.txt", lambda r: f"{r.doc.verdict}\n")
+    monkeypatch.setattr(compare_report, "COMPARE_OUTPUTS", (*compare_report.COMPARE_OUTPUTS, line))
+    out = tmp_path / "cmp"
+    done = CliRunner().invoke(app, ["compare", str(trace), str(trace), "-o", str(out), "-q"])
+    assert done.exit_code in (0, 1), done.output
+    doc = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert (out / "verdict.txt").read_text(encoding="utf-8") == f"{doc['verdict']}\n"
+    nothing = outputs.Output("verdict.txt", lambda r: None)
+    monkeypatch.setattr(compare_report, "COMPARE_OUTPUTS", (*compare_report.COMPARE_OUTPUTS[:2], nothing))
+    again = CliRunner().invoke(app, ["compare", str(trace), str(trace), "-o", str(out), "-q"])
+    assert again.exit_code in (0, 1), again.output
+    assert not (out / "verdict.txt").exists()

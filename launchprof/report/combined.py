@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from launchprof.analysis.ranks import ProgramSignature, RankRecord
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
-from launchprof.report.folder import FolderWriter, stage_plotlyjs
+from launchprof.report.folder import FolderWriter, write_outputs
 from launchprof.report.html import embed, render
-from launchprof.report.outputs import COMBINED_FILES, VENDORED_JS
+from launchprof.report.outputs import COMBINED_FILES, VENDORED_JS, Output
 
 if TYPE_CHECKING:
     from launchprof.analysis.ranks import CrossRank
@@ -87,31 +87,50 @@ def build_combined(combined: Combined) -> CombinedSummary:
     )
 
 
-def write_combined(combined: Combined, folder: Path, force: bool = False) -> CombinedSummary:
-    """Write ``combined.json``, ``combined.html`` and ``plotly.min.js`` into ``folder``,
-    all at once (:class:`~launchprof.report.folder.FolderWriter`; the ranks' report
-    folders inside it are left as they are).
+@dataclass(frozen=True)
+class CombinedResult:
+    """What a multi-trace folder shows: the run's :class:`Combined` and its combined.json
+    document."""
 
-    Raises:
-        OutputError: the folder holds a multi-trace report and ``force`` is False (one
-            written since the run began), holds another kind of report, or cannot be
-            written.
-    """
-    doc = build_combined(combined)
-    figures = []
-    if combined.view is not None and len(combined.view.per_step):
-        fig, cut = work_heatmap(combined.view)
+    combined: Combined
+    doc: CombinedSummary
+
+
+def _combined_page(result: CombinedResult) -> str:
+    """combined.html: the document's tables and the work heatmap of the aligned steps."""
+    view, figures = result.combined.view, []
+    if view is not None and len(view.per_step):
+        fig, cut = work_heatmap(view)
         caption = (
             "Each cell: a rank's work in a step (period minus communication-only time) over the median of that step."
         )
         if cut:
             caption += f" Only the first {HEATMAP_MAX_STEPS} aligned steps are drawn."
         figures.append(embed(fig, caption))
-    page = render("combined.html.j2", doc=doc, figures=figures)
-    document, page_name = COMBINED_FILES
-    with FolderWriter(folder, force, COMBINED_FILES, (*COMBINED_FILES, VENDORED_JS)) as writer:
-        writer.stage(page_name, page)
-        writer.stage(document, doc.to_json())
-        stage_plotlyjs(writer)
-        writer.commit(order=(page_name, document))
-    return doc
+    return render("combined.html.j2", doc=result.doc, figures=figures)
+
+
+# The files of a multi-trace folder, in the order they are staged and moved in (the page
+# before the document that says the folder holds a multi-trace report), besides plotly.min.js.
+COMBINED_OUTPUTS: tuple[Output, ...] = (
+    Output(COMBINED_FILES[1], _combined_page),
+    Output(COMBINED_FILES[0], lambda r: r.doc.to_json()),
+)
+
+
+def write_combined(combined: Combined, folder: Path, force: bool = False) -> CombinedSummary:
+    """Write the files of :data:`COMBINED_OUTPUTS` (``combined.html``, ``combined.json``)
+    and ``plotly.min.js`` into ``folder``, all at once
+    (:class:`~launchprof.report.folder.FolderWriter`; the ranks' report folders inside it
+    are left as they are).
+
+    Raises:
+        OutputError: the folder holds a multi-trace report and ``force`` is False (one
+            written since the run began), holds another kind of report, or cannot be
+            written.
+    """
+    result = CombinedResult(combined, build_combined(combined))
+    names = (*(o.name for o in COMBINED_OUTPUTS), VENDORED_JS)
+    with FolderWriter(folder, force, COMBINED_FILES, names) as writer:
+        write_outputs(writer, COMBINED_OUTPUTS, result)
+    return result.doc

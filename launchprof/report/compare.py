@@ -24,7 +24,7 @@ from launchprof.report.compare_schema import (
     WorkChangeExample,
 )
 from launchprof.report.html import embed, printable, render
-from launchprof.report.outputs import COMPARE_FILES, VENDORED_JS
+from launchprof.report.outputs import COMPARE_FILES, VENDORED_JS, Output
 from launchprof.text import fmt_us
 
 
@@ -200,10 +200,27 @@ def render_compare(c: Comparison, doc: CompareDoc) -> str:
     return render("compare.html.j2", doc=doc, headline=headline(doc), figures=figures, ci_level=CI_LEVEL)
 
 
+@dataclasses.dataclass(frozen=True)
+class CompareResult:
+    """What a comparison folder shows: the comparison and its compare.json document."""
+
+    comparison: Comparison
+    doc: CompareDoc
+
+
+# The files of a comparison folder, in the order they are staged and moved in (the page
+# before the document that says the folder holds a comparison), besides plotly.min.js.
+COMPARE_OUTPUTS: tuple[Output, ...] = (
+    Output(COMPARE_FILES[1], lambda r: render_compare(r.comparison, r.doc)),
+    Output(COMPARE_FILES[0], lambda r: r.doc.to_json()),
+)
+
+
 def write_compare(
     c: Comparison, folder: Path, force: bool = False, before_path: str | None = None, after_path: str | None = None
 ) -> CompareDoc:
-    """Write ``compare.json``, ``compare.html`` and ``plotly.min.js`` into ``folder``.
+    """Write the files of :data:`COMPARE_OUTPUTS` (``compare.html``, ``compare.json``) and
+    ``plotly.min.js`` into ``folder``, all at once.
 
     A comparison of the same BEFORE and AFTER paths (compare.json's ``before.path`` and
     ``after.path``) is replaced without ``force``.
@@ -212,19 +229,15 @@ def write_compare(
         OutputError: the folder holds a comparison of other paths and ``force`` is False,
             or cannot be written.
     """
-    doc = build_compare_doc(c, before_path, after_path)
-    page = render_compare(c, doc)
-    from launchprof.report.folder import FolderWriter, report_of, stage_plotlyjs
+    from launchprof.report.folder import FolderWriter, report_of, write_outputs
 
+    result = CompareResult(c, build_compare_doc(c, before_path, after_path))
     same = (
         report_of(COMPARE_FILES[0], {("before", "path"): Path(before_path), ("after", "path"): Path(after_path)})
         if before_path is not None and after_path is not None
         else None
     )
-    document, page_name = COMPARE_FILES
-    with FolderWriter(folder, force, COMPARE_FILES, (*COMPARE_FILES, VENDORED_JS), same_input=same) as writer:
-        writer.stage(page_name, page)
-        writer.stage(document, doc.to_json())
-        stage_plotlyjs(writer)
-        writer.commit(order=(page_name, document))
-    return doc
+    names = (*(o.name for o in COMPARE_OUTPUTS), VENDORED_JS)
+    with FolderWriter(folder, force, COMPARE_FILES, names, same_input=same) as writer:
+        write_outputs(writer, COMPARE_OUTPUTS, result)
+    return result.doc

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from launchprof.errors import OutputError
-from launchprof.report.outputs import REPORT_DOCUMENTS, VENDORED_JS
+from launchprof.report.outputs import REPORT_DOCUMENTS, VENDORED_JS, Output
 
 _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -361,8 +361,9 @@ class FolderWriter:
             os.close(fd)  # releases the lock
 
     def commit(self, order: Iterable[str] = ()) -> None:
-        """Move the staged files into the folder (``order`` first, in that order, then the
-        rest; put ``summary.json`` last) and remove the staging folder.
+        """Move the staged files into the folder (those not in ``order`` first, then
+        ``order``'s in that order: the document that says what the folder holds, such as
+        ``summary.json``, goes last in it) and remove the staging folder.
 
         Raises:
             OutputError: the folder is busy (no ``force``) or now holds a report (no
@@ -429,3 +430,23 @@ def stage_plotlyjs(writer: FolderWriter) -> None:
         shutil.copyfile(source, target)
     except OSError as exc:
         raise _oserror("write", writer.folder / VENDORED_JS, exc) from None
+
+
+def write_outputs(writer: FolderWriter, outputs: Iterable[Output], result: Any) -> None:
+    """Stage each of ``outputs`` rendered from ``result`` (one that renders None is left
+    out) and ``plotly.min.js`` in ``writer``, then move them into the folder
+    (``plotly.min.js`` first, then the outputs in their order: the document last): the
+    one way a comparison or multi-trace folder is written.
+
+    Raises:
+        OutputError: a file cannot be written, or the folder is busy or holds a report
+            (see :meth:`FolderWriter.commit`).
+    """
+    staged = []
+    for output in outputs:
+        text = output.render(result)
+        if text is not None:
+            writer.stage(output.name, text)
+            staged.append(output.name)
+    stage_plotlyjs(writer)
+    writer.commit(order=tuple(staged))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from launchprof.report import stepfiles
 
@@ -27,16 +27,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Output:
-    """One file of an analysis report folder besides ``summary.json`` and ``report.html``.
+    """One file a folder's writer stages: of an analysis report folder besides
+    ``summary.json`` and ``report.html`` (:data:`ANALYSIS_OUTPUTS`, rendered from a
+    finished :class:`~launchprof.analysis.result.AnalysisResult`), or of a comparison or
+    multi-trace folder (``COMPARE_OUTPUTS`` of :mod:`launchprof.report.compare`,
+    ``COMBINED_OUTPUTS`` of :mod:`launchprof.report.combined`, each rendered from that
+    module's result and named from :data:`COMPARE_FILES` / :data:`COMBINED_FILES`).
 
     Attributes:
         name: the file's name in the folder.
-        render: its text (UTF-8 when written) from a finished result, or None when the
+        render: its text (UTF-8 when written) from the folder's result, or None when the
             result has nothing for it (then the folder holds no such file).
     """
 
     name: str
-    render: Callable[[AnalysisResult], str | None]
+    render: Callable[[Any], str | None]
 
 
 # The outputs of an analysis report, in the order they are staged (the step files that
