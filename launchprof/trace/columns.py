@@ -224,7 +224,7 @@ class Reader:
     """Reads numeric columns of a table into :class:`Column` s (ADBC first, then sqlite3).
 
     ``con`` may be None in a prefetch thread, which reads through ADBC only. ``pid``: only
-    the rows of that process are read (:func:`select`), and none is taken from ``read_ahead``.
+    the rows of that process are read (:func:`select`; ``read_ahead`` reads them so too).
     """
 
     def __init__(
@@ -270,7 +270,7 @@ class Reader:
     ) -> dict[str, Column]:
         """Read ``columns`` of ``table``. ``strict=False`` turns non-integer values into NULL;
         columns flagged in ``narrow`` are kept as int32 per batch while their values fit."""
-        if strict and self.read_ahead is not None and self.pid is None:
+        if strict and self.read_ahead is not None:
             found = self.read_ahead(table, columns, narrow)
             if found is not None:
                 self.say(f"{label}: {len(next(iter(found.values())).values) if found else 0:,} rows (read ahead)")

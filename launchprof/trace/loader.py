@@ -231,7 +231,8 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
         pid: load the rows of this process only (activity, CUDA API calls, NVTX ranges;
             :func:`~launchprof.trace.columns.process_where`), with a note saying so: the
             memory of one process's share (``launchprof analyze --per-process``). The
-            tables are then read by this thread, not ahead.
+            tables are read ahead as for the whole trace, each query keeping that
+            process's rows.
 
     Returns:
         A :class:`Trace` (frames described in :mod:`launchprof.trace.model`).
@@ -243,22 +244,19 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
-    if pid is not None:
-        reader = Reader(path, con, say, pid=pid)
-        try:
-            trace = load_tables(path, con, reader, say)
-        finally:
-            reader.close()
-            con.close()
-        return replace(trace, notes=(*trace.notes, f"only the rows of process {pid} were read (--per-process)"))
-    prefetch(path)  # the big tables, read by background threads (launchprof.trace.readahead)
-    reader = Reader(path, con, say, read_ahead=lambda table, cols, narrow: take_prefetched(path, table, cols, narrow))
+    prefetch(path, pid)  # the big tables, read by background threads (launchprof.trace.readahead)
+    reader = Reader(
+        path, con, say, read_ahead=lambda table, cols, narrow: take_prefetched(path, table, cols, narrow, pid), pid=pid
+    )
     try:
-        return load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql))
+        trace = load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql, pid))
     finally:
         reader.close()
         con.close()
-        forget_prefetch(path)
+        forget_prefetch(path, pid)
+    if pid is None:
+        return trace
+    return replace(trace, notes=(*trace.notes, f"only the rows of process {pid} were read (--per-process)"))
 
 
 def gpu_processes(path: str | Path) -> list[int]:

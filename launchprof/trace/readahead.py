@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from launchprof.errors import TraceError
 from launchprof.trace.columns import (
     Column,
     Reader,
@@ -85,9 +86,10 @@ class _Prefetch:
     """Background reads of one file's big tables (one thread per table, or per part of a
     table read in parts)."""
 
-    def __init__(self, path: Path, stamp: tuple[int, int]) -> None:
+    def __init__(self, path: Path, stamp: tuple[int, int], pid: int | None = None) -> None:
         self.path = path
         self.stamp = stamp
+        self.pid = pid  # only this process's rows (launchprof.trace.columns.select), when given
         self.lock = threading.Lock()
         self.done: dict[tuple[Any, ...], threading.Event] = {}
         self.results: dict[tuple[Any, ...], Any] = {}
@@ -114,7 +116,10 @@ class _Prefetch:
             except RuntimeError:  # no thread to be had: the loader reads this table itself
                 self.left[key] = -1
                 done.set()
-        sql = nvtx_select(tables)
+        try:
+            sql = nvtx_select(tables, self.pid)
+        except TraceError:  # no globalTid to tell processes apart: the loader says so
+            sql = None
         if sql is not None:  # the NVTX rows too (Python tuples: the loader cleans them)
             rows_key = ("rows", sql)
             self.done[rows_key] = done = threading.Event()
@@ -134,9 +139,10 @@ class _Prefetch:
         try:
             conn = reader._adbc_connection()
             if conn is not None:
-                sql = select(table, columns, strict=True)
+                sql = select(table, columns, strict=True, pid=self.pid)
                 if rows is not None:
-                    sql += f" WHERE rowid BETWEEN {rows[0]} AND {rows[1]}"
+                    sql += " AND" if self.pid is not None else " WHERE"
+                    sql += f" rowid BETWEEN {rows[0]} AND {rows[1]}"
                 result = reader._read_adbc(conn, sql, columns, table, narrowed)
         except BaseException:  # noqa: BLE001 - any failure: the loader reads the table itself
             result = None
@@ -180,7 +186,8 @@ class _Prefetch:
             self.done[key].set()
 
 
-_PENDING: dict[str, _Prefetch] = {}
+# Keyed by (the file's resolved path, the process read or None).
+_PENDING: dict[tuple[str, int | None], _Prefetch] = {}
 _PENDING_LOCK = threading.Lock()
 
 
@@ -192,10 +199,10 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def prefetch(path: str | os.PathLike[str]) -> None:
-    """Start reading the big tables of the SQLite export ``path`` in background threads
-    (module docstring). Does nothing when ``path`` is not a readable SQLite file or is
-    already being read; never raises."""
+def prefetch(path: str | os.PathLike[str], pid: int | None = None) -> None:
+    """Start reading the big tables of the SQLite export ``path`` (the rows of process
+    ``pid`` only, when given) in background threads (module docstring). Does nothing when
+    ``path`` is not a readable SQLite file or is already being read so; never raises."""
     p = Path(path)
     key = str(p.resolve()) if p.exists() else None
     stamp = _stamp(p)
@@ -210,10 +217,10 @@ def prefetch(path: str | os.PathLike[str]) -> None:
     except ImportError:
         return
     with _PENDING_LOCK:
-        if key in _PENDING:
+        if (key, pid) in _PENDING:
             return
-        job = _Prefetch(p, stamp)
-        _PENDING[key] = job
+        job = _Prefetch(p, stamp, pid)
+        _PENDING[key, pid] = job
     try:
         con = sqlite3.connect(ro_uri(Path(key)), uri=True)
         try:
@@ -224,24 +231,27 @@ def prefetch(path: str | os.PathLike[str]) -> None:
         return
 
 
-def take_prefetched(path: Path, table: str, columns: Sequence[str], narrow: Sequence[bool]) -> dict[str, Column] | None:
-    """The prefetched columns of ``table`` (waiting for its thread), or None when they were
-    not prefetched with the same columns, the read failed, or the file changed since."""
-    return _take(path, (table, tuple(columns), tuple(narrow)))  # type: ignore[no-any-return]
+def take_prefetched(
+    path: Path, table: str, columns: Sequence[str], narrow: Sequence[bool], pid: int | None = None
+) -> dict[str, Column] | None:
+    """The prefetched columns of ``table`` (of process ``pid``, when given; waiting for its
+    thread), or None when they were not prefetched with the same columns, the read failed,
+    or the file changed since."""
+    return _take(path, pid, (table, tuple(columns), tuple(narrow)))  # type: ignore[no-any-return]
 
 
-def take_prefetched_rows(path: Path, sql: str) -> list[tuple[Any, ...]] | None:
+def take_prefetched_rows(path: Path, sql: str, pid: int | None = None) -> list[tuple[Any, ...]] | None:
     """The rows of ``sql`` read ahead (waiting for its thread), or None as for
     :func:`take_prefetched`."""
-    return _take(path, ("rows", sql))  # type: ignore[no-any-return]
+    return _take(path, pid, ("rows", sql))  # type: ignore[no-any-return]
 
 
-def _take(path: Path, wanted: tuple[Any, ...]) -> Any:
+def _take(path: Path, pid: int | None, wanted: tuple[Any, ...]) -> Any:
     try:
         key = str(path.resolve())
     except OSError:
         return None
-    job = _PENDING.get(key)
+    job = _PENDING.get((key, pid))
     if job is None:
         return None
     event = job.done.get(wanted)
@@ -253,11 +263,11 @@ def _take(path: Path, wanted: tuple[Any, ...]) -> Any:
     return result if _stamp(path) == job.stamp else None
 
 
-def forget_prefetch(path: str | os.PathLike[str]) -> None:
-    """Drop what is left of the prefetch of ``path`` (after loading it)."""
+def forget_prefetch(path: str | os.PathLike[str], pid: int | None = None) -> None:
+    """Drop what is left of the prefetch of ``path`` (of process ``pid``; after loading it)."""
     try:
         key = str(Path(path).resolve())
     except OSError:
         return
     with _PENDING_LOCK:
-        _PENDING.pop(key, None)
+        _PENDING.pop((key, pid), None)
