@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from launchprof.cli import app
 from launchprof.errors import TraceError
 from launchprof.trace.loader import gpu_processes, load_trace
+from launchprof.trace.pids import shown_pids
 
 runner = CliRunner()
 
@@ -44,11 +45,10 @@ def _count(path: Path, sql: str, pid: int) -> int:
 
 def test_the_processes_with_gpu_work_are_those_sqlite_finds(whole: Path) -> None:
     con = sqlite3.connect(whole)
-    found = sorted(
-        r[0] for r in con.execute("SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL")
-    )
+    found = sorted(r[0] for r in con.execute("SELECT DISTINCT globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_KERNEL"))
     con.close()
-    assert gpu_processes(whole) == found == sorted(PIDS)
+    assert gpu_processes(whole) == found
+    assert shown_pids(found) == sorted(PIDS)  # the host/VM bits above the pids: shown without them
 
 
 @pytest.mark.parametrize("pid", PIDS)
@@ -89,7 +89,9 @@ def test_each_process_report_is_the_report_of_that_process_alone(whole: Path, tm
 
 
 def test_per_process_takes_one_trace(whole: Path, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["analyze", str(whole), str(whole), "--per-process", "-o", str(tmp_path / "x")])
+    other = tmp_path / "other.sqlite"
+    shutil.copyfile(whole, other)
+    result = runner.invoke(app, ["analyze", str(whole), str(other), "--per-process", "-o", str(tmp_path / "x")])
     assert result.exit_code == 2
     assert "--per-process analyses the processes of one trace" in result.output
     assert not (tmp_path / "x").exists()
@@ -107,6 +109,98 @@ def test_a_trace_without_gpu_work_is_refused_in_one_line(tmp_path: Path) -> None
     assert result.exit_code == 2
     assert "no process with GPU work" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def _renumbered(whole: Path, target: Path) -> Path:
+    """A copy of the trace in which process 2483 has pid 2482, on another host/VM id
+    (bits 48-63 of its globalPid/globalTid one higher): two processes, one pid."""
+    shutil.copyfile(whole, target)
+    con = sqlite3.connect(target)
+    old, new = PIDS[1], PIDS[0]
+    for table, col in (
+        ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"),
+        ("NVTX_EVENTS", "globalTid"),
+    ):
+        con.execute(
+            f"UPDATE {table} SET {col} = {col} + ((({new} - {old}) + (1 << 24)) << 24) "
+            f"WHERE (({col} >> 24) & 16777215) = {old}"
+        )
+    con.commit()
+    con.close()
+    return target
+
+
+def test_two_processes_with_one_pid_on_two_hosts_stay_apart(whole: Path, tmp_path: Path) -> None:
+    trace = _renumbered(whole, tmp_path / "one_pid.sqlite")
+    processes = gpu_processes(trace)
+    assert len(processes) == 2 and {p & 0xFFFFFF for p in processes} == {PIDS[0]}
+    out = tmp_path / "pp"
+    result = runner.invoke(app, ["analyze", str(trace), "--per-process", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    folders = sorted(p.name for p in out.iterdir() if p.is_dir())
+    assert folders == [f"pid{p}" for p in processes]  # the whole values: the pids alone are one
+    for pid in processes:
+        summary = json.loads((out / f"pid{pid}" / "summary.json").read_text())
+        assert sum(d["kernels"] for d in summary["devices"]) == 1605  # test_multi: two equal processes
+
+
+def test_nvtx_events_without_their_process_column_are_skipped_with_a_note(whole: Path, tmp_path: Path) -> None:
+    target = tmp_path / "no_nvtx_tid.sqlite"
+    shutil.copyfile(whole, target)
+    con = sqlite3.connect(target)
+    con.execute("ALTER TABLE NVTX_EVENTS DROP COLUMN globalTid")
+    con.commit()
+    con.close()
+    trace = load_trace(target, pid=PIDS[0])
+    assert len(trace.nvtx) == 0 and len(trace.kernels) > 0
+    assert any("NVTX_EVENTS has no globalTid column" in n for n in trace.notes)
+
+
+def test_fail_on_and_min_gain_are_refused_where_they_cannot_judge_one_report(whole: Path, tmp_path: Path) -> None:
+    for args in (["--per-process", "--fail-on", "launch-bound"], ["--per-process", "--min-gain", "10"]):
+        result = runner.invoke(app, ["analyze", str(whole), *args, "-o", str(tmp_path / "z")])
+        assert result.exit_code == 2 and "judge one report" in result.output, result.output
+    result = runner.invoke(app, ["analyze", str(whole), str(whole), "--fail-on", "launch-bound"])
+    assert result.exit_code == 2 and "judge one report" in result.output
+    assert not (tmp_path / "z").exists()
+
+
+def test_json_prints_this_runs_document_only(whole: Path, tmp_path: Path) -> None:
+    """A run that fails before writing combined.json prints nothing on stdout, not the
+    document an earlier run left in the folder."""
+    out = tmp_path / "pp"
+    first = runner.invoke(app, ["analyze", str(whole), "--per-process", "-o", str(out), "--json"])
+    assert first.exit_code == 0 and json.loads(first.stdout)["schema"] == "launchprof.combined/1"
+    empty = tmp_path / "empty.sqlite"
+    shutil.copyfile(whole, empty)
+    con = sqlite3.connect(empty)
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        if con.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+            con.execute(f"DELETE FROM {table}")
+    con.commit()
+    con.close()
+    again = runner.invoke(app, ["analyze", str(empty), "--per-process", "-o", str(out), "--json", "--force"])
+    assert again.exit_code == 2 and "no process with GPU work" in again.stderr
+    assert again.stdout == ""
+
+
+def test_a_glob_of_one_trace_and_no_dask_unless_asked(
+    whole: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A glob naming one trace is that trace; without --workers or --scheduler the
+    processes run one after another even where a cluster would pay for many traces."""
+    from launchprof.commands import many
+
+    def no_dask(*_args: object, **_kw: object) -> None:
+        raise AssertionError("Dask started")
+
+    monkeypatch.setattr(many, "use_dask", lambda _paths, workers, cpus=None: workers is None or workers > 0)
+    monkeypatch.setattr(many, "_run_on_dask", no_dask)
+    pattern = str(whole.parent / "two_proc*.sqlite")
+    result = runner.invoke(app, ["analyze", pattern, "--per-process", "-o", str(tmp_path / "g")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "g" / f"pid{PIDS[0]}" / "summary.json").is_file()
 
 
 def test_a_table_without_its_process_column_says_so(whole: Path, tmp_path: Path) -> None:

@@ -203,14 +203,12 @@ def profile_defaults() -> dict[str, Any]:
 def _convert(opt: Option, value: str) -> Any:
     """The value as Typer gives it; raises ValueError where Typer would refuse or convert
     otherwise."""
-    if opt.kind == "float":
-        return float(value)
-    if opt.kind == "int":
-        number = int(value)
+    if opt.kind in ("float", "int"):
+        number = float(value) if opt.kind == "float" else int(value)
         if (opt.min is not None and number < opt.min) or (opt.max is not None and number > opt.max):
             raise ValueError(value)
         return number
-    return value
+    return Path(value) if opt.kind == "path" else value
 
 
 def parse_profile(args: Sequence[str]) -> dict[str, Any] | None:

@@ -165,13 +165,15 @@ def analyze(**params: Any) -> Outcome | None:
     try:
         parsed = _AnalyzeOptions.parse(params)
         many = expand_traces(trace)
-        if parsed.per_process:
-            if many is not None:
-                raise OptionError("--per-process analyses the processes of one trace: give one trace")
-            _analyze_many(trace, parsed, console)
-            return None
-        if many is not None:
-            _analyze_many(many, parsed, console)
+        if parsed.per_process and many is not None and len(many) != 1:
+            raise OptionError("--per-process analyses the processes of one trace: give one trace")
+        if parsed.per_process or many is not None:
+            if parsed.gates != (frozenset(), None):
+                raise OptionError(
+                    "--fail-on and --min-gain judge one report: with several traces or --per-process, "
+                    "read combined.json (--json) instead"
+                )
+            _analyze_many(many or trace, parsed, console)
             return None
     except LaunchprofError as exc:
         raise fail(exc) from None
@@ -225,11 +227,14 @@ def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) 
     # The modules just imported stay for the whole run: keep the garbage collector from
     # walking their objects again at every full collection (~40 ms on a large trace).
     gc.freeze()
+    document = folder / COMBINED_FILES[0]
+    before = _file_stamp(document)
     try:
         run_analyze_many(traces, folder, parsed.force, parsed.how, console, parsed.cluster, parsed.per_process)
     finally:
-        if parsed.json_out and (folder / COMBINED_FILES[0]).is_file():
-            print_document((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
+        # this run's document only (one is written also when some traces failed), not an older one
+        if parsed.json_out and _file_stamp(document) not in (None, before):
+            print_document(document.read_text(encoding="utf-8"))
     if parsed.open_report:
         open_page(folder / COMBINED_FILES[1], err)
 
@@ -256,6 +261,16 @@ def _analyze_one(trace: str, parsed: _AnalyzeOptions, console: Console) -> Outco
     if parsed.open_report:
         open_page(folder / PAGE, err)
     return Outcome(gate(summary, *parsed.gates, err), quick_exit=True)
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    """(inode, mtime in ns) of ``path``, None when it is not a file: a report's document
+    written anew (moved in by its folder's writer) has another."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns) if path.is_file() else None
 
 
 def _trace_stem(trace: str) -> str:

@@ -41,7 +41,7 @@ from launchprof.analysis.ranks import cross_rank, find_ranks, not_one_job, progr
 from launchprof.commands.analyze import update_index
 from launchprof.commands.common import AnalysisOptions
 from launchprof.commands.folders import trace_stem
-from launchprof.errors import LaunchprofError, TraceError
+from launchprof.errors import LaunchprofError, OptionError, TraceError
 from launchprof.report.combined import Combined, ReportResult
 from launchprof.report.html import prepare_folder
 from launchprof.report.outputs import COMBINED_FILES, REPORT_FILES, VENDORED_JS
@@ -321,25 +321,38 @@ def analyze_processes(
     per process (``pid<PID>``) and the combined report into ``output``, as
     :func:`analyze_many` does for one trace per rank: ``launchprof analyze TRACE
     --per-process``. Peak memory is that of the largest process's share of the trace, not
-    the whole trace's (one process at a time without Dask; on Dask, one per worker).
+    the whole trace's: one process at a time in this process, unless ``workers`` >= 1 or
+    ``scheduler`` asks for Dask (then one per worker; never chosen by itself, as
+    :func:`use_dask` would for many traces). A process is named ``pid<PID>`` as its
+    reports show it (:func:`launchprof.trace.pids.shown_pids`).
 
     A process's figures are its own rows': a GPU two processes share shows each one's
     kernels alone in its report.
 
     Raises:
         TraceError: the trace cannot be read, or has no process with GPU work.
+        OptionError: ``scheduler`` with a ``.xz`` trace (its workers could not read the
+            copy decompressed here).
         OutputError, SchedulerError: as :func:`analyze_many`.
     """
     from launchprof.api.traces import sqlite_export
     from launchprof.trace.loader import gpu_processes
+    from launchprof.trace.pids import shown_pids
 
     _need_dask(scheduler, workers)
+    if scheduler and path.endswith(".xz"):
+        raise OptionError(
+            "--per-process with --scheduler reads the trace on the workers: decompress it first (xz -dk) "
+            "to a folder they see"
+        )
     with sqlite_export(path, how.nsys) as sqlite:
-        pids = gpu_processes(sqlite)
-        if not pids:
+        processes = gpu_processes(sqlite)
+        if not processes:
             raise TraceError(f"{path}: no process with GPU work (no kernel, memcpy or memset rows)")
-        tasks = [Task(path, f"pid{pid}", pid, str(sqlite.resolve())) for pid in pids]
-        return _analyze_tasks(tasks, output, force, how, (scheduler, workers), progress)
+        read = str(sqlite.resolve())
+        tasks = [Task(path, f"pid{shown}", p, read) for p, shown in zip(processes, shown_pids(processes), strict=True)]
+        cluster = (scheduler, 0 if scheduler is None and workers is None else workers)
+        return _analyze_tasks(tasks, output, force, how, cluster, progress)
 
 
 def _need_dask(scheduler: str | None, workers: int | None) -> None:
@@ -441,6 +454,8 @@ def run_analyze_many(
         TraceError: some traces (processes) could not be analysed (after writing the others).
     """
     scheduler, workers = cluster
+    if per_process and scheduler is None and workers is None:
+        workers = 0  # one process at a time unless asked (analyze_processes)
     where = f"the Dask scheduler at {scheduler}" if scheduler else ("local Dask" if use_dask(traces, workers) else "")
     where = where or "this process"
     what = f"the processes of {traces[0]}" if per_process else f"{len(traces)} traces"

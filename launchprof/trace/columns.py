@@ -21,7 +21,14 @@ from urllib.parse import quote
 import numpy as np
 
 from launchprof.errors import TraceError
-from launchprof.trace.tables import NVTX_COLS, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE, PROCESS_COLUMNS
+from launchprof.trace.tables import (
+    NVTX_COLS,
+    NVTX_DOMAIN_CREATE,
+    NVTX_RANGE_TYPES,
+    NVTX_TABLE,
+    PID_MASK,
+    PROCESS_COLUMNS,
+)
 
 # Rows per Arrow record batch asked of the ADBC driver.
 BATCH_ROWS = 262_144
@@ -179,18 +186,24 @@ def select(table: str, columns: Sequence[str], strict: bool, pid: int | None = N
 def process_where(table: str, columns: Sequence[str], pid: int) -> str:
     """The SQL condition keeping the rows of process ``pid`` of ``table``: its process
     column (:data:`~launchprof.trace.tables.PROCESS_COLUMNS`, a globalPid or globalTid)
-    holds the pid in bits 24-47 (nsys's Serialized GlobalId); the host and VM bits above
-    are not compared.
+    holds the pid in bits 24-47 and the host and VM ids above (nsys's Serialized
+    GlobalId). A ``pid`` above :data:`PID_MASK` is such a value, bits 24-63 (what
+    :func:`~launchprof.trace.loader.gpu_processes` lists), and is matched whole, so two
+    processes with one pid on two hosts or VMs stay apart; a plain pid is matched against
+    the pid bits alone.
 
     Raises:
         TraceError: ``columns`` (the table's, or those read) lack its process column.
     """
-    return f"{process_of(table, columns)} = {int(pid)}"
+    process = process_of(table, columns)
+    pid = int(pid)
+    return f"{process} = {pid}" if pid > PID_MASK else f"({process} & {PID_MASK}) = {pid}"
 
 
 def process_of(table: str, columns: Sequence[str]) -> str:
-    """The SQL expression of a row's pid in ``table``: bits 24-47 of its process column
-    (:func:`process_where`).
+    """The SQL expression of a row's process in ``table``: bits 24-63 of its process
+    column (the host and VM bits above the 24-bit pid: nsys's Serialized GlobalId;
+    :func:`process_where`).
 
     Raises:
         TraceError: ``columns`` lack the table's process column.
@@ -198,7 +211,7 @@ def process_of(table: str, columns: Sequence[str]) -> str:
     column = PROCESS_COLUMNS[table]
     if column not in columns:
         raise TraceError(f"{table} has no {column} column: its rows cannot be told apart by process")
-    return f'(("{column}" >> 24) & 16777215)'
+    return f'("{column}" >> 24)'
 
 
 def ro_uri(path: Path) -> str:

@@ -41,7 +41,14 @@ from launchprof.trace.columns import Reader, decode_text, nvtx_select, process_o
 from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.pids import pid_array, plain_pids
 from launchprof.trace.readahead import forget_prefetch, prefetch, take_prefetched, take_prefetched_rows
-from launchprof.trace.tables import NUMERIC_TABLES, NVTX_DOMAIN_CREATE, NVTX_RANGE_TYPES, NVTX_TABLE, PROCESS_COLUMNS
+from launchprof.trace.tables import (
+    NUMERIC_TABLES,
+    NVTX_DOMAIN_CREATE,
+    NVTX_RANGE_TYPES,
+    NVTX_TABLE,
+    PID_MASK,
+    PROCESS_COLUMNS,
+)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -104,6 +111,11 @@ def _load_nvtx(
     empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
     table = NVTX_TABLE
     if not schema.has(table):
+        return empty, 0
+    if pid is not None and PROCESS_COLUMNS[table] not in schema.tables[table]:
+        notes.append(
+            f"{table} has no {PROCESS_COLUMNS[table]} column: its ranges cannot be told apart by process, skipped"
+        )
         return empty, 0
     sql = nvtx_select(schema.tables, pid)
     if sql is None:
@@ -229,6 +241,8 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
         progress: optional callback given a short description before each table and
             a running row count while large tables are read (``"kernels: 262,144 rows"``).
         pid: load the rows of this process only (activity, CUDA API calls, NVTX ranges;
+            a pid, or a ``globalPid >> 24`` value of :func:`gpu_processes`, which tells
+            apart processes with one pid on two hosts or VMs:
             :func:`~launchprof.trace.columns.process_where`), with a note saying so: the
             memory of one process's share (``launchprof analyze --per-process``). The
             tables are read ahead as for the whole trace, each query keeping that
@@ -256,14 +270,17 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
         forget_prefetch(path, pid)
     if pid is None:
         return trace
-    return replace(trace, notes=(*trace.notes, f"only the rows of process {pid} were read (--per-process)"))
+    shown = pid & PID_MASK
+    return replace(trace, notes=(*trace.notes, f"only the rows of process {shown} were read (--per-process)"))
 
 
 def gpu_processes(path: str | Path) -> list[int]:
-    """The processes with GPU work in the SQLite export ``path``: the pids (bits 24-47 of
-    ``globalPid``, :data:`~launchprof.trace.tables.PROCESS_COLUMNS`) of the rows of its
-    activity tables (kernels, memory operations, graph launches), ascending - what
-    ``launchprof analyze --per-process`` loads one at a time (:func:`load_trace`'s ``pid``).
+    """The processes with GPU work in the SQLite export ``path``: the ``globalPid >> 24``
+    values (the pid in the low 24 bits, the host and VM ids above:
+    :func:`~launchprof.trace.columns.process_of`) of the rows of its activity tables
+    (kernels, memory operations, graph launches), ascending - what ``launchprof analyze
+    --per-process`` loads one at a time (:func:`load_trace`'s ``pid``; they are shown as
+    :func:`~launchprof.trace.pids.shown_pids` says).
 
     Raises:
         TraceError: as :func:`load_trace`; an activity table without ``globalPid``.

@@ -3,8 +3,12 @@ the 24-bit pid (the "Serialized GlobalId" layout; :mod:`launchprof.trace.model`)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
+
+from launchprof.trace.tables import PID_MASK
 
 
 def pid_array(values: np.ndarray) -> np.ndarray:
@@ -23,13 +27,21 @@ def plain_pids(frames: list[pd.DataFrame], notes: list[str]) -> None:
     if not with_pid:
         return
     full = np.unique(np.concatenate([pd.unique(f["pid"].to_numpy(dtype=np.int64)) for f in with_pid]))
-    low = full & 0xFFFFFF
+    low = full & PID_MASK
     if np.unique(low).size == full.size:
         for f in with_pid:
-            f["pid"] = (f["pid"].to_numpy(dtype=np.int64) & 0xFFFFFF).astype(np.int32)
+            f["pid"] = (f["pid"].to_numpy(dtype=np.int64) & PID_MASK).astype(np.int32)
         return
     shared = sorted(int(x) for x, n in zip(*np.unique(low, return_counts=True), strict=True) if n > 1)
     notes.append(
         f"pid {', '.join(map(str, shared[:5]))} belongs to processes on different hosts or VMs (nsys's host/VM "
         "bits differ): they are kept apart and shown as (host/VM << 24) | pid"
     )
+
+
+def shown_pids(processes: Sequence[int]) -> list[int]:
+    """How ``processes`` (``globalPid >> 24`` values: host and VM ids above the pid) are
+    shown, by the rule of :func:`plain_pids`: the pid alone when no two share it, else the
+    whole value."""
+    low = [p & PID_MASK for p in processes]
+    return low if len(set(low)) == len(set(processes)) else list(processes)

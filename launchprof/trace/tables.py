@@ -56,6 +56,7 @@ NVTX_TABLE = "NVTX_EVENTS"
 NVTX_COLS = ("start", "end", "eventType", "text", "textId", "globalTid", "domainId")
 NVTX_RANGE_TYPES = (59, 60)
 NVTX_DOMAIN_CREATE = 75
+PID_MASK = 0xFFFFFF  # the pid bits of a globalPid or globalTid >> 24 (above them: host and VM ids)
 # The column that names each row's process, by table (globalPid, or globalTid: the pid in
 # bits 24-47 of both): what a load of one process keeps rows by (launchprof analyze
 # --per-process; nsys's documentation, "SQLite Schema Reference", Serialized GlobalId).
