@@ -48,7 +48,9 @@ def _prev_end_reference(api: pd.DataFrame) -> np.ndarray:
     return prev.to_numpy()[np.argsort(frame["row"].to_numpy())]
 
 
-@pytest.mark.parametrize(("threads", "sorted_start"), [(1, True), (1, False), (5, True), (5, False)])
+# 5 threads in start order: one running maximum per thread; 40: more threads than
+# gapcauses.PER_THREAD_MAX, the whole table sorted by thread.
+@pytest.mark.parametrize(("threads", "sorted_start"), [(1, True), (1, False), (5, True), (5, False), (40, True)])
 def test_previous_end_on_the_thread_matches_groupby(threads: int, sorted_start: bool) -> None:
     rng = np.random.default_rng(threads * 2 + sorted_start)
     api = _api(rng, 3_000, threads, sorted_start)

@@ -56,3 +56,24 @@ def test_top_tables_hold_the_traces_figures(real_trace, tmp_path, name: str, fol
     page = html.unescape((tmp_path / "out" / "report.html").read_text())
     assert "Top kernels and CUDA API calls, per steady step" in page
     assert f"<code>{d.top_kernels[0].name}</code>" in page and f"<code>{d.top_calls[0].call}</code>" in page
+
+
+def test_call_sums_of_text_are_the_groupby_of_text() -> None:
+    """A text ``call`` column (StepContext.calls) is summed by its names' codes; the same
+    rows, order and figures as the groupby of its ``astype(str)`` text."""
+    import numpy as np
+    import pandas as pd
+
+    from launchprof.analysis.timeline.toptables import _call_sums
+
+    rng = np.random.default_rng(3)
+    names = np.array(["cudaLaunchKernel", "cudaMemcpyAsync", "B", "a", "nan", "é"], dtype=object)
+    calls = pd.Series(names[rng.integers(0, names.size, 5_000)], dtype=object)
+    durations = rng.integers(0, 10_000, calls.size).astype(float)
+    expected = (
+        pd.DataFrame({"key": calls.astype(str).to_numpy(), "ns": durations}).groupby("key")["ns"].agg(["size", "sum"])
+    )
+    got = _call_sums(calls, durations)
+    assert got.index.tolist() == expected.index.tolist()
+    np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy())
+    assert list(got.dtypes) == list(expected.dtypes)

@@ -36,6 +36,8 @@ from launchprof.analysis.timeline.intervals import union
 
 HOST_GAP_NS = 100_000
 SYNC_TOLERANCE_NS = 1_000
+# prev_end_at: at most this many threads are read one at a time (each a pass over the calls).
+PER_THREAD_MAX = 16
 
 
 def prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
@@ -81,21 +83,43 @@ def prev_end_on_thread(api: pd.DataFrame) -> np.ndarray:
 
 
 def prev_end_at(api: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
-    """:func:`prev_end_on_thread` ``(api)[rows]``; when the calls are on one thread in start order
-    (the loader sorts by start), from the running maximum of the ends: the calls before
-    row r on its thread are the rows before the first call sharing r's start."""
+    """:func:`prev_end_on_thread` ``(api)[rows]`` (``rows``: positions, >= 0). When the calls
+    are in start order (the loader sorts by start), from the running maximum of the ends
+    of each thread of ``rows`` (a few threads) alone: the calls before row r on its thread
+    are its thread's calls before the first of them sharing r's start. Not the whole
+    table sorted by thread: on 8M calls of 4 threads that held ~0.4 GiB of int64
+    temporaries at the peak of ``analyze`` (benchmarks/README.md)."""
     tid = api["tid"].to_numpy()
     start = api["start"].to_numpy()
-    if not (tid.size and (tid == tid[0]).all() and ascending(start)):
+    if not (tid.size and ascending(start)):
         return prev_end_on_thread(api)[rows]
-    # before[i]: the latest end of rows < i (NaN for i = 0), as float like the general path
-    # (the max of rounded values is the rounded max: the same floats).
-    before = np.empty(tid.size + 1, dtype=np.float64)
-    before[0] = np.nan
-    np.maximum.accumulate(api["end"].to_numpy(), dtype=np.float64, out=before[1:])
+    ends = api["end"].to_numpy()
     # The first call sharing each row's start: the row itself when no two calls share one.
     first = rows if ascending(start, strict=True) else np.searchsorted(start, start[rows], side="left")
-    return before[first]
+    if (tid == tid[0]).all():
+        return _running_end_before(ends)[first]
+    row_tid = tid[rows]
+    threads = np.unique(row_tid)
+    if threads.size > PER_THREAD_MAX:  # one pass over the calls per thread: too many
+        return prev_end_on_thread(api)[rows]
+    out = np.empty(rows.size, dtype=np.float64)
+    for t in threads.tolist():
+        mine = np.flatnonzero(tid == t)  # the thread's calls, in start order
+        at = np.flatnonzero(row_tid == t)
+        # The first call of the thread at or after the first call sharing r's start
+        # (which is at or before r): the thread's first call sharing that start.
+        out[at] = _running_end_before(ends[mine])[np.searchsorted(mine, first[at], side="left")]
+    return out
+
+
+def _running_end_before(ends: np.ndarray) -> np.ndarray:
+    """``before[i]``: the latest of ``ends[:i]`` as float (NaN for i = 0), ``ends.size + 1``
+    values; float like :func:`prev_end_on_thread` (the max of rounded values is the
+    rounded max: the same floats)."""
+    before = np.empty(ends.size + 1, dtype=np.float64)
+    before[0] = np.nan
+    np.maximum.accumulate(ends, dtype=np.float64, out=before[1:])
+    return before
 
 
 def sync_blocked_at(

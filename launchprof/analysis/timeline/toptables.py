@@ -55,6 +55,13 @@ def _call_sums(calls: pd.Series, durations: np.ndarray) -> pd.DataFrame:
         by_code = _sums(codes, durations) if named.all() else _sums(codes[named], durations[named])
         names = np.asarray(calls.cat.categories.astype(str), dtype=object)[by_code.index.to_numpy()]
         return by_code.set_axis(pd.Index(names, dtype=object)).sort_index()  # categories are distinct names
+    values = calls.to_numpy(dtype=object)
+    if pd.api.types.infer_dtype(values, skipna=False) == "string":  # text already (StepContext.calls)
+        # By the names' codes, sorted: no text copy of every row (pandas 3's ``astype(str)``
+        # makes a new string per row: 143 MiB for 2M calls; benchmarks/README.md).
+        codes, names = pd.factorize(values, sort=True)
+        by_code = _sums(codes, durations)
+        return by_code.set_axis(pd.Index(np.asarray(names, dtype=object)[by_code.index.to_numpy()], dtype=object))
     return _sums(calls.astype(str).to_numpy(), durations)
 
 
