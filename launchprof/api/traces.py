@@ -26,6 +26,7 @@ from launchprof.analysis.finish import finish
 from launchprof.analysis.ranks import CrossRank
 from launchprof.analysis.result import AnalysisResult
 from launchprof.analysis.steps import find_steps, no_gpu_work_note
+from launchprof.analysis.steps.find import forget_other_steps
 from launchprof.analysis.timeline.core import Analysis
 from launchprof.analysis.timeline.gaps import DEFAULT_BUBBLE_THRESHOLD_NS
 from launchprof.api.calibration import user_calibration
@@ -358,6 +359,7 @@ def analyze_loaded(
         progress("finding steps")
     device_id, pid = _critical_rank(analysis, ranks)
     steps = find_steps(analysis, step_name=step, device_id=device_id, pid=pid)
+    forget_other_steps(analysis, steps)  # the rank view's steps of each rank are not read again
     note = no_gpu_work_note(steps)
     if note is not None:
         analysis.notes.append(note)

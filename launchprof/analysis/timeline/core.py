@@ -97,6 +97,12 @@ class Analysis:
             self._derived[key] = compute()
         return self._derived[key]
 
+    def forget(self, drop: Callable[[Any, Any], bool]) -> None:
+        """Drop the results computed once (:meth:`cached`) for which ``drop(key, value)``
+        holds, so that their memory can go: computed again if asked for again."""
+        for key in [k for k, v in self._derived.items() if drop(k, v)]:
+            del self._derived[key]
+
 
 def _process_names(trace: Trace) -> dict[int, str]:
     procs = trace.processes.dropna(subset=["pid"])
