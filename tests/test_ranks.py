@@ -8,12 +8,20 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import DATA
 from tracebuilder import TraceBuilder
 
 import launchprof
-from launchprof.analysis.ranks import STRAGGLER_FACTOR, comm_kernel_ids, cross_rank, find_ranks, rank_view
+from launchprof.analysis.ranks import (
+    STRAGGLER_FACTOR,
+    busy_by_group,
+    comm_kernel_ids,
+    cross_rank,
+    find_ranks,
+    rank_view,
+)
 from launchprof.analysis.steps import find_steps
 from launchprof.report.write import write_report
 
@@ -217,3 +225,28 @@ def test_two_procs_report_shows_ranks(two_procs: Path, tmp_path: Path) -> None:
     assert summary.ranks is not None
     page = (tmp_path / "r" / "report.html").read_text()
     assert "<h2>Ranks</h2>" in page and "GPU 0 pid 2483" in page
+
+
+def _busy_by_group_reference(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> pd.Series:
+    """The pandas formulation busy_by_group replaced: sort, grouped cummax and shift, sums."""
+    f = pd.DataFrame({"g": group, "s": start, "e": end}).sort_values(["g", "s", "e"], kind="stable")
+    run_end = f.groupby("g")["e"].cummax()
+    prev = run_end.groupby(f["g"]).shift(1)
+    seg = (prev.isna() | (f["s"] > prev)).cumsum()
+    per_seg = pd.DataFrame({"g": f["g"], "s": f["s"], "e": run_end, "seg": seg}).groupby("seg")
+    lengths = per_seg["e"].max() - per_seg["s"].min()
+    return lengths.groupby(per_seg["g"].first()).sum().astype("int64")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_busy_by_group_is_the_pandas_sweep(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3_000))
+    start = rng.integers(0, 5_000, n).astype(np.int64)  # overlapping, nested and touching intervals
+    end = start + rng.integers(0, 60 if seed % 2 else 3, n)
+    group = rng.integers(0, 1 + seed * 7, n).astype(np.int64)
+    got = busy_by_group(start, end, group)
+    expected = _busy_by_group_reference(start, end, group)
+    assert got.index.tolist() == expected.index.tolist()
+    np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy())
+    assert got.dtype == expected.dtype == np.int64
