@@ -83,6 +83,20 @@ def test_outermost_and_projection_match_the_pandas_formulation(seed: int) -> Non
     assert np.array_equal(project(calls, one), _project_merge_asof(calls, one))
 
 
+@pytest.mark.parametrize("threads", [3, 16, 17, 40])
+def test_projection_over_many_threads(threads: int) -> None:
+    """Ranges on up to 16 threads: each thread's calls found by a pass over the calls;
+    more: by a sort of the calls by thread. The same result either way."""
+    rng = np.random.default_rng(threads)
+    start = rng.integers(0, 5000, 400)
+    ranges = pd.DataFrame(
+        {"start": start, "end": start + rng.integers(0, 300, 400), "tid": rng.integers(0, threads, 400)}
+    )
+    outer = outermost(ranges)
+    api = pd.DataFrame({"start": np.sort(rng.integers(0, 5400, 3000)), "tid": rng.integers(0, threads + 2, 3000)})
+    assert np.array_equal(project(api, outer), _project_merge_asof(api, outer))
+
+
 def _inner_by_hand(step, start, end, submit_end, threshold, n_steps):  # type: ignore[no-untyped-def]
     """Per step, in plain Python: union of the intervals, gaps between its busy intervals,
     bubbles (>= threshold), host-wait (the call submitting the row after the gap ended

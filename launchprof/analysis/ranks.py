@@ -166,12 +166,20 @@ def _rank_record(
 ) -> RankRecord:
     proc = next(p for p in device.processes if p.pid == pid)
     f = proc.figures
+    # The steps first: their search makes its own copy of the rank's activity, not held
+    # beside this one.
+    steps = find_steps(analysis, step_name=step_name, device_id=device.device_id, pid=pid)
     act = device.activity.loc[device.activity["pid"] == pid]
     is_comm = _comm_flags(analysis, act, comm_ids)
     starts, ends = act["start"].to_numpy(), act["end"].to_numpy()
     comm_busy = union(starts[is_comm], ends[is_comm]).busy_ns
     work_busy = union(starts[~is_comm], ends[~is_comm]).busy_ns
-    steps = find_steps(analysis, step_name=step_name, device_id=device.device_id, pid=pid)
+    per_step = _per_step(steps, act, is_comm)
+    if len(device.processes) > 1:
+        # A GPU shared by several processes: the report's steps are the whole device's
+        # (api.traces._critical_rank), not this rank's; forgotten now rather than held
+        # through the other ranks (found again if asked for).
+        analysis.forget(lambda key, value: value is steps)
     figures = {
         "kernels": f.kernels,
         "span_ns": f.span_ns,
@@ -194,7 +202,7 @@ def _rank_record(
         step_source=steps.source,
         steps=steps.count,
         warmup=steps.warmup,
-        per_step=_per_step(steps, act, is_comm),
+        per_step=per_step,
     )
 
 

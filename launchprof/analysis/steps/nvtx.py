@@ -88,6 +88,8 @@ def project(api: pd.DataFrame, ranges: pd.DataFrame) -> np.ndarray:
     if tids.size == 1:
         on_thread = call_tid == tids[0]
         groups = [(tids[0], None if on_thread.all() else np.flatnonzero(on_thread))]
+    elif tids.size <= 16:  # each thread's calls by a pass over them: no int64 temporaries per call
+        groups = [(tid, np.flatnonzero(call_tid == tid)) for tid in tids]
     else:
         code = np.minimum(np.searchsorted(tids, call_tid), tids.size - 1)
         rows = np.flatnonzero(tids[code] == call_tid)
