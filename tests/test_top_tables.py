@@ -77,3 +77,18 @@ def test_call_sums_of_text_are_the_groupby_of_text() -> None:
     assert got.index.tolist() == expected.index.tolist()
     np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy())
     assert list(got.dtypes) == list(expected.dtypes)
+
+
+def test_durations_are_the_int64_differences_as_float() -> None:
+    """Times within 2**53 of 0 are subtracted as float; beyond, as int64: the same floats."""
+    import numpy as np
+    import pandas as pd
+
+    from launchprof.analysis.timeline.toptables import _durations
+
+    rng = np.random.default_rng(5)
+    for top in (10**12, 2**53 - 1, 2**62):
+        start = rng.integers(-top, top, 2_000, dtype=np.int64)
+        end = start // 2 + rng.integers(0, top // 2, start.size, dtype=np.int64)
+        frame = pd.DataFrame({"start": start, "end": end})
+        np.testing.assert_array_equal(_durations(frame), (end - start).astype(float))
