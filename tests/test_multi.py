@@ -166,14 +166,26 @@ def test_glob_without_match_is_a_user_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_existing_combined_report_needs_force(rank_traces, tmp_path: Path) -> None:
-    _, parts = rank_traces
+def test_the_same_traces_again_replace_their_report_and_other_traces_need_force(rank_traces, tmp_path: Path) -> None:
+    whole, parts = rank_traces
     out = tmp_path / "c"
     args = ["analyze", str(parts[0]), str(parts[1]), "--workers", "0", "--output", str(out)]
     assert runner.invoke(app, args).exit_code == 0
-    again = runner.invoke(app, args)
-    assert again.exit_code != 0 and "--force" in again.output
-    assert runner.invoke(app, args + ["--force"]).exit_code == 0
+    first = (out / "combined.json").read_bytes()
+    (out / "rank0" / "steps.csv").unlink()  # the rerun writes the report anew
+    again = runner.invoke(app, args)  # as `analyze TRACE` replaces its own report
+    assert again.exit_code == 0, again.output
+    assert (out / "combined.json").read_bytes() == first
+    assert (out / "rank0" / "steps.csv").is_file()
+    for other in (
+        ["analyze", str(parts[1]), str(parts[0])],  # the same traces in another order: other folders' ranks
+        ["analyze", str(parts[0]), str(whole)],
+        ["analyze", str(whole), "--per-process"],
+    ):
+        refused = runner.invoke(app, [*other, "--workers", "0", "--output", str(out)])
+        assert refused.exit_code == 2 and "--force" in refused.output, other
+        assert (out / "combined.json").read_bytes() == first
+    assert runner.invoke(app, [*args, "--force"]).exit_code == 0
 
 
 def test_expand_traces(tmp_path: Path) -> None:

@@ -229,3 +229,15 @@ def test_per_process_on_dask_writes_the_bytes_of_one_process_after_another(whole
     assert "pid2482/summary.json" in names and "combined.json" in names
     for name in names:
         assert (serial / name).read_bytes() == (dask / name).read_bytes(), name
+
+
+def test_the_same_command_again_replaces_its_reports(whole: Path, tmp_path: Path) -> None:
+    out = tmp_path / "pp"
+    args = ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q"]
+    assert runner.invoke(app, args).exit_code == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix != ".js"}
+    (out / f"pid{PIDS[0]}" / "steps.csv").unlink()  # written again, not kept from the first run
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix != ".js"}
+    assert after == before

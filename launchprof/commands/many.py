@@ -381,12 +381,16 @@ def _analyze_tasks(
 ) -> Combined:
     """Run :func:`analyze_one` for each task (on Dask when ``cluster`` asks for it or it
     pays: :func:`use_dask`), then write the combined report into ``output``."""
-    from launchprof.report.combined import write_combined
+    from launchprof.report.combined import same_reports, write_combined
 
     scheduler, workers = cluster
-    prepare_folder(output, force, COMBINED_FILES)
+    same = same_reports([(task.path, task.folder) for task in tasks])
+    # the same command run again replaces its own reports, as `analyze TRACE` does; each
+    # rank's folder is still checked by its writer (a report of another trace is refused)
+    again = (output / COMBINED_FILES[0]).is_file() and same(output) is None
+    prepare_folder(output, force or again, COMBINED_FILES)
     for task in tasks:
-        prepare_folder(output / task.folder, force, REPORT_FILES)
+        prepare_folder(output / task.folder, force or again, REPORT_FILES)
     out_abs = str(output.resolve())
     args = [(task, out_abs, force, how) for task in tasks]
     results: dict[int, ReportResult] = {}
@@ -402,7 +406,7 @@ def _analyze_tasks(
     view = cross_rank(ranks) if ranks else None
     notes = not_one_job([(rep.folder, rep.signature) for rep in reports if rep.signature is not None])
     combined = Combined(reports, view, notes)
-    write_combined(combined, output, force)
+    write_combined(combined, output, force, same_input=same)
     for rep in reports:
         if rep.error is None:
             _link_plotlyjs(output, output / rep.folder)

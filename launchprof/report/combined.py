@@ -12,6 +12,8 @@ order give the same bytes, whatever the number of workers.
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,19 +120,49 @@ COMBINED_OUTPUTS: tuple[Output, ...] = (
 )
 
 
-def write_combined(combined: Combined, folder: Path, force: bool = False) -> CombinedSummary:
+def same_reports(reports: Sequence[tuple[str, str]]) -> Callable[[Path], str | None]:
+    """A ``same_input`` check for :class:`~launchprof.report.folder.FolderWriter`: the
+    folder's ``combined.json`` lists the same ``(path, folder)`` pairs as ``reports``, in
+    the same order, each path naming the same file (both resolved from the working
+    folder): the same command run again, whose report it replaces without ``--force``.
+    Else it says "another run"."""
+    wanted = [(_resolved(p), f) for p, f in reports]
+
+    def check(folder: Path) -> str | None:
+        try:
+            doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
+            held = [(_resolved(r["path"]), r["folder"]) for r in doc["reports"]]
+        except (OSError, ValueError, TypeError, KeyError):
+            return "another run"
+        return None if held == wanted else "another run"
+
+    return check
+
+
+def _resolved(path: object) -> str | None:
+    """``path`` resolved from the working folder, or None when it is not a usable path."""
+    try:
+        return str(Path(path).resolve()) if isinstance(path, str) else None
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+        return None
+
+
+def write_combined(
+    combined: Combined, folder: Path, force: bool = False, same_input: Callable[[Path], str | None] | None = None
+) -> CombinedSummary:
     """Write the files of :data:`COMBINED_OUTPUTS` (``combined.html``, ``combined.json``)
     and ``plotly.min.js`` into ``folder``, all at once
     (:class:`~launchprof.report.folder.FolderWriter`; the ranks' report folders inside it
-    are left as they are).
+    are left as they are). ``same_input`` (e.g. :func:`same_reports`): a multi-trace
+    report of this run's inputs is replaced without ``force``.
 
     Raises:
-        OutputError: the folder holds a multi-trace report and ``force`` is False (one
-            written since the run began), holds another kind of report, or cannot be
-            written.
+        OutputError: the folder holds a multi-trace report of other inputs and ``force``
+            is False (one written since the run began), holds another kind of report, or
+            cannot be written.
     """
     result = CombinedResult(combined, build_combined(combined))
     names = (*(o.name for o in COMBINED_OUTPUTS), VENDORED_JS)
-    with FolderWriter(folder, force, COMBINED_FILES, names) as writer:
+    with FolderWriter(folder, force, COMBINED_FILES, names, same_input=same_input) as writer:
         write_outputs(writer, COMBINED_OUTPUTS, result)
     return result.doc

@@ -112,19 +112,22 @@ def write_report(analysis: AnalysisResult, folder: Path, force: bool = False, tr
     """Write ``summary.json``, ``report.html`` and ``plotly.min.js`` into ``folder``, and
     the outputs of :data:`launchprof.report.outputs.ANALYSIS_OUTPUTS` (the step files that
     ``compare`` reads, ...), all at once (:func:`open_report_folder`, :func:`commit_report`).
-    ``trace_path``: the trace as the summary names it (default the analysis'). The runs
+    ``trace_path``: the trace as the summary names it (default the analysis'); a report
+    of that same trace already in ``folder`` is replaced without ``force``, as
+    ``launchprof analyze TRACE`` replaces its own (:func:`open_report_folder`). The runs
     without nsys (``profile --baseline-runs``) are the analysis' own
     (``analysis.diagnosis.baseline``: :func:`launchprof.api.traces.with_baseline`).
     ``analysis`` is finished (:func:`launchprof.analysis.finish.finish`): the page and
     the files show its :class:`~launchprof.analysis.result.Shown`.
 
     Raises:
-        OutputError: the folder holds a report and ``force`` is False, or cannot be
-            written.
+        OutputError: the folder holds a report (of another trace, with ``trace_path``)
+            and ``force`` is False, or cannot be written.
         ValueError: ``analysis`` is not finished (a bug, never a user error).
     """
     summary, page = render_files(analysis, trace_path)
-    with open_report_folder(Path(folder), force) as writer:  # a str from the Python API too
+    same = Path(trace_path) if trace_path is not None else None
+    with open_report_folder(Path(folder), force, same) as writer:  # a str from the Python API too
         stage_outputs(writer, render_outputs(analysis))
         commit_report(writer, summary, page)
     return summary
