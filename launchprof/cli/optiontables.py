@@ -122,7 +122,8 @@ ANALYZE = Command(
             "per_process",
             ("--per-process",),
             "analyse each process with GPU work on its own, reading only its rows (memory of the largest "
-            "process's share): one report per process and a combined report (default folder: "
+            "process's share; each process reads the whole file, so time grows with the processes): one "
+            "report per process and a combined report, no verdict for the whole trace (default folder: "
             "reports/<trace stem>-per-process)",
             "flag",
             False,
