@@ -1,7 +1,9 @@
 """Benchmark ``launchprof analyze`` (load + analysis + summary.json + report.html) on
 synthetic traces of 1M, 3M and 10M kernels: wall time and peak RSS of the child process;
-``--modes whole,per-process`` also runs ``analyze --per-process`` (one process of the
-trace at a time, reading only its rows) on each trace.
+``--modes whole,per-process,time-range`` also runs ``analyze --per-process`` (one process
+of the trace at a time, reading only its rows) and ``analyze --time-range`` (only the rows
+starting in the middle ``--window-share`` of the kernels' span, default a tenth) on each
+trace.
 
 Each run is the installed ``launchprof`` command in a fresh process (so import time
 counts); peak RSS is the child's ``ru_maxrss`` from ``os.wait4``. Traces are generated
@@ -12,6 +14,7 @@ Usage::
     python benchmarks/bench_analyze.py [--sizes 1000000,3000000,10000000] [--repeat 1]
     python benchmarks/bench_analyze.py --sizes 1000000,3000000,10000000,30000000 --processes 8 \
         --modes whole,per-process
+    python benchmarks/bench_analyze.py --sizes 10000000,30000000 --processes 1 --modes time-range,whole
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -51,6 +55,15 @@ def launchprof_cmd() -> list[str]:
     return [exe]
 
 
+def middle_window(trace: Path, share: float) -> str:
+    """``START:END`` seconds: the middle ``share`` of the span of the trace's kernel starts."""
+    con = sqlite3.connect(trace)
+    lo, hi = con.execute("SELECT min(start), max(start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    con.close()
+    mid, half = (lo + hi) / 2, (hi - lo) * share / 2
+    return f"{(mid - half) / 1e9:.9f}:{(mid + half) / 1e9:.9f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="1000000,3000000,10000000")
@@ -58,7 +71,8 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/launchprof-bench"))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--processes", type=int, default=4, help="processes of the synthetic trace (two per GPU)")
-    ap.add_argument("--modes", default="whole", help="comma-separated: whole (analyze), per-process")
+    ap.add_argument("--modes", default="whole", help="comma-separated: whole (analyze), per-process, time-range")
+    ap.add_argument("--window-share", type=float, default=0.1, help="time-range: the share of the span analysed")
     args = ap.parse_args()
     modes = args.modes.split(",")
     args.workdir.mkdir(parents=True, exist_ok=True)
@@ -71,7 +85,9 @@ def main() -> None:
             write_trace(trace, n, seed=args.seed, processes=args.processes)
             print(f"generated {trace} ({trace.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t:.1f} s")
         for mode in modes:
-            extra = ["--per-process"] if mode == "per-process" else []
+            extra = {"per-process": ["--per-process"], "whole": []}.get(mode)
+            if extra is None:
+                extra = ["--time-range", middle_window(trace, args.window_share)]
             walls, cpus, rss = [], [], []
             for _ in range(args.repeat):
                 out = args.workdir / f"report_{n}_{mode}"

@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from launchprof.cli import app
 from launchprof.errors import TraceError
+from launchprof.trace.columns import Rows
 from launchprof.trace.loader import gpu_processes, load_trace
 from launchprof.trace.pids import shown_pids
 
@@ -53,7 +54,7 @@ def test_the_processes_with_gpu_work_are_those_sqlite_finds(whole: Path) -> None
 
 @pytest.mark.parametrize("pid", PIDS)
 def test_a_process_load_holds_its_rows_and_no_other(whole: Path, pid: int) -> None:
-    trace = load_trace(whole, pid=pid)
+    trace = load_trace(whole, rows=Rows(pid))
     where = "WHERE ((globalPid >> 24) & 16777215) = ?"
     assert len(trace.kernels) == _count(whole, f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL {where}", pid) > 0
     tid = where.replace("globalPid", "globalTid")
@@ -152,7 +153,7 @@ def test_nvtx_events_without_their_process_column_are_skipped_with_a_note(whole:
     con.execute("ALTER TABLE NVTX_EVENTS DROP COLUMN globalTid")
     con.commit()
     con.close()
-    trace = load_trace(target, pid=PIDS[0])
+    trace = load_trace(target, rows=Rows(PIDS[0]))
     assert len(trace.nvtx) == 0 and len(trace.kernels) > 0
     assert any("NVTX_EVENTS has no globalTid column" in n for n in trace.notes)
 
@@ -213,7 +214,7 @@ def test_a_table_without_its_process_column_says_so(whole: Path, tmp_path: Path)
     con.commit()
     con.close()
     with pytest.raises(TraceError, match="CUPTI_ACTIVITY_KIND_RUNTIME has no globalTid column"):
-        load_trace(target, pid=PIDS[0])
+        load_trace(target, rows=Rows(PIDS[0]))
 
 
 @pytest.mark.dask

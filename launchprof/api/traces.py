@@ -36,6 +36,7 @@ from launchprof.malloc import MallocTuning
 from launchprof.nsys.export import export_sqlite
 from launchprof.text import us_text
 from launchprof.trace import load_trace
+from launchprof.trace.columns import Rows, window_ns
 from launchprof.trace.model import Trace
 from launchprof.trace.steptimes import (
     ALLOCATION_RUN,
@@ -195,6 +196,7 @@ def analyze(
     memory: MallocTuning | None = None,
     baseline: BaselineRuns = None,
     pid: int | None = None,
+    time_range: tuple[float, float] | None = None,
 ) -> TraceAnalysis:
     """Load and analyse an nsys trace.
 
@@ -220,6 +222,12 @@ def analyze(
             API calls and NVTX ranges; :func:`~launchprof.trace.load_trace`), as if the
             trace held nothing else: ``launchprof analyze --per-process`` analyses each
             process with GPU work so (:func:`~launchprof.trace.loader.gpu_processes`).
+        time_range: ``(start, end)`` seconds on the trace's clock (as the Nsight Systems
+            timeline shows it): analyse only the rows starting in ``[start, end)`` (kernels,
+            memory operations, CUDA API calls, NVTX ranges: each table cut by its own
+            rows' starts; :class:`~launchprof.trace.columns.Rows`), as if the recording
+            held nothing else: the memory of that window, for a trace too large to load
+            whole (``launchprof analyze --time-range``).
 
     Returns:
         :class:`TraceAnalysis` (an :class:`~launchprof.analysis.result.AnalysisResult`):
@@ -235,6 +243,7 @@ def analyze(
         TraceError: the file is missing or not an nsys SQLite export.
         NsysError: a ``.nsys-rep`` needs nsys and it is missing or failed.
         StepError: ``step`` names an NVTX range that is not in the trace.
+        ValueError: ``time_range`` is not ``0 <= start < end`` (:func:`~launchprof.trace.columns.window_ns`).
         StepTimesError: a step-times file of ``baseline`` is malformed.
         TraceError: ``baseline`` names a folder that does not exist or holds no runs.
 
@@ -242,21 +251,20 @@ def analyze(
     ``ranks`` holds the cross-rank view, a
     :class:`~launchprof.analysis.ranks.CrossRank`.
     """
+    rows = Rows(pid, window_ns(time_range) if time_range is not None else None)
     reused = reused_export(Path(path))
     with sqlite_export(path, nsys, progress) as sqlite:
-        trace = _load(sqlite, progress, memory, pid)
+        trace = _load(sqlite, progress, memory, rows)
     trace = dataclasses.replace(trace, path=Path(path), notes=(*trace.notes, *([reused] if reused else [])))
     return analyze_loaded(trace, bubble_threshold_ns, progress, step, baseline)
 
 
-def _load(
-    sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None, pid: int | None = None
-) -> Trace:
-    """:func:`~launchprof.trace.load_trace` (of process ``pid`` only when given), between
-    ``memory``'s two settings."""
+def _load(sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None, rows: Rows) -> Trace:
+    """:func:`~launchprof.trace.load_trace` (of ``rows`` only), between ``memory``'s two
+    settings."""
     if memory is not None:
         memory.loading()
-    trace = load_trace(sqlite, progress=progress, pid=pid)
+    trace = load_trace(sqlite, progress=progress, rows=rows)
     if memory is not None:
         memory.analysing()  # loaded: the analysis comes next
     return trace

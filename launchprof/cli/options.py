@@ -156,6 +156,30 @@ def min_gain(pct: float | None) -> float | None:
     return 1 + pct / 100
 
 
+def time_range(text: str | None) -> tuple[float, float] | None:
+    """``--time-range START:END`` (seconds of the trace's clock) as ``(start, end)``; None
+    when not given. The range's rule is :func:`launchprof.trace.columns.window_ns`'s.
+
+    Raises:
+        OptionError: not two numbers around one colon, or not ``0 <= START < END``.
+    """
+    if text is None:
+        return None
+    from launchprof.trace.columns import window_ns  # numpy: not on profile's fast path
+
+    start, colon, end = text.partition(":")
+    try:
+        if not colon:
+            raise ValueError
+        window = (float(start), float(end))
+        window_ns(window)
+    except ValueError:
+        raise OptionError(
+            f"--time-range takes START:END in seconds of the trace's clock, 0 <= START < END (e.g. 5:6.5), not {text!r}"
+        ) from None
+    return window
+
+
 def options_after_target(words: list[str], options: set[str] | frozenset[str]) -> list[str]:
     """The words after a ``profile`` TARGET that are launchprof options (``--open``,
     ``--output=DIR``, ``-o``, ...): they go to the workload, which is rarely what was meant."""

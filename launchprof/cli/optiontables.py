@@ -128,6 +128,13 @@ ANALYZE = Command(
             "flag",
             False,
         ),
+        Option(
+            "time_range",
+            ("--time-range",),
+            "START:END seconds of the trace's clock (as the Nsight Systems timeline shows it): read and "
+            "analyse only the rows starting in that window (memory of that window)",
+            "text",
+        ),
         Option("scheduler", ("--scheduler",), "many traces: address of a running Dask scheduler", "text"),
         Option(
             "workers",

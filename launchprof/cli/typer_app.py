@@ -156,9 +156,7 @@ def analyze(**params: Any) -> Outcome | None:
     """
     trace = params["trace"]
     if len(trace) == 1 and trace[0].endswith(".sqlite") and not params["per_process"]:
-        from launchprof.trace.readahead import prefetch
-
-        prefetch(trace[0])  # read its big tables in background threads while pandas is imported
+        _read_ahead(trace[0], params["time_range"])
     from launchprof.commands.many import expand_traces
 
     console = terminal(params["json_out"], params["quiet"])
@@ -178,6 +176,24 @@ def analyze(**params: Any) -> Outcome | None:
     except LaunchprofError as exc:
         raise fail(exc) from None
     return _analyze_one(trace[0], parsed, console)
+
+
+def _read_ahead(trace: str, time_range: str | None) -> None:
+    """Start reading the big tables of ``trace`` (the rows of ``--time-range``, when given)
+    in background threads while pandas is imported
+    (:func:`launchprof.trace.readahead.prefetch`); a bad ``--time-range`` is left to the
+    options' parse, which says so."""
+    from launchprof.trace.columns import ALL_ROWS, Rows, window_ns
+    from launchprof.trace.readahead import prefetch
+
+    rows = ALL_ROWS
+    if time_range is not None:
+        try:
+            window = options.time_range(time_range)
+        except OptionError:
+            return
+        rows = Rows(window=window_ns(window)) if window is not None else ALL_ROWS
+    prefetch(trace, rows)
 
 
 @dataclass(frozen=True)
@@ -208,7 +224,13 @@ class _AnalyzeOptions:
         p = params
         gates = (options.analyze_fail_on(p["fail_on"]), options.min_gain(p["min_gain"]))
         folder = options.output_path("--output", p["output"])
-        how = AnalysisOptions(threshold_ns(p["bubble_threshold"]), step_name(p["step"]), p["nsys"], MallocTuning())
+        how = AnalysisOptions(
+            threshold_ns(p["bubble_threshold"]),
+            step_name(p["step"]),
+            p["nsys"],
+            MallocTuning(),
+            options.time_range(p["time_range"]),
+        )
         cluster = (p["scheduler"], p["workers"])
         return cls(folder, p["force"], how, p["json_out"], p["open_report"], gates, cluster, p["per_process"])
 

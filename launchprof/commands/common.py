@@ -16,6 +16,8 @@ from launchprof.malloc import MallocTuning
 if TYPE_CHECKING:  # profile imports this module before nsys starts: no rich then
     from rich.console import Console
 
+    from launchprof.trace.columns import Rows
+
 # compare's --min-effect default as a fraction (the smallest change of a step the verdict
 # counts: docs/reference.md, "compare").
 DEFAULT_MIN_EFFECT = 0.05
@@ -32,12 +34,21 @@ class AnalysisOptions:
         nsys: the nsys executable (``--nsys``, for a .nsys-rep), or None: from PATH.
         memory: the malloc settings of loading and analysing
             (:class:`~launchprof.malloc.MallocTuning`), or None: left alone.
+        time_range: only the rows starting in ``[start, end)`` seconds of the trace's clock
+            (``--time-range``: :func:`launchprof.api.analyze`'s ``time_range``), or None: all.
     """
 
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS
     step: str | None = None
     nsys: str | None = None
     memory: MallocTuning | None = None
+    time_range: tuple[float, float] | None = None
+
+    def window(self) -> Rows:
+        """The rows of :attr:`time_range` (all without one)."""
+        from launchprof.trace.columns import ALL_ROWS, Rows, window_ns  # numpy: not on profile's fast path
+
+        return ALL_ROWS if self.time_range is None else Rows(window=window_ns(self.time_range))
 
 
 @dataclass(frozen=True)

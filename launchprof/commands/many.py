@@ -18,8 +18,7 @@ Layout of the output folder::
     OUTPUT/<trace stem>/summary.json, report.html, plotly.min.js (a hard link when possible)
 
 With an existing scheduler the workers open the traces and write the rank folders by
-absolute path: they must see the same file system as the client (and have the same
-launchprof installed).
+absolute path: they must see the client's file system and have launchprof installed.
 """
 
 from __future__ import annotations
@@ -126,6 +125,7 @@ def analyze_one(task: Task, output: str, force: bool, how: AnalysisOptions) -> R
             step=how.step,
             memory=how.memory,
             pid=task.pid,
+            time_range=how.time_range,
         )
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
         if not analysis.devices:
@@ -346,9 +346,10 @@ def analyze_processes(
             "to a folder they see"
         )
     with sqlite_export(path, how.nsys) as sqlite:
-        processes = gpu_processes(sqlite)
+        processes = gpu_processes(sqlite, how.window())
         if not processes:
-            raise TraceError(f"{path}: no process with GPU work (no kernel, memcpy or memset rows)")
+            within = "" if how.time_range is None else " starting in {:g}-{:g} s".format(*how.time_range)
+            raise TraceError(f"{path}: no process with GPU work (no kernel, memcpy or memset rows{within})")
         read = str(sqlite.resolve())
         tasks = [Task(path, f"pid{shown}", p, read) for p, shown in zip(processes, shown_pids(processes), strict=True)]
         cluster = (scheduler, 0 if scheduler is None and workers is None else workers)
@@ -385,8 +386,7 @@ def _analyze_tasks(
 
     scheduler, workers = cluster
     same = same_reports([(task.path, task.folder) for task in tasks])
-    # the same command run again replaces its own reports, as `analyze TRACE` does; each
-    # rank's folder is still checked by its writer (a report of another trace is refused)
+    # the same command again replaces its reports (each rank's writer still refuses another trace's)
     again = (output / COMBINED_FILES[0]).is_file() and same(output) is None
     prepare_folder(output, force or again, COMBINED_FILES)
     for task in tasks:

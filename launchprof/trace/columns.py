@@ -11,9 +11,11 @@ this module does not import pandas or pyarrow.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -94,13 +96,69 @@ def decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def nvtx_select(tables: dict[str, tuple[str, ...]], pid: int | None = None) -> str | None:
+@dataclass(frozen=True)
+class Rows:
+    """Which rows of the big tables (activity, CUDA API calls, NVTX events) a load keeps:
+    all by default. ``pid``: those of one process (:func:`process_where`; ``launchprof
+    analyze --per-process``). ``window``: those whose ``start`` lies in ``[begin, end)``,
+    ns on the trace's own clock (an nsys export counts from the session's start, as the
+    Nsight Systems timeline shows it; ``launchprof analyze --time-range``): each table
+    is cut by its own rows' starts, so a call at the window's end whose kernel runs
+    after it is kept without its kernel, as at the end of a recording (the NVTX
+    domain-create events are kept whole: :func:`nvtx_select`)."""
+
+    pid: int | None = None
+    window: tuple[int, int] | None = None
+
+    def where(self, table: str, columns: Sequence[str], timed: bool = True) -> str | None:
+        """The SQL condition keeping these rows of ``table`` (``columns``: its columns, or
+        those read, ``start`` among them), or None for all; ``timed=False``: of the
+        process alone (:meth:`window_where` is the rest).
+
+        Raises:
+            TraceError: ``pid`` is given and ``columns`` lack the table's process column.
+        """
+        kept = []
+        if self.pid is not None:
+            kept.append(process_where(table, columns, self.pid))
+        window = self.window_where() if timed else None
+        if window is not None:
+            kept.append(window)
+        return " AND ".join(kept) if kept else None
+
+    def window_where(self) -> str | None:
+        """The SQL condition of a row starting in :attr:`window`, or None without one."""
+        if self.window is None:
+            return None
+        begin, end = (int(t) for t in self.window)
+        return f'"start" >= {begin} AND "start" < {end}'
+
+
+ALL_ROWS = Rows()
+
+
+def window_ns(time_range: tuple[float, float]) -> tuple[int, int]:
+    """A time range ``(begin, end)`` in seconds on the trace's clock as
+    :attr:`Rows.window`: ns, rounded to the nearest.
+
+    Raises:
+        ValueError: a bound is not a finite number, ``begin`` is negative, or ``end`` is
+            not after ``begin``.
+    """
+    begin, end = (float(t) for t in time_range)
+    if not (math.isfinite(begin) and math.isfinite(end)) or begin < 0 or end <= begin:
+        raise ValueError(f"a time range is START:END seconds, 0 <= START < END; got {begin:g}:{end:g}")
+    return round(begin * 1e9), round(end * 1e9)
+
+
+def nvtx_select(tables: dict[str, tuple[str, ...]], rows: Rows = ALL_ROWS) -> str | None:
     """The query reading the NVTX ranges and domain-create events (columns
-    :data:`NVTX_COLS`), of process ``pid`` only when given (:func:`process_where`); None
+    :data:`NVTX_COLS`), of ``rows`` only (:meth:`Rows.where`; a time window keeps every
+    domain-create event, which names the ranges of its domain wherever they are); None
     when the table or its ``start``/``eventType`` is missing.
 
     Raises:
-        TraceError: ``pid`` is given and the table has no ``globalTid``.
+        TraceError: ``rows.pid`` is given and the table has no ``globalTid``.
     """
     have = tables.get(NVTX_TABLE)
     if have is None or "start" not in have or "eventType" not in have:
@@ -108,7 +166,10 @@ def nvtx_select(tables: dict[str, tuple[str, ...]], pid: int | None = None) -> s
     exprs = [f'"{c}"' if c in have else "NULL" for c in NVTX_COLS]
     types = ", ".join(str(t) for t in (*NVTX_RANGE_TYPES, NVTX_DOMAIN_CREATE))
     sql = f'SELECT {", ".join(exprs)} FROM "{NVTX_TABLE}" WHERE "eventType" IN ({types})'
-    return sql if pid is None else f"{sql} AND {process_where(NVTX_TABLE, have, pid)}"
+    kept = rows.where(NVTX_TABLE, have, timed=False)
+    sql = sql if kept is None else f"{sql} AND {kept}"
+    window = rows.window_where()
+    return sql if window is None else f'{sql} AND ("eventType" = {NVTX_DOMAIN_CREATE} OR ({window}))'
 
 
 def plan(
@@ -168,19 +229,20 @@ def _int64_values(arr: Any, narrowed: bool = False) -> tuple[np.ndarray, np.ndar
     return values, null
 
 
-def select(table: str, columns: Sequence[str], strict: bool, pid: int | None = None) -> str:
+def select(table: str, columns: Sequence[str], strict: bool, rows: Rows = ALL_ROWS) -> str:
     """The query reading ``columns`` of ``table``; ``strict=False`` turns non-integer values
-    into NULL; ``pid``: only the rows of that process (:func:`process_where`).
+    into NULL; ``rows``: only those rows (:meth:`Rows.where`).
 
     Raises:
-        TraceError: ``pid`` is given and ``columns`` lack the table's process column.
+        TraceError: ``rows.pid`` is given and ``columns`` lack the table's process column.
     """
     if strict:
         exprs = [f'"{c}"' for c in columns]
     else:
         exprs = [f'CASE WHEN typeof("{c}") = \'integer\' THEN "{c}" END' for c in columns]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"'
-    return sql if pid is None else f"{sql} WHERE {process_where(table, columns, pid)}"
+    kept = rows.where(table, columns)
+    return sql if kept is None else f"{sql} WHERE {kept}"
 
 
 def process_where(table: str, columns: Sequence[str], pid: int) -> str:
@@ -236,8 +298,8 @@ def ro_uri(path: Path) -> str:
 class Reader:
     """Reads numeric columns of a table into :class:`Column` s (ADBC first, then sqlite3).
 
-    ``con`` may be None in a prefetch thread, which reads through ADBC only. ``pid``: only
-    the rows of that process are read (:func:`select`; ``read_ahead`` reads them so too).
+    ``con`` may be None in a prefetch thread, which reads through ADBC only. ``rows``:
+    only those rows are read (:func:`select`; ``read_ahead`` reads them so too).
     """
 
     def __init__(
@@ -246,11 +308,11 @@ class Reader:
         con: sqlite3.Connection | None,
         say: Progress,
         read_ahead: Callable[[str, Sequence[str], Sequence[bool]], dict[str, Column] | None] | None = None,
-        pid: int | None = None,
+        rows: Rows = ALL_ROWS,
     ) -> None:
         self.path = path
-        # Only the rows of this process, when given (select's pid): launchprof analyze --per-process.
-        self.pid = pid
+        # Only these rows (select's rows): launchprof analyze --per-process, --time-range.
+        self.rows = rows
         self.con = con
         self.say = say
         # read_ahead(table, columns, narrow): the columns when read ahead, else None
@@ -288,7 +350,7 @@ class Reader:
             if found is not None:
                 self.say(f"{label}: {len(next(iter(found.values())).values) if found else 0:,} rows (read ahead)")
                 return found
-        sql = select(table, columns, strict, self.pid)
+        sql = select(table, columns, strict, self.rows)
         conn = self._adbc_connection()
         if conn is not None:
             try:

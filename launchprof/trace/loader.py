@@ -37,7 +37,7 @@ import pandas as pd
 
 from launchprof.errors import TraceError
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
-from launchprof.trace.columns import Reader, decode_text, nvtx_select, process_of, ro_uri, table_columns
+from launchprof.trace.columns import ALL_ROWS, Reader, Rows, decode_text, nvtx_select, process_of, ro_uri, table_columns
 from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.pids import pid_array, plain_pids
 from launchprof.trace.readahead import forget_prefetch, prefetch, take_prefetched, take_prefetched_rows
@@ -102,22 +102,22 @@ def _load_nvtx(
     strings: pd.Series,
     notes: list[str],
     read_ahead: Callable[[str], list[tuple[Any, ...]] | None] | None = None,
-    pid: int | None = None,
+    kept: Rows = ALL_ROWS,
 ) -> tuple[pd.DataFrame, int]:
-    """NVTX ranges (and the number of domain-create events), of process ``pid`` only when
-    given; ``read_ahead(sql)``: the rows of the query when read ahead
+    """NVTX ranges (and the number of domain-create events), of the rows ``kept`` only
+    (:class:`~launchprof.trace.columns.Rows`); ``read_ahead(sql)``: the rows of the query when read ahead
     (:func:`~launchprof.trace.readahead.take_prefetched_rows`), or None."""
     cols = ["start", "end", "tid", "pid", "text", "domain"]
     empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
     table = NVTX_TABLE
     if not schema.has(table):
         return empty, 0
-    if pid is not None and PROCESS_COLUMNS[table] not in schema.tables[table]:
+    if kept.pid is not None and PROCESS_COLUMNS[table] not in schema.tables[table]:
         notes.append(
             f"{table} has no {PROCESS_COLUMNS[table]} column: its ranges cannot be told apart by process, skipped"
         )
         return empty, 0
-    sql = nvtx_select(schema.tables, pid)
+    sql = nvtx_select(schema.tables, kept)
     if sql is None:
         notes.append(f"{table} lacks column(s) start or eventType: NVTX ranges skipped")
         return empty, 0
@@ -233,20 +233,21 @@ def _load_int_table(con: sqlite3.Connection, schema: TraceSchema, table: str, sp
     return pd.DataFrame(rows, columns=list(spec.values()), dtype="int64")
 
 
-def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, pid: int | None = None) -> Trace:
+def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, rows: Rows = ALL_ROWS) -> Trace:
     """Load an nsys SQLite export.
 
     Args:
         path: the ``.sqlite`` file written by ``nsys export --type sqlite``.
         progress: optional callback given a short description before each table and
             a running row count while large tables are read (``"kernels: 262,144 rows"``).
-        pid: load the rows of this process only (activity, CUDA API calls, NVTX ranges;
-            a pid, or a ``globalPid >> 24`` value of :func:`gpu_processes`, which tells
-            apart processes with one pid on two hosts or VMs:
-            :func:`~launchprof.trace.columns.process_where`), with a note saying so: the
-            memory of one process's share (``launchprof analyze --per-process``). The
-            tables are read ahead as for the whole trace, each query keeping that
-            process's rows.
+        rows: load only these rows of the activity, CUDA API and NVTX tables
+            (:class:`~launchprof.trace.columns.Rows`), with a note saying so. ``rows.pid``:
+            one process's, a pid or a ``globalPid >> 24`` value of :func:`gpu_processes`,
+            which tells apart processes with one pid on two hosts or VMs
+            (:func:`~launchprof.trace.columns.process_where`; ``launchprof analyze
+            --per-process``); ``rows.window``: those starting in a time range
+            (``launchprof analyze --time-range``). The memory is that of the rows kept;
+            the tables are read ahead as for the whole trace, each query keeping them.
 
     Returns:
         A :class:`Trace` (frames described in :mod:`launchprof.trace.model`).
@@ -258,28 +259,48 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
-    prefetch(path, pid)  # the big tables, read by background threads (launchprof.trace.readahead)
+    prefetch(path, rows)  # the big tables, read by background threads (launchprof.trace.readahead)
     reader = Reader(
-        path, con, say, read_ahead=lambda table, cols, narrow: take_prefetched(path, table, cols, narrow, pid), pid=pid
+        path,
+        con,
+        say,
+        read_ahead=lambda table, cols, narrow: take_prefetched(path, table, cols, narrow, rows),
+        rows=rows,
     )
     try:
-        trace = load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql, pid))
+        trace = load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql, rows))
     finally:
         reader.close()
         con.close()
-        forget_prefetch(path, pid)
-    if pid is None:
-        return trace
-    shown = pid & PID_MASK
-    return replace(trace, notes=(*trace.notes, f"only the rows of process {shown} were read (--per-process)"))
+        forget_prefetch(path, rows)
+    return replace(trace, notes=(*trace.notes, *rows_notes(rows))) if rows != ALL_ROWS else trace
 
 
-def gpu_processes(path: str | Path) -> list[int]:
-    """The processes with GPU work in the SQLite export ``path``: the ``globalPid >> 24``
-    values (the pid in the low 24 bits, the host and VM ids above:
-    :func:`~launchprof.trace.columns.process_of`) of the rows of its activity tables
-    (kernels, memory operations, graph launches), ascending - what ``launchprof analyze
-    --per-process`` loads one at a time (:func:`load_trace`'s ``pid``; they are shown as
+def rows_notes(rows: Rows) -> list[str]:
+    """The notes of a load of ``rows`` only: what was read, and the option that asked."""
+    notes = []
+    if rows.pid is not None:
+        notes.append(f"only the rows of process {rows.pid & PID_MASK} were read (--per-process)")
+    if rows.window is not None:
+        begin, end = (seconds_text(t) for t in rows.window)
+        notes.append(f"only the rows starting in {begin}-{end} s of the trace's clock were read (--time-range)")
+    return notes
+
+
+def seconds_text(ns: int) -> str:
+    """``ns`` nanoseconds as seconds, every digit kept and trailing zeros dropped
+    (``5_800_000_000`` -> ``"5.8"``), as a user would have typed them."""
+    whole, frac = divmod(int(ns), 1_000_000_000)
+    return f"{whole}.{frac:09d}".rstrip("0").rstrip(".") if frac else str(whole)
+
+
+def gpu_processes(path: str | Path, rows: Rows = ALL_ROWS) -> list[int]:
+    """The processes with GPU work in the SQLite export ``path`` (among ``rows``: those
+    of its time window, when given): the ``globalPid >> 24`` values (the pid in the low
+    24 bits, the host and VM ids above: :func:`~launchprof.trace.columns.process_of`) of
+    the rows of its activity tables (kernels, memory operations, graph launches),
+    ascending - what ``launchprof analyze --per-process`` loads one at a time
+    (:func:`load_trace`'s ``rows.pid``; they are shown as
     :func:`~launchprof.trace.pids.shown_pids` says).
 
     Raises:
@@ -294,7 +315,9 @@ def gpu_processes(path: str | Path) -> list[int]:
             if PROCESS_COLUMNS.get(table) != "globalPid" or table not in tables:
                 continue
             pid = process_of(table, tables[table])
-            pids.update(int(r[0]) for r in con.execute(f'SELECT DISTINCT {pid} FROM "{table}"') if r[0] is not None)
+            kept = rows.where(table, tables[table])
+            sql = f'SELECT DISTINCT {pid} FROM "{table}"' + (f" WHERE {kept}" if kept else "")
+            pids.update(int(r[0]) for r in con.execute(sql) if r[0] is not None)
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"{path} could not be read ({exc}); is it truncated?") from None
     finally:
@@ -331,7 +354,7 @@ def load_tables(
         say("CUDA API calls")
         api = load_api(reader, schema, strings, notes)
         say("NVTX ranges")
-        nvtx, domain_events = _load_nvtx(con, schema, strings, notes, nvtx_read_ahead, reader.pid)
+        nvtx, domain_events = _load_nvtx(con, schema, strings, notes, nvtx_read_ahead, reader.rows)
         gpus = _load_small(con, schema, "TARGET_INFO_GPU", {"id": "device_id", "name": "name"})
         processes = _load_small(con, schema, "PROCESSES", {"pid": "pid", "name": "name"})
         cuda_streams = _load_int_table(

@@ -25,8 +25,10 @@ from typing import Any
 
 from launchprof.errors import TraceError
 from launchprof.trace.columns import (
+    ALL_ROWS,
     Column,
     Reader,
+    Rows,
     concat,
     decode_text,
     nvtx_select,
@@ -86,10 +88,10 @@ class _Prefetch:
     """Background reads of one file's big tables (one thread per table, or per part of a
     table read in parts)."""
 
-    def __init__(self, path: Path, stamp: tuple[int, int], pid: int | None = None) -> None:
+    def __init__(self, path: Path, stamp: tuple[int, int], rows: Rows = ALL_ROWS) -> None:
         self.path = path
         self.stamp = stamp
-        self.pid = pid  # only this process's rows (launchprof.trace.columns.select), when given
+        self.rows = rows  # only these rows (launchprof.trace.columns.select)
         self.lock = threading.Lock()
         self.done: dict[tuple[Any, ...], threading.Event] = {}
         self.results: dict[tuple[Any, ...], Any] = {}
@@ -117,7 +119,7 @@ class _Prefetch:
                 self.left[key] = -1
                 done.set()
         try:
-            sql = nvtx_select(tables, self.pid)
+            sql = nvtx_select(tables, self.rows)
         except TraceError:  # no globalTid to tell processes apart: the loader says so
             sql = None
         if sql is not None:  # the NVTX rows too (Python tuples: the loader cleans them)
@@ -139,9 +141,9 @@ class _Prefetch:
         try:
             conn = reader._adbc_connection()
             if conn is not None:
-                sql = select(table, columns, strict=True, pid=self.pid)
+                sql = select(table, columns, strict=True, rows=self.rows)
                 if rows is not None:
-                    sql += " AND" if self.pid is not None else " WHERE"
+                    sql += " AND" if self.rows.where(table, columns) is not None else " WHERE"
                     sql += f" rowid BETWEEN {rows[0]} AND {rows[1]}"
                 result = reader._read_adbc(conn, sql, columns, table, narrowed)
         except BaseException:  # noqa: BLE001 - any failure: the loader reads the table itself
@@ -186,8 +188,8 @@ class _Prefetch:
             self.done[key].set()
 
 
-# Keyed by (the file's resolved path, the process read or None).
-_PENDING: dict[tuple[str, int | None], _Prefetch] = {}
+# Keyed by (the file's resolved path, the rows read).
+_PENDING: dict[tuple[str, Rows], _Prefetch] = {}
 _PENDING_LOCK = threading.Lock()
 
 
@@ -199,9 +201,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def prefetch(path: str | os.PathLike[str], pid: int | None = None) -> None:
-    """Start reading the big tables of the SQLite export ``path`` (the rows of process
-    ``pid`` only, when given) in background threads (module docstring). Does nothing when
+def prefetch(path: str | os.PathLike[str], rows: Rows = ALL_ROWS) -> None:
+    """Start reading the big tables of the SQLite export ``path`` (``rows`` of them only:
+    :class:`~launchprof.trace.columns.Rows`) in background threads (module docstring). Does nothing when
     ``path`` is not a readable SQLite file or is already being read so; never raises."""
     p = Path(path)
     key = str(p.resolve()) if p.exists() else None
@@ -217,10 +219,10 @@ def prefetch(path: str | os.PathLike[str], pid: int | None = None) -> None:
     except ImportError:
         return
     with _PENDING_LOCK:
-        if (key, pid) in _PENDING:
+        if (key, rows) in _PENDING:
             return
-        job = _Prefetch(p, stamp, pid)
-        _PENDING[key, pid] = job
+        job = _Prefetch(p, stamp, rows)
+        _PENDING[key, rows] = job
     try:
         con = sqlite3.connect(ro_uri(Path(key)), uri=True)
         try:
@@ -232,26 +234,26 @@ def prefetch(path: str | os.PathLike[str], pid: int | None = None) -> None:
 
 
 def take_prefetched(
-    path: Path, table: str, columns: Sequence[str], narrow: Sequence[bool], pid: int | None = None
+    path: Path, table: str, columns: Sequence[str], narrow: Sequence[bool], rows: Rows = ALL_ROWS
 ) -> dict[str, Column] | None:
-    """The prefetched columns of ``table`` (of process ``pid``, when given; waiting for its
-    thread), or None when they were not prefetched with the same columns, the read failed,
-    or the file changed since."""
-    return _take(path, pid, (table, tuple(columns), tuple(narrow)))  # type: ignore[no-any-return]
+    """The prefetched columns of ``table`` (its ``rows``; waiting for its thread), or None
+    when they were not prefetched with the same columns, the read failed, or the file
+    changed since."""
+    return _take(path, rows, (table, tuple(columns), tuple(narrow)))  # type: ignore[no-any-return]
 
 
-def take_prefetched_rows(path: Path, sql: str, pid: int | None = None) -> list[tuple[Any, ...]] | None:
+def take_prefetched_rows(path: Path, sql: str, rows: Rows = ALL_ROWS) -> list[tuple[Any, ...]] | None:
     """The rows of ``sql`` read ahead (waiting for its thread), or None as for
     :func:`take_prefetched`."""
-    return _take(path, pid, ("rows", sql))  # type: ignore[no-any-return]
+    return _take(path, rows, ("rows", sql))  # type: ignore[no-any-return]
 
 
-def _take(path: Path, pid: int | None, wanted: tuple[Any, ...]) -> Any:
+def _take(path: Path, rows: Rows, wanted: tuple[Any, ...]) -> Any:
     try:
         key = str(path.resolve())
     except OSError:
         return None
-    job = _PENDING.get((key, pid))
+    job = _PENDING.get((key, rows))
     if job is None:
         return None
     event = job.done.get(wanted)
@@ -263,11 +265,11 @@ def _take(path: Path, pid: int | None, wanted: tuple[Any, ...]) -> Any:
     return result if _stamp(path) == job.stamp else None
 
 
-def forget_prefetch(path: str | os.PathLike[str], pid: int | None = None) -> None:
-    """Drop what is left of the prefetch of ``path`` (of process ``pid``; after loading it)."""
+def forget_prefetch(path: str | os.PathLike[str], rows: Rows = ALL_ROWS) -> None:
+    """Drop what is left of the prefetch of ``path``'s ``rows`` (after loading them)."""
     try:
         key = str(Path(path).resolve())
     except OSError:
         return
     with _PENDING_LOCK:
-        _PENDING.pop((key, pid), None)
+        _PENDING.pop((key, rows), None)
