@@ -7,7 +7,10 @@ trace.
 
 Each run is the installed ``launchprof`` command in a fresh process (so import time
 counts); peak RSS is the child's ``ru_maxrss`` from ``os.wait4``. Traces are generated
-with benchmarks/synth_trace.py (seeded) into ``--workdir`` unless already there.
+with benchmarks/synth_trace.py (seeded) into ``--workdir`` unless already there, in a
+process of its own: Linux counts the RSS a child had before its ``exec`` (this process's)
+in the child's ``ru_maxrss``, so a trace generated in this process (about 1.5 GiB for 10M
+kernels) would be counted in every run after it.
 
 Usage::
 
@@ -28,9 +31,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synth_trace import write_trace  # noqa: E402
 
 
 def run_measured(cmd: list[str]) -> tuple[float, float, int, int]:
@@ -75,6 +75,8 @@ def main() -> None:
     ap.add_argument("--window-share", type=float, default=0.1, help="time-range: the share of the span analysed")
     args = ap.parse_args()
     modes = args.modes.split(",")
+    if not set(modes) <= {"whole", "per-process", "time-range"}:
+        ap.error(f"--modes: whole, per-process or time-range, not {args.modes!r}")
     args.workdir.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
@@ -82,12 +84,19 @@ def main() -> None:
         trace = args.workdir / f"synth_{n}{suffix}.sqlite"
         if not trace.exists():
             t = time.perf_counter()
-            write_trace(trace, n, seed=args.seed, processes=args.processes)
+            synth = Path(__file__).resolve().with_name("synth_trace.py")
+            subprocess.run(
+                [sys.executable, str(synth), str(trace), "--kernels", str(n), "--seed", str(args.seed),
+                 "--processes", str(args.processes)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )  # fmt: skip
             print(f"generated {trace} ({trace.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t:.1f} s")
         for mode in modes:
-            extra = {"per-process": ["--per-process"], "whole": []}.get(mode)
-            if extra is None:
+            if mode == "time-range":
                 extra = ["--time-range", middle_window(trace, args.window_share)]
+            else:
+                extra = {"per-process": ["--per-process"], "whole": []}[mode]
             walls, cpus, rss = [], [], []
             for _ in range(args.repeat):
                 out = args.workdir / f"report_{n}_{mode}"

@@ -165,16 +165,29 @@ def test_read_ahead_of_a_file_changed_since_is_not_used(tmp_path: Path) -> None:
     assert len(trace.kernels) == 5
 
 
-def test_a_table_read_in_parts_gives_the_rows_of_one_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+WINDOW = (10_000, 45_000)
+ROW_FILTERS: dict[str, dict[str, Any]] = {
+    "all": {},
+    "window": {"window": WINDOW},
+    "pid+window": {"pid": 101, "window": WINDOW},
+}
+
+
+@pytest.mark.parametrize("kept", list(ROW_FILTERS))
+def test_a_table_read_in_parts_gives_the_rows_of_one_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: str
+) -> None:
     """Big tables are read ahead in rowid ranges by several threads and joined: the frames
     are those of one plain read in the loader's own thread, rowid gaps (deleted rows)
-    included; the ranges cover every rowid once."""
+    included, with a row filter (--time-range, --per-process) too; the ranges cover every
+    rowid once."""
     from launchprof.trace import loader, readahead
-    from launchprof.trace.columns import Reader, ro_uri
+    from launchprof.trace.columns import Reader, Rows, ro_uri
 
+    rows = Rows(**ROW_FILTERS[kept])
     b = TraceBuilder()
     for i in range(60):
-        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700, stream=7 + i % 3)
+        b.launch(1000 * i, 1000 * i + 200, 1000 * i + 300, 1000 * i + 700, stream=7 + i % 3, pid=100 + i % 2)
     path = b.write(tmp_path / "t.sqlite")
     con = sqlite3.connect(path)
     con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid IN (5, 6, 7, 30)")
@@ -186,7 +199,7 @@ def test_a_table_read_in_parts_gives_the_rows_of_one_read(tmp_path: Path, monkey
     try:
         ranges = readahead.row_ranges(con, "CUPTI_ACTIVITY_KIND_KERNEL", 4)
         lo, hi = con.execute("SELECT min(rowid), max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
-        reader = Reader(path, con, lambda _msg: None)  # no read-ahead: one query in this thread
+        reader = Reader(path, con, lambda _msg: None, rows=rows)  # no read-ahead: one query in this thread
         try:
             plain = loader.load_tables(path, con, reader, lambda _msg: None)
         finally:
@@ -205,11 +218,11 @@ def test_a_table_read_in_parts_gives_the_rows_of_one_read(tmp_path: Path, monkey
         return join(columns, parts)
 
     monkeypatch.setattr(readahead, "_join_parts", counted)
-    ahead = load_trace(path)
+    ahead = load_trace(path, rows=rows)
     assert 4 in joined  # the kernels were read in 4 parts
     for name, frame in _frames(plain).items():
         pd.testing.assert_frame_equal(_frames(ahead)[name], frame)
-    assert len(plain.kernels) == 56
+    assert len(plain.kernels) == {"all": 56, "window": 34, "pid+window": 16}[kept]  # less rowid 30: i = 29
 
 
 def test_a_small_table_or_one_without_rowids_is_read_whole(tmp_path: Path) -> None:

@@ -60,6 +60,15 @@ def _cut(src: Path, begin_ns: int, end_ns: int, target: Path) -> Path:
     return target
 
 
+def _ranges_across(path: Path, at_ns: int) -> int:
+    """NVTX ranges that began before ``at_ns`` and end after it (sqlite3)."""
+    con = sqlite3.connect(path)
+    sql = "SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND start < ? AND end > ?"
+    n = int(con.execute(sql, (at_ns, at_ns)).fetchone()[0])
+    con.close()
+    return n
+
+
 def _seconds(us: int) -> str:
     return f"{us // 1_000_000}.{us % 1_000_000:06d}"
 
@@ -80,7 +89,12 @@ def test_a_window_report_is_the_report_of_that_window_alone(real_trace, tmp_path
     theirs = json.loads((ref / "summary.json").read_text())
     begin, end = (_seconds(t).rstrip("0").rstrip(".") for t in (begin_us, end_us))
     note = f"only the rows starting in {begin}-{end} s of the trace's clock were read (--time-range)"
-    assert [n for n in mine["notes"] if "--time-range" in n] == [note]
+    cut = _ranges_across(whole, begin_us * 1000)
+    cut_note = [f"{cut} NVTX range(s) began before the time range and end in or after its start: left out"] * (cut > 0)
+    window_notes = [n for n in mine["notes"] if "--time-range" in n]
+    assert [n.split(", as a step")[0] for n in window_notes[:-1]] == cut_note
+    assert window_notes[-1] == note
+    assert not mine["nvtx_ranges_lost"]
     mine["notes"] = [n for n in mine["notes"] if "--time-range" not in n]
     assert _without_source(mine) == _without_source(theirs)
     assert mine["steps"]["count"] > 0
@@ -112,9 +126,15 @@ def test_a_window_load_holds_the_rows_starting_in_it_and_the_domain_names(real_t
 def test_seconds_are_read_to_the_nanosecond() -> None:
     assert window_ns((5.8, 6.000000001)) == (5_800_000_000, 6_000_000_001)
     assert window_ns((0, 86_400.123456789)) == (0, 86_400_123_456_789)
+    for empty in ((1e-10, 2e-10), (1e300, 1e301), (0, 1e10)):  # no ns between, or past int64 ns
+        with pytest.raises(ValueError):
+            window_ns(empty)
 
 
-@pytest.mark.parametrize("bad", ["6:5", "5:5", "abc", "5", "-1:2", "nan:3", "5:inf", ":", "1:2:3", ""])
+BAD = ["6:5", "5:5", "abc", "5", "-1:2", "nan:3", "5:inf", ":", "1:2:3", "", "1e300:1e301", "1e-10:2e-10"]
+
+
+@pytest.mark.parametrize("bad", BAD)
 def test_a_bad_time_range_is_one_line(real_trace, tmp_path: Path, bad: str) -> None:
     result = runner.invoke(
         app, ["analyze", str(real_trace("mlp_eager")), f"--time-range={bad}", "-o", str(tmp_path / "x")]
@@ -139,4 +159,38 @@ def test_per_process_in_a_window_reads_the_processes_working_in_it(real_trace, t
         assert any("--per-process" in n for n in notes) and any("--time-range" in n for n in notes)
     empty = runner.invoke(app, ["analyze", str(whole), "--per-process", "--time-range", "0:1", "-o", str(out / "e")])
     assert empty.exit_code == 2
-    assert "no process with GPU work (no kernel, memcpy or memset rows starting in 0-1 s)" in empty.output
+    assert "no process with GPU work (no kernel, memcpy or memset rows starting in 0-1 s (--time-range))" in (
+        empty.output
+    )
+
+
+def test_a_window_inside_one_step_says_its_step_was_cut_not_that_nsys_lost_the_ranges(real_trace, tmp_path) -> None:
+    whole = real_trace("torch_mlp_graph", DATA / "gpu")  # its NVTX domain is created before the steps
+    con = sqlite3.connect(whole)
+    start, end = con.execute("SELECT start, end FROM NVTX_EVENTS WHERE eventType = 59 LIMIT 1 OFFSET 50").fetchone()
+    con.close()
+    begin_us, end_us = (start + 1000) // 1000, (end - 1000) // 1000  # inside step 50 (~45 us)
+    out = tmp_path / "in"
+    result = runner.invoke(
+        app, ["analyze", str(whole), "--time-range", f"{_seconds(begin_us)}:{_seconds(end_us)}", "-o", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert not summary["nvtx_ranges_lost"]
+    assert any(n.startswith("1 NVTX range(s) began before the time range") for n in summary["notes"])
+
+
+def test_the_default_folder_names_the_window_and_an_empty_window_says_so(real_trace, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    trace = real_trace("mlp_eager")
+    assert runner.invoke(app, ["analyze", str(trace), "-q"]).exit_code == 0
+    whole = (tmp_path / "reports" / "mlp_eager" / "summary.json").read_bytes()
+    assert runner.invoke(app, ["analyze", str(trace), "-q", "--time-range", "5.9:6.05"]).exit_code == 0
+    assert (tmp_path / "reports" / "mlp_eager-5.9-6.05s" / "summary.json").is_file()
+    assert (tmp_path / "reports" / "mlp_eager" / "summary.json").read_bytes() == whole  # not replaced
+    empty = runner.invoke(app, ["analyze", str(trace), "--time-range", "100:200"])
+    assert empty.exit_code == 2
+    assert empty.output.strip().splitlines()[-1] == (
+        "launchprof: error: no CUDA activity in this trace (no kernel, memcpy or memset rows starting in 100-200 s "
+        "(--time-range)); wrote what it holds to reports/mlp_eager-100-200s"
+    )

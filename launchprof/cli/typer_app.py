@@ -235,6 +235,15 @@ class _AnalyzeOptions:
         return cls(folder, p["force"], how, p["json_out"], p["open_report"], gates, cluster, p["per_process"])
 
 
+def _window_suffix(parsed: _AnalyzeOptions) -> str:
+    """``-START-ENDs`` of ``--time-range`` for a default folder's name (a window's report
+    does not replace the whole trace's), or ""."""
+    from launchprof.trace.columns import seconds_text
+
+    window = parsed.how.window().window
+    return "" if window is None else "-{}-{}s".format(*map(seconds_text, window))
+
+
 def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) -> None:
     """``analyze`` of several traces, or of the processes of one
     (:func:`launchprof.commands.many.run_analyze_many`)."""
@@ -242,9 +251,9 @@ def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) 
     from launchprof.commands.many import run_analyze_many
 
     if parsed.per_process:
-        folder = parsed.output or default_output(_trace_stem(traces[0]) + "-per-process")
+        folder = parsed.output or default_output(_trace_stem(traces[0]) + "-per-process" + _window_suffix(parsed))
     else:
-        folder = parsed.output or default_output("combined")
+        folder = parsed.output or default_output("combined" + _window_suffix(parsed))
     _unwind_on_termination()
     # The modules just imported stay for the whole run: keep the garbage collector from
     # walking their objects again at every full collection (~40 ms on a large trace).
@@ -270,7 +279,7 @@ def _analyze_one(trace: str, parsed: _AnalyzeOptions, console: Console) -> Outco
 
     gc.freeze()  # as in _analyze_many
     _unwind_on_termination()
-    folder = parsed.output or default_output(_trace_stem(trace))
+    folder = parsed.output or default_output(_trace_stem(trace) + _window_suffix(parsed))
     document = print_document if parsed.json_out else None
     try:
         summary = run_analyze(

@@ -83,7 +83,7 @@ def run_analyze(
     if document is not None:
         document(summary.to_json())
     if require_gpu and not summary.devices:
-        raise _no_gpu_error(analysis, output)
+        raise _no_gpu_error(analysis, output, how)
     return summary
 
 
@@ -168,9 +168,9 @@ def _analyse_and_write(
     return analysis, summary
 
 
-def _no_gpu_error(analysis: Analysis, output: Path) -> NoCudaActivityError:
+def _no_gpu_error(analysis: Analysis, output: Path, how: AnalysisOptions) -> NoCudaActivityError:
     # Bad input for `analyze` (exit status 2, docs/reference.md): the report holds what can be said.
-    why = "no CUDA tables" if not analysis.trace.has_cuda else "no kernel, memcpy or memset rows"
+    why = "no CUDA tables" if not analysis.trace.has_cuda else f"no kernel, memcpy or memset rows{how.within()}"
     return NoCudaActivityError(f"no CUDA activity in this trace ({why}); wrote what it holds to {output}")
 
 

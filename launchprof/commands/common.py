@@ -50,6 +50,14 @@ class AnalysisOptions:
 
         return ALL_ROWS if self.time_range is None else Rows(window=window_ns(self.time_range))
 
+    def within(self) -> str:
+        """`` starting in START-END s (--time-range)`` for a message about the rows read
+        (seconds as :func:`launchprof.trace.columns.seconds_text` writes them), or ""."""
+        from launchprof.trace.columns import seconds_text
+
+        window = self.window().window
+        return "" if window is None else " starting in {}-{} s (--time-range)".format(*map(seconds_text, window))
+
 
 @dataclass(frozen=True)
 class CompareOptions:

@@ -130,7 +130,8 @@ def analyze_one(task: Task, output: str, force: bool, how: AnalysisOptions) -> R
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
         if not analysis.devices:
             # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
-            return ReportResult(path, folder, [], "no CUDA activity in this trace (no kernel, memcpy or memset rows)")
+            why = f"no kernel, memcpy or memset rows{how.within()}"
+            return ReportResult(path, folder, [], f"no CUDA activity in this trace ({why})")
         ranks = analysis.ranks.ranks if analysis.ranks is not None else find_ranks(analysis, how.step)
     except LaunchprofError as exc:
         return ReportResult(path, folder, [], str(exc))
@@ -348,8 +349,7 @@ def analyze_processes(
     with sqlite_export(path, how.nsys) as sqlite:
         processes = gpu_processes(sqlite, how.window())
         if not processes:
-            within = "" if how.time_range is None else " starting in {:g}-{:g} s".format(*how.time_range)
-            raise TraceError(f"{path}: no process with GPU work (no kernel, memcpy or memset rows{within})")
+            raise TraceError(f"{path}: no process with GPU work (no kernel, memcpy or memset rows{how.within()})")
         read = str(sqlite.resolve())
         tasks = [Task(path, f"pid{shown}", p, read) for p, shown in zip(processes, shown_pids(processes), strict=True)]
         cluster = (scheduler, 0 if scheduler is None and workers is None else workers)

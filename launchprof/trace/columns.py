@@ -137,18 +137,31 @@ class Rows:
 ALL_ROWS = Rows()
 
 
+_MAX_SECONDS = (2**63 - 1) / 1e9  # SQLite's largest integer, in seconds of ns
+
+
 def window_ns(time_range: tuple[float, float]) -> tuple[int, int]:
     """A time range ``(begin, end)`` in seconds on the trace's clock as
     :attr:`Rows.window`: ns, rounded to the nearest.
 
     Raises:
-        ValueError: a bound is not a finite number, ``begin`` is negative, or ``end`` is
-            not after ``begin``.
+        ValueError: a bound is not a finite number, ``begin`` is negative, ``end`` is
+            not after ``begin`` once both are in ns, or ``end`` lies past the int64 ns
+            of SQLite's integers (292 years).
     """
-    begin, end = (float(t) for t in time_range)
-    if not (math.isfinite(begin) and math.isfinite(end)) or begin < 0 or end <= begin:
-        raise ValueError(f"a time range is START:END seconds, 0 <= START < END; got {begin:g}:{end:g}")
-    return round(begin * 1e9), round(end * 1e9)
+    seconds = [float(t) for t in time_range]
+    ns = [round(t * 1e9) if math.isfinite(t) and abs(t) < _MAX_SECONDS else None for t in seconds]
+    begin, end = ns
+    if begin is None or end is None or begin < 0 or end <= begin:
+        raise ValueError("a time range is START:END seconds, 0 <= START < END; got {:g}:{:g}".format(*seconds))
+    return begin, end
+
+
+def seconds_text(ns: int) -> str:
+    """``ns`` nanoseconds as seconds, every digit kept and trailing zeros dropped
+    (``5_800_000_000`` -> ``"5.8"``), as a user would have typed them."""
+    whole, frac = divmod(int(ns), 1_000_000_000)
+    return f"{whole}.{frac:09d}".rstrip("0").rstrip(".") if frac else str(whole)
 
 
 def nvtx_select(tables: dict[str, tuple[str, ...]], rows: Rows = ALL_ROWS) -> str | None:

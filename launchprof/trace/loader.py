@@ -26,6 +26,7 @@ skipped; exact duplicate rows are skipped.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable
 from dataclasses import replace
@@ -37,7 +38,17 @@ import pandas as pd
 
 from launchprof.errors import TraceError
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
-from launchprof.trace.columns import ALL_ROWS, Reader, Rows, decode_text, nvtx_select, process_of, ro_uri, table_columns
+from launchprof.trace.columns import (
+    ALL_ROWS,
+    Reader,
+    Rows,
+    decode_text,
+    nvtx_select,
+    process_of,
+    ro_uri,
+    seconds_text,
+    table_columns,
+)
 from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.pids import pid_array, plain_pids
 from launchprof.trace.readahead import forget_prefetch, prefetch, take_prefetched, take_prefetched_rows
@@ -124,20 +135,9 @@ def _load_nvtx(
     rows = read_ahead(sql) if read_ahead is not None else None  # read by a background thread, or now
     if rows is None:
         rows = con.execute(sql).fetchall()
-    # Plain Python over the fetched tuples (no per-row pandas calls). eventType compares
-    # as a number: 59.0 is a range as 59 is.
-    domain_names: dict[int, str] = {}
-    n_domains = 0
-    ranges = []
-    for row in rows:
-        etype = row[2]
-        if etype == NVTX_DOMAIN_CREATE:
-            n_domains += 1
-            d, t = row[6], row[3]
-            if type(d) is int and t is not None:
-                domain_names[d] = str(t)
-        elif etype in NVTX_RANGE_TYPES:
-            ranges.append(row)
+    if kept.window is not None:
+        notes.extend(_ranges_cut(con, schema, kept))
+    domain_names, n_domains, ranges = _split_events(rows, kept)
     valid = [r for r in ranges if type(r[0]) is int and type(r[1]) is int and r[1] >= r[0]]
     n_bad = len(ranges) - len(valid)
     if n_bad:
@@ -172,6 +172,28 @@ def _load_nvtx(
             notes.append(f"{table}: {int(dup.sum())} duplicate NVTX range(s) skipped")
             out = out.loc[~dup.to_numpy()]
     return out.reset_index(drop=True), n_domains
+
+
+def _split_events(rows: list[tuple[Any, ...]], kept: Rows) -> tuple[dict[int, str], int, list[tuple[Any, ...]]]:
+    """The NVTX query's rows as (domain names by id, domain-create events in ``kept``'s
+    window, range rows). Plain Python over the fetched tuples (no per-row pandas calls);
+    eventType compares as a number: 59.0 is a range as 59 is."""
+    domain_names: dict[int, str] = {}
+    n_domains = 0
+    ranges = []
+    begin, end = kept.window if kept.window is not None else (-math.inf, math.inf)
+    for row in rows:
+        etype = row[2]
+        if etype == NVTX_DOMAIN_CREATE:
+            # kept wherever they are (their names), counted in the window only: a window
+            # without ranges is not a trace whose nsys lost them (timeline.core's check)
+            n_domains += isinstance(row[0], (int, float)) and begin <= row[0] < end
+            d, t = row[6], row[3]
+            if type(d) is int and t is not None:
+                domain_names[d] = str(t)
+        elif etype in NVTX_RANGE_TYPES:
+            ranges.append(row)
+    return domain_names, n_domains, ranges
 
 
 def _string_lookup(strings: pd.Series) -> Callable[[int], Any]:
@@ -233,6 +255,26 @@ def _load_int_table(con: sqlite3.Connection, schema: TraceSchema, table: str, sp
     return pd.DataFrame(rows, columns=list(spec.values()), dtype="int64")
 
 
+def _ranges_cut(con: sqlite3.Connection, schema: TraceSchema, kept: Rows) -> list[str]:
+    """A note when NVTX ranges began before ``kept``'s window and end in or after it: they
+    are left out (:class:`~launchprof.trace.columns.Rows`), and a step cut by the
+    window's start with them."""
+    have = schema.tables[NVTX_TABLE]
+    if kept.window is None or "end" not in have:
+        return []
+    begin = int(kept.window[0])
+    process = kept.where(NVTX_TABLE, have, timed=False)
+    types = ", ".join(str(t) for t in NVTX_RANGE_TYPES)
+    sql = f'SELECT count(*) FROM "{NVTX_TABLE}" WHERE "eventType" IN ({types}) AND "start" < ? AND "end" > ?'
+    n = con.execute(sql + (f" AND {process}" if process else ""), (begin, begin)).fetchone()[0]
+    if not n:
+        return []
+    return [
+        f"{n} NVTX range(s) began before the time range and end in or after its start: left out, as a step "
+        "cut by it (--time-range)"
+    ]
+
+
 def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, rows: Rows = ALL_ROWS) -> Trace:
     """Load an nsys SQLite export.
 
@@ -285,13 +327,6 @@ def rows_notes(rows: Rows) -> list[str]:
         begin, end = (seconds_text(t) for t in rows.window)
         notes.append(f"only the rows starting in {begin}-{end} s of the trace's clock were read (--time-range)")
     return notes
-
-
-def seconds_text(ns: int) -> str:
-    """``ns`` nanoseconds as seconds, every digit kept and trailing zeros dropped
-    (``5_800_000_000`` -> ``"5.8"``), as a user would have typed them."""
-    whole, frac = divmod(int(ns), 1_000_000_000)
-    return f"{whole}.{frac:09d}".rstrip("0").rstrip(".") if frac else str(whole)
 
 
 def gpu_processes(path: str | Path, rows: Rows = ALL_ROWS) -> list[int]:
