@@ -58,7 +58,11 @@ def row_ranges(con: sqlite3.Connection, table: str, threads: int) -> list[tuple[
     table, so the joined parts hold the rows a single read gives, in its order); ``[None]``
     (one read of the whole table) for a smaller table or one without rowids."""
     try:
-        lo, hi = con.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+        # Two subqueries, not ``SELECT min(rowid), max(rowid)``: SQLite looks a lone min or
+        # max up in the b-tree but scans the whole table for the pair (30 ms on 300k rows).
+        lo, hi = con.execute(
+            f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")'
+        ).fetchone()
     except sqlite3.Error:  # a WITHOUT ROWID table, or a view
         return [None]
     if type(lo) is not int or type(hi) is not int:
