@@ -49,6 +49,26 @@ def _assert_one_error_line(stderr: str, needle: str) -> None:
 # ------------------------------------------------------------------------ in-process
 
 
+def test_analyze_turns_the_garbage_collector_back_on(tmp_path: Path) -> None:
+    """``analyze`` imports with the collector off (cli/typer_app.py): it is on again when
+    the command ends, analysed or refused, unless the caller had turned it off."""
+    import gc
+
+    trace = _trace(tmp_path)
+    result = runner.invoke(app, ["analyze", str(trace), "--output", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert gc.isenabled()
+    refused = runner.invoke(app, ["analyze", str(trace), "--bubble-threshold", "-1"])
+    assert refused.exit_code == 2, refused.output
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert runner.invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "again")]).exit_code == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_analyze_writes_the_three_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = runner.invoke(app, ["analyze", str(_trace(tmp_path)), "--output", str(out)])

@@ -10,7 +10,8 @@ from __future__ import annotations
 import gc
 import inspect
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -144,6 +145,30 @@ def command(name: str, **settings: Any) -> Callable[[Callable[..., Any]], Any]:
     return register
 
 
+@contextmanager
+def _collector_off_while_importing() -> Iterator[Callable[[], None]]:
+    """The garbage collector off while ``analyze`` imports pandas and its own modules: it
+    ran ~230 times there (40-70 ms of a 0.9 s run on demo_A_4096, this 2-CPU VM) and
+    found next to nothing to free (benchmarks/README.md, "Small traces: start-up and
+    analysis"). The function it gives is called once the modules are imported: it
+    freezes their objects (the collector leaves them alone from then on) and turns the
+    collector back on, before the analysis makes objects of its own. On again when the
+    command ends, whatever happens (an option error; the command run in-process)."""
+    was = gc.isenabled()
+    gc.disable()
+
+    def imported() -> None:
+        gc.freeze()
+        if was:
+            gc.enable()
+
+    try:
+        yield imported
+    finally:
+        if was:
+            gc.enable()
+
+
 @command("analyze")
 def analyze(**params: Any) -> Outcome | None:
     """Analyse an existing trace: write summary.json and report.html.
@@ -155,27 +180,28 @@ def analyze(**params: Any) -> Outcome | None:
     Exit status: 0 written; 1 a --fail-on verdict or a --min-gain reached; 2 bad input.
     """
     trace = params["trace"]
-    if len(trace) == 1 and trace[0].endswith(".sqlite") and not params["per_process"]:
-        _read_ahead(trace[0], params["time_range"])
-    from launchprof.commands.many import expand_traces
+    with _collector_off_while_importing() as imported:
+        if len(trace) == 1 and trace[0].endswith(".sqlite") and not params["per_process"]:
+            _read_ahead(trace[0], params["time_range"])
+        from launchprof.commands.many import expand_traces
 
-    console = terminal(params["json_out"], params["quiet"])
-    try:
-        parsed = _AnalyzeOptions.parse(params)
-        many = expand_traces(trace)
-        if parsed.per_process and many is not None and len(many) != 1:
-            raise OptionError("--per-process analyses the processes of one trace: give one trace")
-        if parsed.per_process or many is not None:
-            if parsed.gates != (frozenset(), None):
-                raise OptionError(
-                    "--fail-on and --min-gain judge one report: with several traces or --per-process, "
-                    "read combined.json (--json) instead"
-                )
-            _analyze_many(many or trace, parsed, console)
-            return None
-    except LaunchprofError as exc:
-        raise fail(exc) from None
-    return _analyze_one(trace[0], parsed, console)
+        console = terminal(params["json_out"], params["quiet"])
+        try:
+            parsed = _AnalyzeOptions.parse(params)
+            many = expand_traces(trace)
+            if parsed.per_process and many is not None and len(many) != 1:
+                raise OptionError("--per-process analyses the processes of one trace: give one trace")
+            if parsed.per_process or many is not None:
+                if parsed.gates != (frozenset(), None):
+                    raise OptionError(
+                        "--fail-on and --min-gain judge one report: with several traces or --per-process, "
+                        "read combined.json (--json) instead"
+                    )
+                _analyze_many(many or trace, parsed, console, imported)
+                return None
+        except LaunchprofError as exc:
+            raise fail(exc) from None
+        return _analyze_one(trace[0], parsed, console, imported)
 
 
 def _read_ahead(trace: str, time_range: str | None) -> None:
@@ -244,9 +270,10 @@ def _window_suffix(parsed: _AnalyzeOptions) -> str:
     return "" if window is None else "-{}-{}s".format(*map(seconds_text, window))
 
 
-def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) -> None:
+def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console, imported: Callable[[], None]) -> None:
     """``analyze`` of several traces, or of the processes of one
-    (:func:`launchprof.commands.many.run_analyze_many`)."""
+    (:func:`launchprof.commands.many.run_analyze_many`); ``imported``: called once its
+    modules are imported (:func:`_collector_off_while_importing`)."""
     from launchprof.commands.common import open_page, print_document
     from launchprof.commands.many import run_analyze_many
 
@@ -257,7 +284,7 @@ def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) 
     _unwind_on_termination()
     # The modules just imported stay for the whole run: keep the garbage collector from
     # walking their objects again at every full collection (~40 ms on a large trace).
-    gc.freeze()
+    imported()
     document = folder / COMBINED_FILES[0]
     before = _file_stamp(document)
     try:
@@ -270,14 +297,14 @@ def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console) 
         open_page(folder / COMBINED_FILES[1], err)
 
 
-def _analyze_one(trace: str, parsed: _AnalyzeOptions, console: Console) -> Outcome:
+def _analyze_one(trace: str, parsed: _AnalyzeOptions, console: Console, imported: Callable[[], None]) -> Outcome:
     """``analyze`` of one trace (:func:`launchprof.commands.analyze.run_analyze`): its
     outcome; the process may leave at once whatever happens from here (nothing left to
-    tear down)."""
+    tear down). ``imported``: as for :func:`_analyze_many`."""
     from launchprof.commands.analyze import gate, run_analyze
     from launchprof.commands.common import open_page, print_document
 
-    gc.freeze()  # as in _analyze_many
+    imported()  # as in _analyze_many
     _unwind_on_termination()
     folder = parsed.output or default_output(_trace_stem(trace) + _window_suffix(parsed))
     document = print_document if parsed.json_out else None
