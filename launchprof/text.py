@@ -10,12 +10,14 @@ The numbers of the terminal and the pages are written here too, once for both: a
 step (:func:`count_text`), a duration in a sentence of the analysis or a terminal line
 (:func:`us_text`), the pages' table figures (:func:`fmt_us`, :func:`page_us`,
 :func:`fmt_ms`, :func:`fmt_pct`, :func:`fmt_num`), a chart's duration labels
-(:func:`duration_label`, :func:`bin_label`).
+(:func:`duration_label`, :func:`bin_label`), seconds of the trace's clock
+(:func:`seconds_text`) and what the whole-trace figures cover (:func:`scope_text`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 # C0 controls but tab and line feed; DEL; the C1 controls (U+0080-U+009F).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -24,6 +26,22 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def escape_controls(text: str) -> str:
     """``text`` with each control character (module docstring) written as ``\\xNN``."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def seconds_text(ns: int) -> str:
+    """``ns`` nanoseconds as seconds, every digit kept and trailing zeros dropped
+    (``5_800_000_000`` -> ``"5.8"``), as a user would have typed them."""
+    whole, frac = divmod(int(ns), 1_000_000_000)
+    return f"{whole}.{frac:09d}".rstrip("0").rstrip(".") if frac else str(whole)
+
+
+def scope_text(time_range_ns: Sequence[int] | None) -> str:
+    """What a report's whole-trace figures cover: ``whole trace (incl. start-up)``, or for
+    a trace read in a window (``analyze --time-range``; summary.json's
+    ``trace.time_range_ns``) ``time range START-END s``."""
+    if time_range_ns is None:
+        return "whole trace (incl. start-up)"
+    return "time range {}-{} s".format(*map(seconds_text, time_range_ns))
 
 
 def count_text(x: float) -> str:

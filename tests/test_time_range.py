@@ -96,8 +96,13 @@ def test_a_window_report_is_the_report_of_that_window_alone(real_trace, tmp_path
     assert window_notes[-1] == note
     assert not mine["nvtx_ranges_lost"]
     mine["notes"] = [n for n in mine["notes"] if "--time-range" not in n]
+    assert mine["trace"]["time_range_ns"] == [begin_us * 1000, end_us * 1000]
+    assert "time_range_ns" not in theirs["trace"]  # a whole trace's summary as before
     assert _without_source(mine) == _without_source(theirs)
     assert mine["steps"]["count"] > 0
+    page = (out / "report.html").read_text()
+    assert f"GPU time, time range {begin}-{end} s" in page and "whole trace (incl. start-up)" not in page
+    assert f"time range {begin}-{end} s: " in result.output and "whole trace" not in result.output
     for name_ in ("steps.csv", "step_kernels.csv", "step_timeline.csv"):
         assert (out / name_).read_bytes() == (ref / name_).read_bytes(), name_
 

@@ -264,7 +264,7 @@ class _AnalyzeOptions:
 def _window_suffix(parsed: _AnalyzeOptions) -> str:
     """``-START-ENDs`` of ``--time-range`` for a default folder's name (a window's report
     does not replace the whole trace's), or ""."""
-    from launchprof.trace.columns import seconds_text
+    from launchprof.text import seconds_text
 
     window = parsed.how.window().window
     return "" if window is None else "-{}-{}s".format(*map(seconds_text, window))

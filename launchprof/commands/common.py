@@ -53,7 +53,7 @@ class AnalysisOptions:
     def within(self) -> str:
         """`` starting in START-END s (--time-range)`` for a message about the rows read
         (seconds as :func:`launchprof.trace.columns.seconds_text` writes them), or ""."""
-        from launchprof.trace.columns import seconds_text
+        from launchprof.text import seconds_text
 
         window = self.window().window
         return "" if window is None else " starting in {}-{} s (--time-range)".format(*map(seconds_text, window))

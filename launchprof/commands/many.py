@@ -44,6 +44,7 @@ from launchprof.errors import LaunchprofError, OptionError, TraceError
 from launchprof.report.combined import Combined, ReportResult
 from launchprof.report.html import prepare_folder
 from launchprof.report.outputs import COMBINED_FILES, REPORT_FILES, VENDORED_JS
+from launchprof.text import scope_text
 
 
 def is_glob(text: str) -> bool:
@@ -449,10 +450,9 @@ def run_analyze_many(
     cluster: tuple[str | None, int | None] = (None, None),
     per_process: bool = False,
 ) -> None:
-    """Analyse many per-rank traces (:func:`analyze_many`), or with ``per_process`` each
-    process of the one trace in ``traces`` (:func:`analyze_processes`), on Dask when
-    ``cluster`` (scheduler, workers) asks for it or it pays; print one line per rank and
-    where the combined report went.
+    """Analyse many per-rank traces (:func:`analyze_many`), or with ``per_process`` each process of
+    the one trace (:func:`analyze_processes`), on Dask when ``cluster`` (scheduler, workers)
+    asks for it or it pays; print one line per rank and where the combined report went.
 
     Raises:
         TraceError: some traces (processes) could not be analysed (after writing the others).
@@ -474,14 +474,14 @@ def run_analyze_many(
             combined = analyze_many(traces, output, force, how, scheduler, workers, progress=done)
     ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
     for r in ranks[:MAX_RANK_LINES]:
-        # Steady steps first (launch-bound or not, waiting for the CPU), then the whole trace.
+        # Steady steps first (launch-bound or not, waiting for the CPU), then the whole trace (window).
         steady = r.get("steady_host_wait_ratio")
         head = "launch-bound" if r.get("launch_bound") else "not launch-bound"
         if steady is not None:
             head += f", GPU waiting for the CPU {steady:.1%} of each steady step"
         console.print(
             f"rank {r['rank']} ({r['label']}): {head}; {r['steps']} steps, {r['straggler_steps']} straggler steps; "
-            f"whole trace (incl. start-up): {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}",
+            f"{scope_text(how.window().window)}: {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}",
             markup=False,
             soft_wrap=True,
         )

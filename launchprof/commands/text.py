@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from launchprof.text import us_text
+from launchprof.text import scope_text, us_text
 
 
 def verdict_line(summary: Any) -> str | None:
@@ -153,7 +153,8 @@ def print_summary(summary: Any, output: Path, console: Console) -> None:
     for d in summary.devices:
         # The whole trace (first to last GPU activity), which the verdict's steady steps are not.
         console.print(
-            f"GPU {d.device_id}, whole trace (incl. start-up): {d.kernels} kernels over {d.span_ns / 1e9:.3f} s, "
+            f"GPU {d.device_id}, {scope_text(summary.trace.time_range_ns)}: {d.kernels} kernels over "
+            f"{d.span_ns / 1e9:.3f} s, "
             f"utilization {d.utilization:.1%}, {d.bubbles.count} bubbles, CPU-bound ratio {d.cpu_bound_ratio:.1%}",
             markup=False,
             soft_wrap=True,

@@ -23,7 +23,7 @@ import markupsafe
 from launchprof.errors import OutputError
 from launchprof.report.folder import refuse_other_kind
 from launchprof.report.plainfig import Figure
-from launchprof.text import count_text, escape_controls, fmt_ms, fmt_num, fmt_pct, page_us
+from launchprof.text import count_text, escape_controls, fmt_ms, fmt_num, fmt_pct, page_us, scope_text
 
 # Part of the compiled templates' cache file names: Jinja checks a cached template by its
 # source alone, but the Environment's options (``finalize``, ``autoescape``) are compiled
@@ -96,7 +96,7 @@ def fs_url(name: str) -> str:
     return quote(os.fsencode(name))
 
 
-_ENV.globals.update(us=page_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num, count=count_text)
+_ENV.globals.update(us=page_us, ms=fmt_ms, pct=fmt_pct, num=fmt_num, count=count_text, scope=scope_text)
 _ENV.filters.update(printable=printable, fs_url=fs_url, micro=micro)
 
 

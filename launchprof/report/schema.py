@@ -32,6 +32,11 @@ class TraceInfo(_Model):
     path: str = Field(description="the trace path as the user gave it")
     nsys_version: str | None
     schema_version: str | None = Field(description="nsys export schema version")
+    time_range_ns: list[int] | None = Field(
+        default=None,
+        description="[start, end) ns of the trace's clock when only the rows starting in it were read "
+        "(analyze --time-range): the whole-trace figures are that window's; absent for the whole trace",
+    )
 
 
 class HistogramBin(_Model):
@@ -471,5 +476,7 @@ class Summary(_Model):
         """Deterministic JSON text (keys in schema order, 2-space indent, newline)."""
         # ``ranks`` appears only when the trace has several ranks (older summaries unchanged).
         optional = ("headline", "ranks", "baseline", "workload", "nvtx_steps", "files", "run_id")
-        exclude = {k for k in optional if getattr(self, k) is None} or None
-        return self.model_dump_json(by_alias=True, indent=2, exclude=exclude) + "\n"
+        exclude: dict[str, Any] = {k: True for k in optional if getattr(self, k) is None}
+        if self.trace.time_range_ns is None:  # a whole trace's summary as before --time-range existed
+            exclude["trace"] = {"time_range_ns": True}
+        return self.model_dump_json(by_alias=True, indent=2, exclude=exclude or None) + "\n"

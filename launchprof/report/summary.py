@@ -88,6 +88,7 @@ def build_summary(analysis: AnalysisResult, trace_path: str | None = None) -> Su
             path=printable(trace_path if trace_path is not None else str(trace.path)),
             nsys_version=trace.schema.nsys_version,
             schema_version=trace.schema.schema_version,
+            time_range_ns=None if trace.window is None else list(trace.window),
         ),
         devices=devices,
         launches=Launches(**asdict(analysis.launches)),

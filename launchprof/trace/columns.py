@@ -157,13 +157,6 @@ def window_ns(time_range: tuple[float, float]) -> tuple[int, int]:
     return begin, end
 
 
-def seconds_text(ns: int) -> str:
-    """``ns`` nanoseconds as seconds, every digit kept and trailing zeros dropped
-    (``5_800_000_000`` -> ``"5.8"``), as a user would have typed them."""
-    whole, frac = divmod(int(ns), 1_000_000_000)
-    return f"{whole}.{frac:09d}".rstrip("0").rstrip(".") if frac else str(whole)
-
-
 def nvtx_select(tables: dict[str, tuple[str, ...]], rows: Rows = ALL_ROWS) -> str | None:
     """The query reading the NVTX ranges and domain-create events (columns
     :data:`NVTX_COLS`), of ``rows`` only (:meth:`Rows.where`; a time window keeps every

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.errors import TraceError
+from launchprof.text import seconds_text
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
 from launchprof.trace.columns import (
     ALL_ROWS,
@@ -46,7 +47,6 @@ from launchprof.trace.columns import (
     nvtx_select,
     process_of,
     ro_uri,
-    seconds_text,
     table_columns,
 )
 from launchprof.trace.model import Trace, TraceSchema
@@ -315,7 +315,9 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
         reader.close()
         con.close()
         forget_prefetch(path, rows)
-    return replace(trace, notes=(*trace.notes, *rows_notes(rows))) if rows != ALL_ROWS else trace
+    if rows == ALL_ROWS:
+        return trace
+    return replace(trace, window=rows.window, notes=(*trace.notes, *rows_notes(rows)))
 
 
 def rows_notes(rows: Rows) -> list[str]:

@@ -86,6 +86,9 @@ class Trace:
     nvtx_domain_events: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
     cuda_streams: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # (start, end) ns of the trace's clock when only the rows starting in that window were
+    # read (launchprof.trace.columns.Rows, analyze --time-range), else None: the whole trace.
+    window: tuple[int, int] | None = None
     # Values derived from the frames, computed once (see cached); not copied by
     # dataclasses.replace, which makes a Trace with a fresh one.
     _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
