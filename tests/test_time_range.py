@@ -102,6 +102,7 @@ def test_a_window_report_is_the_report_of_that_window_alone(real_trace, tmp_path
     assert mine["steps"]["count"] > 0
     page = (out / "report.html").read_text()
     assert f"GPU time, time range {begin}-{end} s" in page and "whole trace (incl. start-up)" not in page
+    assert f"(only the rows starting in its\ntime range {begin}-{end} s)" in page
     assert f"time range {begin}-{end} s: " in result.output and "whole trace" not in result.output
     for name_ in ("steps.csv", "step_kernels.csv", "step_timeline.csv"):
         assert (out / name_).read_bytes() == (ref / name_).read_bytes(), name_
