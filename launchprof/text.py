@@ -11,7 +11,7 @@ step (:func:`count_text`), a duration in a sentence of the analysis or a termina
 (:func:`us_text`), the pages' table figures (:func:`fmt_us`, :func:`page_us`,
 :func:`fmt_ms`, :func:`fmt_pct`, :func:`fmt_num`), a chart's duration labels
 (:func:`duration_label`, :func:`bin_label`), seconds of the trace's clock
-(:func:`seconds_text`) and what the whole-trace figures cover (:func:`scope_text`).
+(:func:`seconds_text`, :func:`window_text`) and what the whole-trace figures cover (:func:`scope_text`).
 """
 
 from __future__ import annotations
@@ -35,13 +35,18 @@ def seconds_text(ns: int) -> str:
     return f"{whole}.{frac:09d}".rstrip("0").rstrip(".") if frac else str(whole)
 
 
+def window_text(window_ns: Sequence[int]) -> str:
+    """A time window ``(start, end)`` in ns as ``START-END`` seconds (:func:`seconds_text`):
+    how notes, messages, labels and folder names write ``analyze --time-range``'s window."""
+    start, end = window_ns
+    return f"{seconds_text(start)}-{seconds_text(end)}"
+
+
 def scope_text(time_range_ns: Sequence[int] | None) -> str:
     """What a report's whole-trace figures cover: ``whole trace (incl. start-up)``, or for
     a trace read in a window (``analyze --time-range``; summary.json's
     ``trace.time_range_ns``) ``time range START-END s``."""
-    if time_range_ns is None:
-        return "whole trace (incl. start-up)"
-    return "time range {}-{} s".format(*map(seconds_text, time_range_ns))
+    return "whole trace (incl. start-up)" if time_range_ns is None else f"time range {window_text(time_range_ns)} s"
 
 
 def count_text(x: float) -> str:

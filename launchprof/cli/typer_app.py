@@ -209,16 +209,12 @@ def _read_ahead(trace: str, time_range: str | None) -> None:
     in background threads while pandas is imported
     (:func:`launchprof.trace.readahead.prefetch`); a bad ``--time-range`` is left to the
     options' parse, which says so."""
-    from launchprof.trace.columns import ALL_ROWS, Rows, window_ns
     from launchprof.trace.readahead import prefetch
 
-    rows = ALL_ROWS
-    if time_range is not None:
-        try:
-            window = options.time_range(time_range)
-        except OptionError:
-            return
-        rows = Rows(window=window_ns(window)) if window is not None else ALL_ROWS
+    try:
+        rows = AnalysisOptions(time_range=options.time_range(time_range)).window()
+    except OptionError:
+        return
     prefetch(trace, rows)
 
 
@@ -264,10 +260,10 @@ class _AnalyzeOptions:
 def _window_suffix(parsed: _AnalyzeOptions) -> str:
     """``-START-ENDs`` of ``--time-range`` for a default folder's name (a window's report
     does not replace the whole trace's), or ""."""
-    from launchprof.text import seconds_text
+    from launchprof.text import window_text
 
     window = parsed.how.window().window
-    return "" if window is None else "-{}-{}s".format(*map(seconds_text, window))
+    return "" if window is None else f"-{window_text(window)}s"
 
 
 def _analyze_many(traces: list[str], parsed: _AnalyzeOptions, console: Console, imported: Callable[[], None]) -> None:

@@ -52,11 +52,11 @@ class AnalysisOptions:
 
     def within(self) -> str:
         """`` starting in START-END s (--time-range)`` for a message about the rows read
-        (seconds as :func:`launchprof.trace.columns.seconds_text` writes them), or ""."""
-        from launchprof.text import seconds_text
+        (:func:`launchprof.text.window_text`), or ""."""
+        from launchprof.text import window_text
 
         window = self.window().window
-        return "" if window is None else " starting in {}-{} s (--time-range)".format(*map(seconds_text, window))
+        return "" if window is None else f" starting in {window_text(window)} s (--time-range)"
 
 
 @dataclass(frozen=True)

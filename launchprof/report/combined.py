@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from launchprof.analysis.ranks import ProgramSignature, RankRecord
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
-from launchprof.report.folder import FolderWriter, write_outputs
+from launchprof.report.folder import FolderWriter, resolved_path, write_outputs
 from launchprof.report.html import embed, render
 from launchprof.report.outputs import COMBINED_FILES, VENDORED_JS, Output
 
@@ -123,28 +123,20 @@ COMBINED_OUTPUTS: tuple[Output, ...] = (
 def same_reports(reports: Sequence[tuple[str, str]]) -> Callable[[Path], str | None]:
     """A ``same_input`` check for :class:`~launchprof.report.folder.FolderWriter`: the
     folder's ``combined.json`` lists the same ``(path, folder)`` pairs as ``reports``, in
-    the same order, each path naming the same file (both resolved from the working
-    folder): the same command run again, whose report it replaces without ``--force``.
+    the same order, each path naming the same file (:func:`~launchprof.report.folder.resolved_path`):
+    the same command run again, whose report it replaces without ``--force``.
     Else it says "another run"."""
-    wanted = [(_resolved(p), f) for p, f in reports]
+    wanted = [(resolved_path(p), f) for p, f in reports]
 
     def check(folder: Path) -> str | None:
         try:
             doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
-            held = [(_resolved(r["path"]), r["folder"]) for r in doc["reports"]]
+            held = [(resolved_path(r["path"]), r["folder"]) for r in doc["reports"]]
         except (OSError, ValueError, TypeError, KeyError):
             return "another run"
         return None if held == wanted else "another run"
 
     return check
-
-
-def _resolved(path: object) -> str | None:
-    """``path`` resolved from the working folder, or None when it is not a usable path."""
-    try:
-        return str(Path(path).resolve()) if isinstance(path, str) else None
-    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
-        return None
 
 
 def write_combined(

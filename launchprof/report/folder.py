@@ -161,6 +161,15 @@ def refuse_other_kind(folder: Path, produced: Iterable[str]) -> None:
             raise OutputError(f"{folder} holds {kind} ({name}); remove it or use --output to choose another folder")
 
 
+def resolved_path(path: object) -> str | None:
+    """``path`` (a str or Path) resolved from the working folder: how a report names the
+    same file as a run's input (:func:`report_of`); None when it is not a usable path."""
+    try:
+        return str(Path(path).resolve()) if isinstance(path, (str, Path)) else None
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
+        return None
+
+
 def report_of(name: str, inputs: Mapping[tuple[str, ...], Path]) -> Callable[[Path], str | None]:
     """A ``same_input`` check for :class:`FolderWriter`: the folder's report is of this
     run's input when its JSON file ``name`` holds, at each key path of ``inputs`` (e.g.
@@ -180,11 +189,8 @@ def report_of(name: str, inputs: Mapping[tuple[str, ...], Path]) -> Callable[[Pa
             value: Any = doc
             for key in keys:
                 value = value.get(key) if isinstance(value, dict) else None
-            try:
-                same = isinstance(value, str) and Path(value).resolve() == Path(wanted).resolve()
-            except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
-                same = False
-            if not same:
+            mine = resolved_path(value)
+            if mine is None or mine != resolved_path(wanted):
                 others.append(str(value) if isinstance(value, str) else "another run")
         return " and ".join(others) if others else None
 

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.errors import TraceError
-from launchprof.text import seconds_text
+from launchprof.text import window_text
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
 from launchprof.trace.columns import (
     ALL_ROWS,
@@ -135,8 +135,7 @@ def _load_nvtx(
     rows = read_ahead(sql) if read_ahead is not None else None  # read by a background thread, or now
     if rows is None:
         rows = con.execute(sql).fetchall()
-    if kept.window is not None:
-        notes.extend(_ranges_cut(con, schema, kept))
+    notes.extend(_ranges_cut(con, schema, kept))
     domain_names, n_domains, ranges = _split_events(rows, kept)
     valid = [r for r in ranges if type(r[0]) is int and type(r[1]) is int and r[1] >= r[0]]
     n_bad = len(ranges) - len(valid)
@@ -326,8 +325,8 @@ def rows_notes(rows: Rows) -> list[str]:
     if rows.pid is not None:
         notes.append(f"only the rows of process {rows.pid & PID_MASK} were read (--per-process)")
     if rows.window is not None:
-        begin, end = (seconds_text(t) for t in rows.window)
-        notes.append(f"only the rows starting in {begin}-{end} s of the trace's clock were read (--time-range)")
+        within = window_text(rows.window)
+        notes.append(f"only the rows starting in {within} s of the trace's clock were read (--time-range)")
     return notes
 
 
