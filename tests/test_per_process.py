@@ -242,3 +242,40 @@ def test_the_same_command_again_replaces_its_reports(whole: Path, tmp_path: Path
     assert again.exit_code == 0, again.output
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix != ".js"}
     assert after == before
+
+
+def test_another_trace_with_force_leaves_no_report_of_the_earlier_run(whole: Path, tmp_path: Path) -> None:
+    """A report folder is never left half old, half new: with --force, the rank folders the
+    replaced combined.json listed and this run does not write go (their report files;
+    a file of the user's own keeps its folder, and a folder the document never listed,
+    or one outside the output folder, is not touched)."""
+    out = tmp_path / "pp"
+    first = ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q"]
+    assert runner.invoke(app, first).exit_code == 0
+    earlier = [f"pid{p}" for p in PIDS]
+    assert all((out / name / "summary.json").is_file() for name in earlier)
+    (out / earlier[1] / "notes.txt").write_text("mine")  # the user's own file in a rank folder
+    (out / "mine").mkdir()  # and a folder the report never listed
+    (out / "mine" / "summary.json").write_text("{}")
+    other = DATA / "traces" / "mlp_eager.sqlite.xz"
+    second = runner.invoke(
+        app, ["analyze", str(other), "--per-process", "-o", str(out), "--workers", "0", "-q", "--force"]
+    )
+    assert second.exit_code == 0, second.output
+    listed = [r["folder"] for r in json.loads((out / "combined.json").read_text())["reports"]]
+    assert listed and not set(listed) & set(earlier)
+    assert all((out / name / "summary.json").is_file() for name in listed)
+    assert not (out / earlier[0]).exists()
+    assert sorted(p.name for p in (out / earlier[1]).iterdir()) == ["notes.txt"]
+    assert (out / "mine" / "summary.json").read_text() == "{}"
+
+    # A damaged combined.json naming a folder outside the output folder removes nothing there.
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "summary.json").write_text("{}")
+    doc = json.loads((out / "combined.json").read_text())
+    doc["reports"].append({"path": "x", "folder": "../victim", "ranks": 0, "error": None})
+    (out / "combined.json").write_text(json.dumps(doc))
+    assert runner.invoke(app, [*first, "--force"]).exit_code == 0
+    assert (victim / "summary.json").is_file()
+    assert not (out / listed[0]).exists()

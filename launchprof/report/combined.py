@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from launchprof.analysis.ranks import ProgramSignature, RankRecord
+from launchprof.errors import OutputError
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
 from launchprof.report.folder import FolderWriter, resolved_path, write_outputs
 from launchprof.report.html import embed, render
-from launchprof.report.outputs import COMBINED_FILES, VENDORED_JS, Output
+from launchprof.report.outputs import COMBINED_FILES, VENDORED_JS, Output, analysis_files
 
 if TYPE_CHECKING:
     from launchprof.analysis.ranks import CrossRank
@@ -139,22 +141,62 @@ def same_reports(reports: Sequence[tuple[str, str]]) -> Callable[[Path], str | N
     return check
 
 
+def listed_folders(folder: Path) -> list[str]:
+    """The report folders the multi-trace report in ``folder`` lists (its ``combined.json``'s
+    ``reports[].folder``), each a plain name inside ``folder`` (no separator, not ``.`` or
+    ``..``: a damaged or edited document names nothing outside it); ``[]`` when there is
+    no such report or it cannot be read."""
+    try:
+        doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
+        names = [r["folder"] for r in doc["reports"]]
+    except (OSError, ValueError, TypeError, KeyError):
+        return []
+    return [n for n in names if isinstance(n, str) and n not in ("", ".", "..") and os.sep not in n and "/" not in n]
+
+
+def remove_report(folder: Path) -> None:
+    """Remove the analysis report in ``folder``: the files an analysis run writes
+    (:func:`~launchprof.report.outputs.analysis_files`), then the folder itself when
+    nothing else is left in it (a file of the user's own keeps it). A link is not followed.
+
+    Raises:
+        OutputError: a file or the folder cannot be removed.
+    """
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    try:
+        for name in analysis_files():
+            (folder / name).unlink(missing_ok=True)
+        if not any(folder.iterdir()):
+            folder.rmdir()
+    except OSError as exc:
+        raise OutputError(f"cannot remove the earlier report in {folder}: {exc.strerror or exc}") from None
+
+
 def write_combined(
     combined: Combined, folder: Path, force: bool = False, same_input: Callable[[Path], str | None] | None = None
 ) -> CombinedSummary:
     """Write the files of :data:`COMBINED_OUTPUTS` (``combined.html``, ``combined.json``)
     and ``plotly.min.js`` into ``folder``, all at once
     (:class:`~launchprof.report.folder.FolderWriter`; the ranks' report folders inside it
-    are left as they are). ``same_input`` (e.g. :func:`same_reports`): a multi-trace
-    report of this run's inputs is replaced without ``force``.
+    are written by then), then remove the report folders the replaced ``combined.json``
+    listed and this one does not (:func:`remove_report`: a report of a trace or process
+    of the earlier run must not stay beside this run's). ``same_input`` (e.g.
+    :func:`same_reports`): a multi-trace report of this run's inputs is replaced without
+    ``force``.
 
     Raises:
         OutputError: the folder holds a multi-trace report of other inputs and ``force``
             is False (one written since the run began), holds another kind of report, or
-            cannot be written.
+            cannot be written; an earlier report folder cannot be removed.
     """
     result = CombinedResult(combined, build_combined(combined))
     names = (*(o.name for o in COMBINED_OUTPUTS), VENDORED_JS)
+    earlier = listed_folders(folder)
     with FolderWriter(folder, force, COMBINED_FILES, names, same_input=same_input) as writer:
         write_outputs(writer, COMBINED_OUTPUTS, result)
+    kept = {r.folder for r in combined.reports}
+    for name in dict.fromkeys(earlier):
+        if name not in kept:
+            remove_report(folder / name)
     return result.doc
