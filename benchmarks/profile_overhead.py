@@ -17,7 +17,11 @@ Interleaved, ``--repeats`` times each; medians reported:
 Usage::
 
     python benchmarks/profile_overhead.py [--repeats 5] [--launchprof "python3 -m launchprof"]
-        [--json FILE] [-- WORKLOAD ARGS...]
+        [--json FILE] [--profile-args ARGS] [--variant-args NAME:ARGS] [-- WORKLOAD ARGS...]
+
+``launchprof profile`` runs the workload once more without nsys by default (its baseline
+run, the measured step); bare nsys does not: ``--profile-args=--no-baseline`` times the
+same work as the bare command, ``--variant-args "default:"`` the default beside it.
 
 The default workload is ``examples/cpu/steps_loop.py --steps 400 --work 20000`` (no GPU).
 """
@@ -111,16 +115,37 @@ def main() -> None:
         metavar="NAME:VAR=VALUE[,VAR=VALUE]",
         help="also time launchprof with these environment variables set (repeatable)",
     )
+    parser.add_argument(
+        "--profile-args",
+        default="",
+        metavar="ARGS",
+        help="arguments after 'launchprof profile' for every launchprof run, e.g. '--no-baseline' "
+        "(bare nsys makes no run without the profiler)",
+    )
+    parser.add_argument(
+        "--variant-args",
+        action="append",
+        default=[],
+        metavar="NAME:ARGS",
+        help="also time 'launchprof profile ARGS' instead of --profile-args (repeatable; '' for none)",
+    )
     parser.add_argument("workload", nargs="*", help="the workload and its arguments (after --)")
     args = parser.parse_args()
     info = nsys_info()
     target = args.workload or DEFAULT
     work = workload(target)
     launchprof = shlex.split(args.launchprof)
+    common = shlex.split(args.profile_args)
     variants: dict[str, dict[str, str]] = {"launchprof": {}}
+    flags: dict[str, list[str]] = {"launchprof": common}  # each launchprof run's arguments after 'profile'
     for spec in args.variant:
         name, _, assignments = spec.partition(":")
         variants[f"launchprof {name}"] = dict(a.split("=", 1) for a in assignments.split(",") if a)
+        flags[f"launchprof {name}"] = common
+    for spec in args.variant_args:
+        name, _, extra = spec.partition(":")
+        variants[f"launchprof {name}"] = {}
+        flags[f"launchprof {name}"] = shlex.split(extra)
     times: dict[str, list[float]] = {"workload alone": [], "nsys": [], "nsys+import+export": []}
     times.update({name: [] for name in variants})
     recorded: dict[str, list[float]] = {name: [] for name in ["nsys", *variants]}  # until STEM.sqlite appeared
@@ -151,7 +176,10 @@ def main() -> None:
                 env = {**os.environ, **variants[name], "LAUNCHPROF_TIMINGS": str(marks)}
                 out = base / f"lp{i}-{len(times[name])}-{name.replace(' ', '_')}"
                 wall, began, rec = timed(
-                    [*launchprof, "profile", "-o", str(out), *target], env=env, watch=out / "trace.sqlite", again=out
+                    [*launchprof, "profile", *flags[name], "-o", str(out), *target],
+                    env=env,
+                    watch=out / "trace.sqlite",
+                    again=out,
                 )
                 times[name].append(wall)
                 recorded[name].append(rec)
@@ -205,6 +233,7 @@ def main() -> None:
         "phases_s": phases,
         "until_sqlite_s": recorded,
         "variants": variants,
+        "profile_args": flags,
         "marks_after_nsys_end_s": raw,
         "retried": RETRIES,
     }
