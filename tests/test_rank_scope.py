@@ -11,6 +11,7 @@ STEPS = {"device_id": 0, "pid": 719, "period_p50_ns": 4_141_700.0, "steady": 56}
 RANKS = {
     "count": 2,
     "aligned_steps": 56,
+    "launch_bound_ratio": 0.2,
     "ranks": [
         {"rank": 0, "device_id": 0, "pid": 719, "launch_bound": False, "straggler_steps": 0},
         {"rank": 1, "device_id": 1, "pid": 720, "launch_bound": True, "straggler_steps": 56},
@@ -18,21 +19,22 @@ RANKS = {
 }
 
 
-def test_the_judged_rank_and_the_launch_bound_straggler_are_named() -> None:
+def test_the_judged_rank_and_the_waiting_straggler_are_named() -> None:
     text = rank_scope(STEPS, RANKS)
     assert text is not None
     assert text.startswith("This verdict judges rank 0 (GPU 0, pid 719) of 2 ranks.")
-    assert "Rank 1 is launch-bound (rank 1 is the straggler in 56 of 56 steps)" in text
+    assert "On rank 1 the GPU waits for the CPU 20% or more of each steady step (rank 1 is the straggler in 56" in text
+    assert "launch-bound" not in text  # the verdict's word: a graph is expected to pay
 
 
-def test_nothing_to_say_for_one_rank_or_a_launch_bound_verdict() -> None:
+def test_nothing_to_say_for_one_rank_or_when_the_judged_rank_waits_too() -> None:
     assert rank_scope(STEPS, {**RANKS, "count": 1}) is None
     assert rank_scope(STEPS, None) is None
     both = {**RANKS, "ranks": [{**r, "launch_bound": True} for r in RANKS["ranks"]]}
     assert rank_scope(STEPS, both) == "This verdict judges rank 0 (GPU 0, pid 719) of 2 ranks."
 
 
-def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
+def test_terminal_line_names_the_rank_and_the_waiting_ones() -> None:
     summary = SimpleNamespace(
         diagnosis=SimpleNamespace(verdict="gpu-bound", figures={}, findings=[]),  # the typed section: attributes
         recommendation=SimpleNamespace(convert=False, predicted_speedup=1.05, predicted_step_ns=3_928_000.0,
@@ -41,13 +43,19 @@ def test_terminal_line_names_the_rank_and_the_launch_bound_ones() -> None:
         headline=SimpleNamespace(graphs=False, rebuilt=False),
         ranks=SimpleNamespace(  # the typed ranks section: attributes
             count=RANKS["count"], ranks=[SimpleNamespace(**r) for r in RANKS["ranks"]], critical_rank=None,
-            aligned_steps=56,
+            aligned_steps=56, launch_bound_ratio=0.2,
         ),
     )  # fmt: skip
     line = verdict_line(summary)
     assert line is not None
     assert line.startswith("verdict: gpu-bound on GPU 0 pid 719 of 2 ranks")
-    assert "break-even 1 iteration;" in line and line.endswith("launch-bound rank: 1 (see the ranks)")
+    assert "break-even 1 iteration;" in line
+    assert line.endswith("; the GPU of rank 1 waits for the CPU 20% or more of each steady step (see the ranks)")
+    # The judged rank waits for the CPU too (two processes on one GPU, gpu-bound without
+    # the profiler): no rank is named beside the verdict, and none is called launch-bound.
+    summary.ranks.ranks[0].launch_bound = True
+    line = verdict_line(summary)
+    assert line is not None and "see the ranks" not in line and "launch-bound" not in line
 
 
 def test_the_report_page_gives_every_reason_of_the_summary(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -86,13 +86,15 @@ def _skip_causes(result: AnalysisResult) -> list[str | None]:
 
 def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> str | None:
     """With several ranks: which one the verdict judged (the steps' device and process)
-    and, when others differ, which ranks are launch-bound or stragglers; None otherwise.
+    and, when others differ, on which ranks the GPU waits for the CPU (the rank view's
+    ``launch_bound`` bar; not called launch-bound, which says a graph is expected to pay)
+    or which are stragglers; None otherwise.
 
     Args:
         steps: the summary's ``steps`` section (``device_id``, ``pid``).
         ranks: the summary's ``ranks`` section (``count``, ``ranks[]`` with ``rank``,
             ``device_id``, ``pid``, ``launch_bound``, ``straggler_steps``,
-            ``slowest_steps``; ``aligned_steps``, ``critical_rank``).
+            ``slowest_steps``; ``aligned_steps``, ``critical_rank``, ``launch_bound_ratio``).
     """
     if not steps or not ranks or int(ranks.get("count") or 0) < 2:
         return None
@@ -114,8 +116,10 @@ def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> st
     others = [r for r in rows if r is not judged]
     bound = [str(r["rank"]) for r in others if r.get("launch_bound") and not judged.get("launch_bound")]
     if bound:
+        ratio = float(ranks.get("launch_bound_ratio") or 0.2)
         text += (
-            f" Rank{'s' if len(bound) > 1 else ''} {', '.join(bound)} {'are' if len(bound) > 1 else 'is'} launch-bound"
+            f" On rank{'s' if len(bound) > 1 else ''} {', '.join(bound)} the GPU waits for the CPU {ratio:.0%} or "
+            "more of each steady step"
         )
         slow = [r for r in others if str(r["rank"]) in bound and r.get("straggler_steps")]
         if slow:

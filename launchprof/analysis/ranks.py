@@ -32,10 +32,14 @@ agree, only durations are compared):
   median costs the whole job a quarter of that step. With two ranks the median is their
   mean, so one rank must take 1.67x the other's time;
 - slowest rank of a step: the rank with the largest ``work_ns`` (lowest rank on ties);
-- launch-bound rank: steady host-wait ratio (host-wait idle / step period, summed over
-  the rank's steady steps; the whole span's CPU-bound ratio when it has no steps) of at
-  least :data:`LAUNCH_BOUND_RATIO` (0.2): removing all CPU cost could then gain at least
-  1 / (1 - 0.2) = 1.25x, the bar launchprof's verdict uses.
+- a rank whose GPU waits for the CPU (``launch_bound`` in the records and summary.json,
+  a name older than the verdict's meaning): steady host-wait ratio (host-wait idle / step
+  period, summed over the rank's steady steps; the whole span's CPU-bound ratio when it
+  has no steps) of at least :data:`LAUNCH_BOUND_RATIO` (0.2) under nsys: removing all CPU
+  cost could then gain at least 1 / (1 - 0.2) = 1.25x, the bar launchprof's verdict uses.
+  Whether a CUDA Graph is expected to pay (the verdict ``launch-bound``) is each rank's
+  own verdict, which weighs the step without the profiler; the outputs do not call these
+  ranks launch-bound.
 """
 
 from __future__ import annotations

@@ -474,11 +474,11 @@ def run_analyze_many(
             combined = analyze_many(traces, output, force, how, scheduler, workers, progress=done)
     ranks = combined.view.to_dict()["ranks"] if combined.view is not None else []
     for r in ranks[:MAX_RANK_LINES]:
-        # Steady steps first (launch-bound or not, waiting for the CPU), then the whole trace (window).
+        # Steady steps first (how long the GPU waits for the CPU), then the whole trace (window).
+        # Not "launch-bound": that word says a graph is expected to pay, which each rank's own
+        # report judges (its verdict weighs the step without the profiler).
         steady = r.get("steady_host_wait_ratio")
-        head = "launch-bound" if r.get("launch_bound") else "not launch-bound"
-        if steady is not None:
-            head += f", GPU waiting for the CPU {steady:.1%} of each steady step"
+        head = "no steady steps" if steady is None else f"GPU waiting for the CPU {steady:.1%} of each steady step"
         console.print(
             f"rank {r['rank']} ({r['label']}): {head}; {r['steps']} steps, {r['straggler_steps']} straggler steps; "
             f"{scope_text(how.window().window)}: {r['kernels']} kernels, CPU-bound ratio {r['cpu_bound_ratio']:.1%}",

@@ -69,10 +69,30 @@ def verdict_line(summary: Any) -> str | None:
         if rec.convert and blockers:
             kinds = ", ".join(dict.fromkeys(b.kind for b in rec.blockers))
             line += f" after fixing {blockers} blocker{'s' if blockers != 1 else ''} ({kinds})"
-    bound = [r.rank for r in ranks.ranks if r.launch_bound] if ranks is not None else []
-    if ranks is not None and ranks.count > 1 and bound and diag.verdict != "launch-bound":
-        line += f"; launch-bound rank{'s' if len(bound) > 1 else ''}: {', '.join(map(str, bound))} (see the ranks)"
+    line += _waiting_ranks(summary)
     return line
+
+
+def _waiting_ranks(summary: Any) -> str:
+    """With several ranks, when the judged one's GPU does not wait for the CPU (the rank
+    view's bar, ``ranks.launch_bound_ratio``) and others' do: which
+    (as :func:`launchprof.analysis.finish.rank_scope` says in the diagnosis); else "".
+    Not called launch-bound: that word means a graph is expected to pay, which only a
+    rank's own verdict says."""
+    ranks, steps = summary.ranks, summary.steps
+    if ranks is None or ranks.count < 2 or steps is None:
+        return ""
+    judged = next((r for r in ranks.ranks if (r.device_id, r.pid) == (steps.device_id, steps.pid)), None)
+    if judged is None or judged.launch_bound:
+        return ""
+    waiting = [str(r.rank) for r in ranks.ranks if r.launch_bound and r is not judged]
+    if not waiting:
+        return ""
+    many = len(waiting) > 1
+    return (
+        f"; the GPU of rank{'s' if many else ''} {', '.join(waiting)} waits for the CPU {ranks.launch_bound_ratio:.0%} "
+        "or more of each steady step (see the ranks)"
+    )
 
 
 def steady_line(summary: Any) -> str | None:
