@@ -92,3 +92,36 @@ def test_the_report_page_gives_every_reason_of_the_summary(tmp_path) -> None:  #
 
     for reason in reasons:
         assert micro(reason) in paragraphs, reason  # the page writes "us" as "µs"
+
+
+def test_two_processes_on_one_gpu_get_one_answer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A real trace of two processes sharing one GPU (tests/data/gpu/two_procs): under nsys
+    both GPUs' steps wait for the CPU, without the profiler the judged rank is gpu-bound and
+    no conversion is recommended. Nothing calls a rank launch-bound beside that answer, and
+    the page does not say the verdict covers the critical rank's steps when it judged the
+    other rank."""
+    import json
+    import lzma
+    import re
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from launchprof.cli import app
+
+    trace = tmp_path / "two_procs.sqlite"
+    trace.write_bytes(lzma.decompress((Path(__file__).parent / "data" / "gpu" / "two_procs.sqlite.xz").read_bytes()))
+    result = CliRunner().invoke(app, ["analyze", str(trace), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    verdict = summary["diagnosis"]["verdict"]
+    convert = summary["recommendation"]["convert"]
+    ranks = summary["ranks"]
+    assert all(r["launch_bound"] for r in ranks["ranks"])  # both wait for the CPU >= 20 % under nsys
+    assert verdict != "launch-bound" and not convert  # the case this test is about
+    assert "launch-bound" not in result.output
+    judged = next(r for r in ranks["ranks"] if r["pid"] == summary["steps"]["pid"])
+    page = re.sub(r"<[^>]+>", "", (tmp_path / "out" / "report.html").read_text())
+    assert ranks["critical_rank"] != judged["rank"]
+    assert "whose steps the verdict above covers" not in page
+    assert f"the verdict above judges rank {judged['rank']}, not this one" in page
