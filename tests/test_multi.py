@@ -289,3 +289,27 @@ def test_many_traces_without_dask_run_one_by_one(rank_traces, tmp_path: Path) ->
     done = subprocess.run([*run, "-o", str(tmp_path / "w"), "--workers", "2"], capture_output=True, text=True)
     assert done.returncode == 2 and "pip install '.[dask]'" in done.stderr and "use --workers 0" in done.stderr
     assert not (tmp_path / "w").exists()  # refused before any folder was made
+
+
+@pytest.mark.slow
+def test_a_failed_trace_keeps_no_report_of_the_earlier_trace_in_its_folder(tmp_path: Path) -> None:
+    """x/a.sqlite, then (with --force) y/a.sqlite that cannot be read: folder ``a`` must not
+    go on holding x/a.sqlite's report beside combined.json saying ``a`` failed."""
+    import lzma
+
+    good = tmp_path / "x" / "a.sqlite"
+    good.parent.mkdir()
+    good.write_bytes(lzma.decompress((DATA / "traces" / "mlp_eager.sqlite.xz").read_bytes()))
+    bad = tmp_path / "y" / "a.sqlite"
+    bad.parent.mkdir()
+    bad.write_text("not a trace")
+    other = DATA / "traces" / "mlp_graph.sqlite.xz"
+    out = tmp_path / "w"
+    first = runner.invoke(app, ["analyze", str(good), str(other), "--workers", "0", "-o", str(out), "-q"])
+    assert first.exit_code == 0, first.output
+    assert (out / "a" / "summary.json").is_file()
+    second = runner.invoke(app, ["analyze", str(bad), str(other), "--workers", "0", "-o", str(out), "-q", "--force"])
+    assert second.exit_code == 2 and "could not be analysed" in second.output, second.output
+    doc = json.loads((out / "combined.json").read_text())
+    assert [r["folder"] for r in doc["reports"] if r["error"]] == ["a"]
+    assert not (out / "a" / "summary.json").exists()

@@ -279,3 +279,47 @@ def test_another_trace_with_force_leaves_no_report_of_the_earlier_run(whole: Pat
     assert runner.invoke(app, [*first, "--force"]).exit_code == 0
     assert (victim / "summary.json").is_file()
     assert not (out / listed[0]).exists()
+
+
+def test_a_failed_removal_keeps_the_earlier_document_and_the_next_run_finishes_it(whole: Path, tmp_path: Path) -> None:
+    """An earlier report that cannot be removed (here a step file replaced by a folder:
+    unlink fails) stops the run in one line before its combined.json moves in: the
+    replaced document still names the folder, so the next run removes it."""
+    out = tmp_path / "pp"
+    first = ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q"]
+    assert runner.invoke(app, first).exit_code == 0
+    before = (out / "combined.json").read_bytes()
+    stuck = out / f"pid{PIDS[0]}" / "steps.csv"
+    stuck.unlink()
+    stuck.mkdir()
+    (stuck / "x").write_text("x")
+    other = DATA / "traces" / "mlp_eager.sqlite.xz"
+    second = ["analyze", str(other), "--per-process", "-o", str(out), "--workers", "0", "-q", "--force"]
+    failed = runner.invoke(app, second)
+    assert failed.exit_code == 2 and "cannot remove the earlier report" in failed.output, failed.output
+    assert len(failed.output.strip().splitlines()) == 1
+    assert (out / "combined.json").read_bytes() == before  # this run's document did not move in
+    shutil.rmtree(stuck)
+    assert runner.invoke(app, second).exit_code == 0
+    assert not (out / f"pid{PIDS[0]}").exists() and not (out / f"pid{PIDS[1]}").exists()
+
+
+def test_files_the_user_put_in_place_of_a_listed_report_are_not_removed(whole: Path, tmp_path: Path) -> None:
+    """A folder combined.json lists whose report the user replaced by files of their own
+    (launchprof's names, no summary.json of that trace) is left as it is."""
+    out = tmp_path / "pp"
+    first = ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q"]
+    assert runner.invoke(app, first).exit_code == 0
+    mine = out / f"pid{PIDS[0]}"
+    shutil.rmtree(mine)
+    mine.mkdir()
+    (mine / "report.html").write_text("my notes")
+    (mine / "steps.csv").write_text("a,b")
+    (mine / "summary.json").write_text('{"schema": "launchprof.summary/1", "trace": {"path": "elsewhere.sqlite"}}')
+    other = DATA / "traces" / "mlp_eager.sqlite.xz"
+    done = runner.invoke(
+        app, ["analyze", str(other), "--per-process", "-o", str(out), "--workers", "0", "-q", "--force"]
+    )
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in mine.iterdir()) == ["report.html", "steps.csv", "summary.json"]
+    assert not (out / f"pid{PIDS[1]}").exists()  # the other one was still its report: removed

@@ -26,7 +26,8 @@ from launchprof.errors import OutputError
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
 from launchprof.report.folder import FolderWriter, resolved_path, write_outputs
 from launchprof.report.html import embed, render
-from launchprof.report.outputs import COMBINED_FILES, VENDORED_JS, Output, analysis_files
+from launchprof.report.outputs import COMBINED_FILES, SUMMARY, VENDORED_JS, Output, analysis_files
+from launchprof.report.schema import SUMMARY_SCHEMA
 
 if TYPE_CHECKING:
     from launchprof.analysis.ranks import CrossRank
@@ -134,43 +135,89 @@ def same_reports(reports: Sequence[tuple[str, str]]) -> Callable[[Path], str | N
         try:
             doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
             held = [(resolved_path(r["path"]), r["folder"]) for r in doc["reports"]]
-        except (OSError, ValueError, TypeError, KeyError):
+        except (OSError, ValueError, TypeError, KeyError, RecursionError):  # RecursionError: absurdly nested JSON
             return "another run"
         return None if held == wanted else "another run"
 
     return check
 
 
-def listed_folders(folder: Path) -> list[str]:
-    """The report folders the multi-trace report in ``folder`` lists (its ``combined.json``'s
-    ``reports[].folder``), each a plain name inside ``folder`` (no separator, not ``.`` or
-    ``..``: a damaged or edited document names nothing outside it); ``[]`` when there is
-    no such report or it cannot be read."""
+def listed_reports(folder: Path) -> list[tuple[str, str]]:
+    """The ``(path, folder)`` of each report the multi-trace report in ``folder`` lists
+    (its ``combined.json``'s ``reports[]``), each folder a plain name inside ``folder`` (no
+    separator, not ``.`` or ``..``, at most 255 characters: a damaged or edited document
+    names nothing outside it); ``[]`` when there is no such report or it cannot be read."""
     try:
         doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
-        names = [r["folder"] for r in doc["reports"]]
-    except (OSError, ValueError, TypeError, KeyError):
+        pairs = [(r["path"], r["folder"]) for r in doc["reports"]]
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
         return []
-    return [n for n in names if isinstance(n, str) and n not in ("", ".", "..") and os.sep not in n and "/" not in n]
+    return [
+        (p, n)
+        for p, n in pairs
+        if isinstance(p, str)
+        and isinstance(n, str)
+        and 0 < len(n) <= 255
+        and n not in (".", "..")
+        and os.sep not in n
+        and "/" not in n
+        and "\0" not in n
+    ]
+
+
+def holds_report_of(folder: Path, path: str) -> bool:
+    """Whether ``folder`` (not a link) holds launchprof's analysis report of the trace
+    ``path`` (as given): its summary.json parses, is of :data:`SUMMARY_SCHEMA` and names
+    that trace. A folder whose files the user replaced is not one."""
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            return False
+        doc = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
+        return bool(doc.get("schema") == SUMMARY_SCHEMA and doc.get("trace", {}).get("path") == path)
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):
+        return False
 
 
 def remove_report(folder: Path) -> None:
     """Remove the analysis report in ``folder``: the files an analysis run writes
-    (:func:`~launchprof.report.outputs.analysis_files`), then the folder itself when
-    nothing else is left in it (a file of the user's own keeps it). A link is not followed.
+    (:func:`~launchprof.report.outputs.analysis_files`), ``summary.json`` last, then the
+    folder itself when nothing else is left in it (a file of the user's own keeps it).
+    Check first that it is one (:func:`holds_report_of`).
 
     Raises:
         OutputError: a file or the folder cannot be removed.
     """
-    if folder.is_symlink() or not folder.is_dir():
-        return
+    names = [n for n in analysis_files() if n != SUMMARY] + [SUMMARY]  # the document last: what is left is still one
     try:
-        for name in analysis_files():
+        for name in names:
             (folder / name).unlink(missing_ok=True)
         if not any(folder.iterdir()):
             folder.rmdir()
     except OSError as exc:
         raise OutputError(f"cannot remove the earlier report in {folder}: {exc.strerror or exc}") from None
+
+
+def remove_unlisted(folder: Path, reports: Sequence[ReportResult]) -> Callable[[], None]:
+    """A ``before_move`` for the multi-trace folder's writer: remove the reports the
+    replaced ``combined.json`` lists in folders that none of ``reports`` (this run's)
+    names, and the report of the earlier run's trace left in the folder of a trace of
+    this run that failed (a trace of another path under the same folder name: this run
+    wrote nothing there). Each only when it is still that trace's report
+    (:func:`holds_report_of`; :func:`remove_report`). Read and removed under the folder's
+    lock, before this run's document moves in: a run that fails here leaves the replaced
+    document, which still names what is left, and the next run removes it."""
+    kept = {r.folder for r in reports}
+    failed = [r for r in reports if r.error is not None]
+
+    def remove() -> None:
+        for path, name in dict.fromkeys(listed_reports(folder)):
+            if name not in kept and holds_report_of(folder / name, path):
+                remove_report(folder / name)
+            elif name in kept and any(r.folder == name and r.path != path for r in failed):
+                if holds_report_of(folder / name, path):
+                    remove_report(folder / name)
+
+    return remove
 
 
 def write_combined(
@@ -179,24 +226,20 @@ def write_combined(
     """Write the files of :data:`COMBINED_OUTPUTS` (``combined.html``, ``combined.json``)
     and ``plotly.min.js`` into ``folder``, all at once
     (:class:`~launchprof.report.folder.FolderWriter`; the ranks' report folders inside it
-    are written by then), then remove the report folders the replaced ``combined.json``
-    listed and this one does not (:func:`remove_report`: a report of a trace or process
-    of the earlier run must not stay beside this run's). ``same_input`` (e.g.
-    :func:`same_reports`): a multi-trace report of this run's inputs is replaced without
-    ``force``.
+    are written by then). Before they move in, under the folder's lock, the reports of the
+    replaced ``combined.json`` that this run did not replace are removed
+    (:func:`remove_unlisted`: a report of a trace or process of the earlier run must not
+    stay beside this run's). ``same_input`` (e.g. :func:`same_reports`): a multi-trace
+    report of this run's inputs is replaced without ``force``.
 
     Raises:
         OutputError: the folder holds a multi-trace report of other inputs and ``force``
             is False (one written since the run began), holds another kind of report, or
-            cannot be written; an earlier report folder cannot be removed.
+            cannot be written; an earlier report cannot be removed (nothing of this run's
+            folder files moved in then).
     """
     result = CombinedResult(combined, build_combined(combined))
     names = (*(o.name for o in COMBINED_OUTPUTS), VENDORED_JS)
-    earlier = listed_folders(folder)
     with FolderWriter(folder, force, COMBINED_FILES, names, same_input=same_input) as writer:
-        write_outputs(writer, COMBINED_OUTPUTS, result)
-    kept = {r.folder for r in combined.reports}
-    for name in dict.fromkeys(earlier):
-        if name not in kept:
-            remove_report(folder / name)
+        write_outputs(writer, COMBINED_OUTPUTS, result, before_move=remove_unlisted(folder, combined.reports))
     return result.doc

@@ -366,14 +366,16 @@ class FolderWriter:
         finally:
             os.close(fd)  # releases the lock
 
-    def commit(self, order: Iterable[str] = ()) -> None:
+    def commit(self, order: Iterable[str] = (), before_move: Callable[[], None] | None = None) -> None:
         """Move the staged files into the folder (those not in ``order`` first, then
         ``order``'s in that order: the document that says what the folder holds, such as
-        ``summary.json``, goes last in it) and remove the staging folder.
+        ``summary.json``, goes last in it) and remove the staging folder. ``before_move``:
+        called first, under the folder's lock with Ctrl-C and SIGTERM held (e.g. removing
+        what the replaced report held besides its files); what it raises stops the commit.
 
         Raises:
             OutputError: the folder is busy (no ``force``) or now holds a report (no
-                ``force``), or a file cannot be moved.
+                ``force``), or a file cannot be moved; what ``before_move`` raises.
         """
         names = self.staged()
         ordered = [n for n in names if n not in order] + [n for n in order if n in names]
@@ -381,6 +383,8 @@ class FolderWriter:
             self._check_existing(locked=True)
             self._make_folder()
             with signals_held():
+                if before_move is not None:
+                    before_move()
                 for name in self.owned:
                     for leftover in self.folder.glob(f".{name}.*"):  # staged in place by an older launchprof
                         _unlink(leftover)
@@ -438,11 +442,14 @@ def stage_plotlyjs(writer: FolderWriter) -> None:
         raise _oserror("write", writer.folder / VENDORED_JS, exc) from None
 
 
-def write_outputs(writer: FolderWriter, outputs: Iterable[Output], result: Any) -> None:
+def write_outputs(
+    writer: FolderWriter, outputs: Iterable[Output], result: Any, before_move: Callable[[], None] | None = None
+) -> None:
     """Stage each of ``outputs`` rendered from ``result`` (one that renders None is left
     out) and ``plotly.min.js`` in ``writer``, then move them into the folder
     (``plotly.min.js`` first, then the outputs in their order: the document last): the
-    one way a comparison or multi-trace folder is written.
+    one way a comparison or multi-trace folder is written. ``before_move``: as
+    :meth:`FolderWriter.commit`.
 
     Raises:
         OutputError: a file cannot be written, or the folder is busy or holds a report
@@ -455,4 +462,4 @@ def write_outputs(writer: FolderWriter, outputs: Iterable[Output], result: Any) 
             writer.stage(output.name, text)
             staged.append(output.name)
     stage_plotlyjs(writer)
-    writer.commit(order=tuple(staged))
+    writer.commit(order=tuple(staged), before_move=before_move)
