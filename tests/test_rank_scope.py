@@ -124,4 +124,4 @@ def test_two_processes_on_one_gpu_get_one_answer(tmp_path) -> None:  # type: ign
     page = re.sub(r"<[^>]+>", "", (tmp_path / "out" / "report.html").read_text())
     assert ranks["critical_rank"] != judged["rank"]
     assert "whose steps the verdict above covers" not in page
-    assert f"the verdict above judges rank {judged['rank']}, not this one" in page
+    assert f"the verdict above judges rank {judged['rank']}, not the critical rank" in page
