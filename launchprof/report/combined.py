@@ -170,8 +170,8 @@ def holds_report_of(folder: Path, path: str) -> bool:
     ``path`` (as given): its summary.json parses, is of :data:`SUMMARY_SCHEMA` and names
     that trace. A folder whose files the user replaced is not one."""
     try:
-        if folder.is_symlink() or not folder.is_dir():
-            return False
+        if folder.is_symlink() or not folder.is_dir() or not (folder / SUMMARY).is_file():
+            return False  # not a regular file (a FIFO would block the read under the lock)
         doc = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
         return bool(doc.get("schema") == SUMMARY_SCHEMA and doc.get("trace", {}).get("path") == path)
     except (OSError, ValueError, TypeError, AttributeError, RecursionError):
