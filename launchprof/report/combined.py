@@ -123,6 +123,17 @@ COMBINED_OUTPUTS: tuple[Output, ...] = (
 )
 
 
+def _report_pairs(folder: Path) -> list[tuple[Any, Any]] | None:
+    """The ``(path, folder)`` values of ``reports[]`` in ``folder``'s ``combined.json`` as
+    written (not checked), or None when there is none or it cannot be read (RecursionError:
+    absurdly nested JSON)."""
+    try:
+        doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
+        return [(r["path"], r["folder"]) for r in doc["reports"]]
+    except (OSError, ValueError, TypeError, KeyError, RecursionError):
+        return None
+
+
 def same_reports(reports: Sequence[tuple[str, str]]) -> Callable[[Path], str | None]:
     """A ``same_input`` check for :class:`~launchprof.report.folder.FolderWriter`: the
     folder's ``combined.json`` lists the same ``(path, folder)`` pairs as ``reports``, in
@@ -132,12 +143,10 @@ def same_reports(reports: Sequence[tuple[str, str]]) -> Callable[[Path], str | N
     wanted = [(resolved_path(p), f) for p, f in reports]
 
     def check(folder: Path) -> str | None:
-        try:
-            doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
-            held = [(resolved_path(r["path"]), r["folder"]) for r in doc["reports"]]
-        except (OSError, ValueError, TypeError, KeyError, RecursionError):  # RecursionError: absurdly nested JSON
+        pairs = _report_pairs(folder)
+        if pairs is None:
             return "another run"
-        return None if held == wanted else "another run"
+        return None if [(resolved_path(p), f) for p, f in pairs] == wanted else "another run"
 
     return check
 
@@ -147,14 +156,9 @@ def listed_reports(folder: Path) -> list[tuple[str, str]]:
     (its ``combined.json``'s ``reports[]``), each folder a plain name inside ``folder`` (no
     separator, not ``.`` or ``..``, at most 255 characters: a damaged or edited document
     names nothing outside it); ``[]`` when there is no such report or it cannot be read."""
-    try:
-        doc = json.loads((folder / COMBINED_FILES[0]).read_text(encoding="utf-8"))
-        pairs = [(r["path"], r["folder"]) for r in doc["reports"]]
-    except (OSError, ValueError, TypeError, KeyError, RecursionError):
-        return []
     return [
         (p, n)
-        for p, n in pairs
+        for p, n in _report_pairs(folder) or []
         if isinstance(p, str)
         and isinstance(n, str)
         and 0 < len(n) <= 255
