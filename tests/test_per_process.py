@@ -289,6 +289,7 @@ def test_a_failed_removal_keeps_the_earlier_document_and_the_next_run_finishes_i
     first = ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q"]
     assert runner.invoke(app, first).exit_code == 0
     before = (out / "combined.json").read_bytes()
+    folders = sorted(p.name for p in out.iterdir() if p.is_dir())
     stuck = out / f"pid{PIDS[0]}" / "steps.csv"
     stuck.unlink()
     stuck.mkdir()
@@ -299,6 +300,7 @@ def test_a_failed_removal_keeps_the_earlier_document_and_the_next_run_finishes_i
     assert failed.exit_code == 2 and "cannot remove the earlier report" in failed.output, failed.output
     assert len(failed.output.strip().splitlines()) == 1
     assert (out / "combined.json").read_bytes() == before  # this run's document did not move in
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == folders  # nor its rank reports
     shutil.rmtree(stuck)
     assert runner.invoke(app, second).exit_code == 0
     assert not (out / f"pid{PIDS[0]}").exists() and not (out / f"pid{PIDS[1]}").exists()
@@ -323,3 +325,68 @@ def test_files_the_user_put_in_place_of_a_listed_report_are_not_removed(whole: P
     assert done.exit_code == 0, done.output
     assert sorted(p.name for p in mine.iterdir()) == ["report.html", "steps.csv", "summary.json"]
     assert not (out / f"pid{PIDS[1]}").exists()  # the other one was still its report: removed
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_an_interrupted_run_leaves_the_earlier_folder_as_it_was(whole: Path, tmp_path: Path) -> None:
+    """A report folder is never left half old, half new: a run stopped after its first
+    process was analysed (Ctrl-C lands in the progress callback, as it would between two
+    processes) leaves every rank folder and combined.json of the earlier run byte for
+    byte, and no staging folder. The second run's reports differ (another bubble
+    threshold), so a rank report written before the interruption would show."""
+    from launchprof.commands.common import AnalysisOptions
+    from launchprof.commands.many import analyze_processes
+
+    out = tmp_path / "pp"
+    first = ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q"]
+    assert runner.invoke(app, first).exit_code == 0
+    before = _files(out)
+    assert len([n for n in before if n.endswith("summary.json")]) == len(PIDS)
+
+    def stop(done: int, total: int) -> None:
+        assert total == len(PIDS)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        analyze_processes(str(whole), out, force=True, how=AnalysisOptions(bubble_threshold_ns=5_000), progress=stop)
+    assert _files(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".") and "staging" in p.name) == []
+
+    # The same run not stopped replaces every report, with the new threshold.
+    analyze_processes(str(whole), out, force=True, how=AnalysisOptions(bubble_threshold_ns=5_000))
+    after = _files(out)
+    changed = [n for n in before if n.endswith("summary.json") and after.get(n) != before[n]]
+    assert len(changed) == len(PIDS)
+
+
+@pytest.mark.slow
+def test_two_runs_at_once_into_one_folder_leave_one_of_them_whole(whole: Path, tmp_path: Path) -> None:
+    """Two --force runs over different traces started together into one folder: whichever
+    commits last, the folder holds its report whole - combined.json lists exactly the rank
+    folders there, each with its summary.json. (Before the rank reports moved in under the
+    folder's lock, 3 of 6 such rounds left a listed folder missing.)"""
+    import subprocess
+    import sys
+
+    exe = str(Path(sys.executable).parent / "launchprof")
+    eager = tmp_path / "eager.sqlite"
+    with lzma.open(DATA / "traces" / "mlp_eager.sqlite.xz") as src, eager.open("wb") as dst:
+        shutil.copyfileobj(src, dst)
+    again = tmp_path / "again.sqlite"
+    shutil.copyfile(eager, again)
+    out = tmp_path / "out"
+    runs = [
+        [exe, "analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q", "--force"],
+        [exe, "analyze", str(eager), str(again), "-o", str(out), "--workers", "0", "-q", "--force"],
+    ]
+    for _ in range(5):
+        procs = [subprocess.Popen(r, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for r in runs]
+        for proc in procs:
+            output, _ = proc.communicate(timeout=300)
+            assert proc.returncode == 0, output
+        listed = [r["folder"] for r in json.loads((out / "combined.json").read_text())["reports"]]
+        assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(listed)
+        assert all((out / name / "summary.json").is_file() for name in listed)

@@ -236,10 +236,10 @@ def test_a_staging_folder_is_not_listed_in_the_index(traces, refs, tmp_path: Pat
 def test_a_signal_that_another_thread_receives_waits_for_the_held_block() -> None:
     """The kernel gives a process's signal to any thread that does not block it; Python
     then runs the handler in the main thread at its next bytecode. Held signals
-    (report.folder.signals_held) must still wait until the block is done."""
+    (report.signals.signals_held) must still wait until the block is done."""
     import threading
 
-    from launchprof.report.folder import signals_held
+    from launchprof.report.signals import signals_held
 
     seen: list[str] = []
     previous = signal.signal(signal.SIGTERM, lambda signum, _frame: seen.append("handler"))
@@ -265,7 +265,7 @@ def test_a_signal_that_another_thread_receives_waits_for_the_held_block() -> Non
 
 
 def test_every_held_signal_is_handled_after_the_block_and_ignored_ones_stay_ignored() -> None:
-    from launchprof.report.folder import signals_held
+    from launchprof.report.signals import signals_held
 
     seen: list[str] = []
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}

@@ -7,10 +7,12 @@
 per-report work. Each task analyses its trace exactly as ``launchprof analyze TRACE``
 does (same function, same options) and writes the rank's report folder with the same
 writer, so each per-rank ``summary.json`` is byte for byte the one the single-trace
-command writes. The task returns only the small per-rank records
-(:class:`~launchprof.analysis.ranks.RankRecord`); the client aligns them by step index
-into the cross-rank view (:func:`~launchprof.analysis.ranks.cross_rank`) and writes
-``combined.json`` and ``combined.html``.
+command writes, into the run's staging folder: the rank folders move in with
+``combined.json`` (:func:`~launchprof.report.combined.write_combined`). The task returns
+only the small per-rank records (:class:`~launchprof.analysis.ranks.RankRecord`); the
+client aligns them by step index into the cross-rank view
+(:func:`~launchprof.analysis.ranks.cross_rank`) and writes ``combined.json`` and
+``combined.html``.
 
 Layout of the output folder::
 
@@ -18,7 +20,8 @@ Layout of the output folder::
     OUTPUT/<trace stem>/summary.json, report.html, plotly.min.js (a hard link when possible)
 
 With an existing scheduler the workers open the traces and write the rank folders by
-absolute path: they must see the client's file system and have launchprof installed.
+absolute path (staged beside OUTPUT): they must see the client's file system and have
+launchprof installed.
 """
 
 from __future__ import annotations
@@ -42,8 +45,8 @@ from launchprof.commands.common import AnalysisOptions
 from launchprof.commands.folders import trace_stem
 from launchprof.errors import LaunchprofError, OptionError, TraceError
 from launchprof.report.combined import Combined, ReportResult
-from launchprof.report.html import prepare_folder
-from launchprof.report.outputs import COMBINED_FILES, REPORT_FILES, VENDORED_JS
+from launchprof.report.html import check_folder, prepare_folder
+from launchprof.report.outputs import COMBINED_FILES, REPORT_FILES
 from launchprof.text import scope_text
 
 
@@ -108,7 +111,7 @@ class Task:
 
 def analyze_one(task: Task, output: str, force: bool, how: AnalysisOptions) -> ReportResult:
     """Analyse one trace (or one process of it) and write its report into
-    ``output/task.folder`` (one Dask task).
+    ``output/task.folder`` (one Dask task; ``output``: :func:`~launchprof.report.combined.rank_reports`).
 
     The same calls as ``launchprof analyze TRACE --output output/folder``; ``task.path`` is
     recorded in ``summary.json`` as given. Returns the rank records, labelled with the
@@ -200,22 +203,6 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
 
 class SchedulerError(LaunchprofError):
     """The Dask scheduler given with ``--scheduler`` cannot be reached, or Dask is not installed."""
-
-
-def _link_plotlyjs(top: Path, folder: Path) -> None:
-    """Replace ``folder/plotly.min.js`` by a hard link to ``top/plotly.min.js`` (same
-    bytes, one copy on disk); left as written where links are not possible."""
-    src, dst = top / VENDORED_JS, folder / VENDORED_JS
-    tmp = folder / f".{VENDORED_JS}.link"
-    try:
-        if dst.exists() and os.path.samefile(src, dst):
-            return
-        if tmp.exists():
-            tmp.unlink()
-        os.link(src, tmp)
-        os.replace(tmp, dst)
-    except OSError:
-        pass
 
 
 # When a local Dask cluster pays (docs/reference.md, "Multi-rank analysis"): the cluster's
@@ -383,7 +370,7 @@ def _analyze_tasks(
 ) -> Combined:
     """Run :func:`analyze_one` for each task (on Dask when ``cluster`` asks for it or it
     pays: :func:`use_dask`), then write the combined report into ``output``."""
-    from launchprof.report.combined import same_reports, write_combined
+    from launchprof.report.combined import open_combined_folder, rank_reports, same_reports, write_combined
 
     scheduler, workers = cluster
     same = same_reports([(task.path, task.folder) for task in tasks])
@@ -391,26 +378,24 @@ def _analyze_tasks(
     again = (output / COMBINED_FILES[0]).is_file() and same(output) is None
     prepare_folder(output, force or again, COMBINED_FILES)
     for task in tasks:
-        prepare_folder(output / task.folder, force or again, REPORT_FILES)
-    out_abs = str(output.resolve())
-    args = [(task, out_abs, force, how) for task in tasks]
-    results: dict[int, ReportResult] = {}
-    if not scheduler and not use_dask([t.read or t.path for t in tasks], workers):
-        for i, a in enumerate(args):
-            results[i] = analyze_one(*a)
-            if progress:
-                progress(len(results), len(args))
-    else:
-        results = _run_on_dask(args, scheduler, workers, progress)
-    reports = [results[i] for i in range(len(args))]
-    ranks = [r for rep in reports for r in rep.ranks]
-    view = cross_rank(ranks) if ranks else None
-    notes = not_one_job([(rep.folder, rep.signature) for rep in reports if rep.signature is not None])
-    combined = Combined(reports, view, notes)
-    write_combined(combined, output, force, same_input=same)
-    for rep in reports:
-        if rep.error is None:
-            _link_plotlyjs(output, output / rep.folder)
+        check_folder(output / task.folder, force or again, REPORT_FILES)
+    with open_combined_folder(output, force, same) as writer:
+        staged = str(rank_reports(writer).resolve())
+        args = [(task, staged, force, how) for task in tasks]
+        results: dict[int, ReportResult] = {}
+        if not scheduler and not use_dask([t.read or t.path for t in tasks], workers):
+            for i, a in enumerate(args):
+                results[i] = analyze_one(*a)
+                if progress:
+                    progress(len(results), len(args))
+        else:
+            results = _run_on_dask(args, scheduler, workers, progress)
+        reports = [results[i] for i in range(len(args))]
+        ranks = [r for rep in reports for r in rep.ranks]
+        view = cross_rank(ranks) if ranks else None
+        notes = not_one_job([(rep.folder, rep.signature) for rep in reports if rep.signature is not None])
+        combined = Combined(reports, view, notes)
+        write_combined(combined, writer, force)
     return combined
 
 

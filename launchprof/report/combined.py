@@ -11,6 +11,7 @@ order give the same bytes, whatever the number of workers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -24,10 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from launchprof.analysis.ranks import ProgramSignature, RankRecord
 from launchprof.errors import OutputError
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
-from launchprof.report.folder import FolderWriter, resolved_path, write_outputs
+from launchprof.report.folder import FolderWriter, commit_together, resolved_path, write_outputs
 from launchprof.report.html import embed, render
 from launchprof.report.outputs import COMBINED_FILES, SUMMARY, VENDORED_JS, Output, analysis_files
 from launchprof.report.schema import SUMMARY_SCHEMA
+from launchprof.report.write import REPORT_ORDER, open_report_folder
 
 if TYPE_CHECKING:
     from launchprof.analysis.ranks import CrossRank
@@ -224,26 +226,91 @@ def remove_unlisted(folder: Path, reports: Sequence[ReportResult]) -> Callable[[
     return remove
 
 
-def write_combined(
-    combined: Combined, folder: Path, force: bool = False, same_input: Callable[[Path], str | None] | None = None
-) -> CombinedSummary:
+RANK_REPORTS = "ranks"  # the side folder of the multi-trace writer that holds the rank reports until they move in
+
+
+def open_combined_folder(
+    folder: Path, force: bool = False, same_input: Callable[[Path], str | None] | None = None
+) -> FolderWriter:
+    """The writer of a multi-trace folder, opened before the traces are analysed: each
+    trace's report is written into its :meth:`~launchprof.report.folder.FolderWriter.side_folder`
+    (:func:`rank_reports`) and moves into ``folder`` with ``combined.json``
+    (:func:`write_combined`), so an interrupted or failed run leaves the earlier report,
+    rank folders included, as it was. ``same_input`` (e.g. :func:`same_reports`): a
+    multi-trace report of this run's inputs is replaced without ``force``.
+
+    Raises:
+        OutputError: as :class:`~launchprof.report.folder.FolderWriter`.
+    """
+    names = (*(o.name for o in COMBINED_OUTPUTS), VENDORED_JS)
+    return FolderWriter(folder, force, COMBINED_FILES, names, same_input=same_input)
+
+
+def rank_reports(writer: FolderWriter) -> Path:
+    """The folder to write the rank reports into (``<rank reports>/<report folder>``, as
+    ``launchprof analyze TRACE --output`` writes one), inside ``writer``'s staging folder.
+
+    Raises:
+        OutputError: it cannot be made.
+    """
+    return writer.side_folder(RANK_REPORTS)
+
+
+def write_combined(combined: Combined, writer: FolderWriter, force: bool = False) -> CombinedSummary:
     """Write the files of :data:`COMBINED_OUTPUTS` (``combined.html``, ``combined.json``)
-    and ``plotly.min.js`` into ``folder``, all at once
-    (:class:`~launchprof.report.folder.FolderWriter`; the ranks' report folders inside it
-    are written by then). Before they move in, under the folder's lock, the reports of the
-    replaced ``combined.json`` that this run did not replace are removed
+    and ``plotly.min.js`` with ``writer`` (:func:`open_combined_folder`), and the rank
+    reports written into :func:`rank_reports`, all at once, under the folder's lock with
+    Ctrl-C and SIGTERM held: first every rank folder is checked as
+    ``launchprof analyze TRACE`` checks its folder (a report of another trace needs
+    ``force``; :func:`~launchprof.report.write.open_report_folder`), then the reports of
+    the replaced ``combined.json`` that this run does not replace are removed
     (:func:`remove_unlisted`: a report of a trace or process of the earlier run must not
-    stay beside this run's). ``same_input`` (e.g. :func:`same_reports`): a multi-trace
-    report of this run's inputs is replaced without ``force``.
+    stay beside this run's), then the rank reports move in
+    (:func:`~launchprof.report.folder.commit_together`), then this run's files; last,
+    each rank folder's ``plotly.min.js`` becomes a hard link to the folder's (one copy).
 
     Raises:
         OutputError: the folder holds a multi-trace report of other inputs and ``force``
             is False (one written since the run began), holds another kind of report, or
-            cannot be written; an earlier report cannot be removed (nothing of this run's
-            folder files moved in then).
+            cannot be written; a rank folder holds a report of another trace and ``force``
+            is False; an earlier report cannot be removed (nothing of this run's files
+            moved in then).
     """
+    folder = writer.folder
     result = CombinedResult(combined, build_combined(combined))
-    names = (*(o.name for o in COMBINED_OUTPUTS), VENDORED_JS)
-    with FolderWriter(folder, force, COMBINED_FILES, names, same_input=same_input) as writer:
-        write_outputs(writer, COMBINED_OUTPUTS, result, before_move=remove_unlisted(folder, combined.reports))
+    staged = rank_reports(writer)
+
+    def move_ranks_in() -> None:
+        with contextlib.ExitStack() as opened:
+            ranks = []
+            for rep in combined.reports:
+                written = staged / rep.folder
+                if not (written / SUMMARY).is_file():
+                    continue  # the trace failed before its report was written
+                rank = opened.enter_context(open_report_folder(folder / rep.folder, force, Path(rep.path)))
+                rank.adopt(written)
+                ranks.append((rank, REPORT_ORDER))
+            remove_unlisted(folder, combined.reports)()
+            commit_together(ranks)
+
+    write_outputs(writer, COMBINED_OUTPUTS, result, before_move=move_ranks_in)
+    for rep in combined.reports:
+        if rep.error is None:
+            _link_plotlyjs(folder, folder / rep.folder)
     return result.doc
+
+
+def _link_plotlyjs(top: Path, folder: Path) -> None:
+    """Replace ``folder/plotly.min.js`` by a hard link to ``top/plotly.min.js`` (same
+    bytes, one copy on disk); left as written where links are not possible."""
+    src, dst = top / VENDORED_JS, folder / VENDORED_JS
+    tmp = folder / f".{VENDORED_JS}.link"
+    try:
+        if dst.exists() and os.path.samefile(src, dst):
+            return
+        if tmp.exists():
+            tmp.unlink()
+        os.link(src, tmp)
+        os.replace(tmp, dst)
+    except OSError:
+        pass

@@ -31,9 +31,7 @@ import errno
 import fcntl
 import os
 import shutil
-import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -41,67 +39,7 @@ from typing import Any
 
 from launchprof.errors import OutputError
 from launchprof.report.outputs import REPORT_DOCUMENTS, VENDORED_JS, Output
-
-_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def signals_held() -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP wait until the block is done; then each one that came is
-    handled, in the order they came, as it would have been (its handler called, or its
-    default action); the first exception a handler raises is raised after them all.
-
-    In the main thread the Python handlers are swapped for one that only notes the signal:
-    blocking the signals (``pthread_sigmask``) would hold them back from this thread only,
-    and the kernel gives a process's signal to any thread that does not block it (a
-    progress spinner's, a reader's), after which Python runs the handler in the main thread
-    at its next bytecode, in the middle of the block. A signal that is ignored, or whose
-    handler was installed from C (:func:`signal.getsignal` gives None), is left alone. In
-    another thread nothing is swapped: Python runs its signal handlers in the main thread
-    only, so none interrupts this thread's block.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    came: list[int] = []
-    holding = [True]
-    previous: dict[int, Any] = {}
-
-    def note(signum: int, _frame: object) -> None:
-        if holding[0]:
-            came.append(signum)
-        else:  # came while the handlers were being put back
-            _deliver(signum, previous[signum])
-
-    for sig in _HELD_SIGNALS:
-        current = signal.getsignal(sig)
-        if current is not None and current != signal.SIG_IGN:
-            previous[sig] = signal.signal(sig, note)
-    try:
-        yield
-    finally:
-        holding[0] = False
-        for held, handler in previous.items():
-            signal.signal(held, handler)
-        error: BaseException | None = None
-        for signum in dict.fromkeys(came):  # each signal once, in the order they came
-            try:
-                _deliver(signum, previous[signum])
-            except BaseException as exc:  # noqa: BLE001 - raised below, after the others are handled
-                error = error or exc
-        if error is not None:
-            raise error
-
-
-def _deliver(signum: int, handler: Any) -> None:
-    """Handle ``signum`` as ``handler`` (what :func:`signal.signal` returned) would have:
-    call it, or take the default action (:data:`signal.SIG_DFL`: SIGTERM and SIGHUP end the
-    process, as does SIGINT; Python's own SIGINT handler, which raises KeyboardInterrupt, is
-    a callable)."""
-    if callable(handler):
-        handler(signum, None)
-    elif handler == signal.SIG_DFL:
-        signal.raise_signal(signum)
+from launchprof.report.signals import signals_held
 
 
 def _unlink(path: Path) -> None:
@@ -348,8 +286,42 @@ class FolderWriter:
             raise _oserror("write", self.folder / name, exc) from None
 
     def staged(self) -> list[str]:
-        """Names staged so far (sorted)."""
-        return sorted(p.name for p in self.staging.iterdir() if p.name != ".lock")
+        """Names staged so far (sorted); names starting with a dot are the writer's own
+        (its lock, :meth:`side_folder`) and are not moved in."""
+        return sorted(p.name for p in self.staging.iterdir() if not p.name.startswith("."))
+
+    def side_folder(self, name: str) -> Path:
+        """A folder ``.<name>`` inside the staging folder, made now: files written there
+        go with the staging folder (removed with it, never moved in by :meth:`commit`),
+        e.g. the rank reports of a multi-trace run until they move in with it
+        (:meth:`adopt`, :func:`commit_together`)."""
+        path = self.staging / f".{name}"
+        try:
+            path.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise _oserror("write into", self.staging, exc) from None
+        return path
+
+    def adopt(self, source: Path) -> None:
+        """Stage every file of the folder ``source`` (written whole, e.g. by another writer
+        into a :meth:`side_folder`): moved (``os.replace``), or copied where ``source`` is
+        on another file system.
+
+        Raises:
+            OutputError: a file cannot be moved or copied.
+        """
+        try:
+            for path in sorted(source.iterdir()):
+                if path.name.startswith(".") or not path.is_file():
+                    continue  # a writer's own lock, a staging folder
+                try:
+                    os.replace(path, self.staging / path.name)
+                except OSError as exc:
+                    if exc.errno != errno.EXDEV:
+                        raise
+                    shutil.copyfile(path, self.staging / path.name)
+        except OSError as exc:
+            raise _oserror("write", self.folder, exc) from None
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -377,29 +349,35 @@ class FolderWriter:
             OutputError: the folder is busy (no ``force``) or now holds a report (no
                 ``force``), or a file cannot be moved; what ``before_move`` raises.
         """
-        names = self.staged()
-        ordered = [n for n in names if n not in order] + [n for n in order if n in names]
         with self._locked():
             self._check_existing(locked=True)
             self._make_folder()
             with signals_held():
                 if before_move is not None:
                     before_move()
-                for name in self.owned:
-                    for leftover in self.folder.glob(f".{name}.*"):  # staged in place by an older launchprof
-                        _unlink(leftover)
-                    if name not in names:
-                        try:
-                            (self.folder / name).unlink(missing_ok=True)
-                        except OSError as exc:
-                            raise _oserror("remove the old", self.folder / name, exc) from None
-                for name in ordered:
-                    try:
-                        os.replace(self.staging / name, self.folder / name)
-                    except OSError as exc:
-                        raise _oserror("write", self.folder / name, exc) from None
-                self._committed = True
+                self._move(order)
         self.close()
+
+    def _move(self, order: Iterable[str]) -> None:
+        """Remove the owned names not staged from the folder, then move the staged files in
+        (``order``'s last, in that order); the folder's lock held, signals held."""
+        names = self.staged()
+        order = tuple(order)
+        ordered = [n for n in names if n not in order] + [n for n in order if n in names]
+        for name in self.owned:
+            for leftover in self.folder.glob(f".{name}.*"):  # staged in place by an older launchprof
+                _unlink(leftover)
+            if name not in names:
+                try:
+                    (self.folder / name).unlink(missing_ok=True)
+                except OSError as exc:
+                    raise _oserror("remove the old", self.folder / name, exc) from None
+        for name in ordered:
+            try:
+                os.replace(self.staging / name, self.folder / name)
+            except OSError as exc:
+                raise _oserror("write", self.folder / name, exc) from None
+        self._committed = True
 
     def close(self) -> None:
         """Remove the staging folder (what was not committed is dropped); never raises
@@ -418,6 +396,32 @@ class FolderWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def commit_together(writers: Iterable[tuple[FolderWriter, tuple[str, ...]]]) -> None:
+    """Commit several writers as one (each with its ``order``, as :meth:`FolderWriter.commit`):
+    every folder's lock is taken and every folder checked before the first file moves, and
+    then the files of all of them move with Ctrl-C and SIGTERM held; the writers are closed
+    after. Used under a multi-trace folder's own lock (the rank folders inside it), so two
+    such runs take the rank locks one run after the other.
+
+    Raises:
+        OutputError: as :meth:`FolderWriter.commit`; one raised before the first file moved
+            leaves every folder as it was.
+    """
+    writers = list(writers)
+    try:
+        with contextlib.ExitStack() as locks:
+            for writer, _ in writers:
+                locks.enter_context(writer._locked())
+                writer._check_existing(locked=True)
+                writer._make_folder()
+            with signals_held():
+                for writer, order in writers:
+                    writer._move(order)
+    finally:
+        for writer, _ in writers:
+            writer.close()
 
 
 def stage_plotlyjs(writer: FolderWriter) -> None:

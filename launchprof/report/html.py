@@ -163,6 +163,22 @@ def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
         OutputError: the folder exists with earlier results and ``force`` is False,
             is a file, or cannot be created.
     """
+    check_folder(folder, force, produced)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"{folder} is not writable")
+
+
+def check_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
+    """Refuse ``folder`` as :func:`prepare_folder` does, without making it.
+
+    Raises:
+        OutputError: the folder exists with earlier results and ``force`` is False, or
+            is a file.
+    """
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{folder} exists and is not a folder")
     produced = tuple(produced)
@@ -171,9 +187,3 @@ def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
             f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
         )
     refuse_other_kind(folder, produced)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    if not os.access(folder, os.W_OK):
-        raise OutputError(f"{folder} is not writable")

@@ -18,6 +18,8 @@ from launchprof.report.schema import Summary, Workload
 from launchprof.report.summary import build_summary
 
 RUN_META = '<meta name="launchprof-run" content="{}">'
+# the files a report moves in last, in this order: summary.json says what the folder holds
+REPORT_ORDER = (PAGE, SUMMARY)
 
 
 def render_report(
@@ -94,7 +96,7 @@ def commit_report(writer: FolderWriter, summary: Summary, page: str) -> None:
     writer.stage(PAGE, page.replace(head, head + "\n" + RUN_META.format(summary.run_id), 1))
     writer.stage(SUMMARY, summary.to_json())
     stage_plotlyjs(writer)
-    writer.commit(order=(PAGE, SUMMARY))
+    writer.commit(order=REPORT_ORDER)
 
 
 def stage_outputs(writer: FolderWriter, texts: dict[str, str]) -> None:
