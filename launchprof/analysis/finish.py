@@ -13,6 +13,7 @@ report.html, the step files and the notebook card only format them
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 import pandas as pd
@@ -84,6 +85,24 @@ def _skip_causes(result: AnalysisResult) -> list[str | None]:
     return [] if finding is None else [skip_cause(str(w["reason"])) for w in finding.where]
 
 
+def waiting_ranks(judged: tuple[Any, Any], ranks: Iterable[tuple[int, Any, Any, bool]]) -> list[int]:
+    """The ranks to name beside a verdict as ones whose GPU waits for the CPU: those the
+    rank view flags (``launch_bound``: waiting at least ``launch_bound_ratio`` of each
+    steady step under nsys), other than the judged one, and only when the judged rank is
+    not flagged itself (its own verdict then speaks for the wait); ``[]`` otherwise. The
+    one rule behind :func:`rank_scope` and the terminal's verdict line
+    (:func:`launchprof.commands.text.verdict_line`).
+
+    Args:
+        judged: the (device id, pid) of the steps the verdict judged.
+        ranks: (rank, device id, pid, flagged) of each rank.
+    """
+    ranks = list(ranks)
+    if any((device, pid) == judged and flagged for _, device, pid, flagged in ranks):
+        return []
+    return [rank for rank, device, pid, flagged in ranks if flagged and (device, pid) != judged]
+
+
 def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> str | None:
     """With several ranks: which one the verdict judged (the steps' device and process)
     and, when others differ, on which ranks the GPU waits for the CPU (the rank view's
@@ -114,7 +133,8 @@ def rank_scope(steps: dict[str, Any] | None, ranks: dict[str, Any] | None) -> st
             "steps, so the others wait for it in their collectives and the job's step is its step."
         )
     others = [r for r in rows if r is not judged]
-    bound = [str(r["rank"]) for r in others if r.get("launch_bound") and not judged.get("launch_bound")]
+    flags = [(r["rank"], r.get("device_id"), r.get("pid"), bool(r.get("launch_bound"))) for r in rows]
+    bound = [str(rank) for rank in waiting_ranks((steps.get("device_id"), steps.get("pid")), flags)]
     if bound:
         ratio = float(ranks.get("launch_bound_ratio") or 0.2)
         text += (

@@ -74,18 +74,19 @@ def verdict_line(summary: Any) -> str | None:
 
 
 def _waiting_ranks(summary: Any) -> str:
-    """With several ranks, when the judged one's GPU does not wait for the CPU (the rank
-    view's bar, ``ranks.launch_bound_ratio``) and others' do: which
-    (as :func:`launchprof.analysis.finish.rank_scope` says in the diagnosis); else "".
+    """With several ranks, the ranks whose GPU waits for the CPU when the judged one's does
+    not (:func:`launchprof.analysis.finish.waiting_ranks`, as the diagnosis says it); else "".
     Not called launch-bound: that word means a graph is expected to pay, which only a
     rank's own verdict says."""
+    from launchprof.analysis.finish import waiting_ranks
+
     ranks, steps = summary.ranks, summary.steps
     if ranks is None or ranks.count < 2 or steps is None:
         return ""
-    judged = next((r for r in ranks.ranks if (r.device_id, r.pid) == (steps.device_id, steps.pid)), None)
-    if judged is None or judged.launch_bound:
+    if not any((r.device_id, r.pid) == (steps.device_id, steps.pid) for r in ranks.ranks):
         return ""
-    waiting = [str(r.rank) for r in ranks.ranks if r.launch_bound and r is not judged]
+    flags = [(r.rank, r.device_id, r.pid, bool(r.launch_bound)) for r in ranks.ranks]
+    waiting = [str(rank) for rank in waiting_ranks((steps.device_id, steps.pid), flags)]
     if not waiting:
         return ""
     many = len(waiting) > 1
