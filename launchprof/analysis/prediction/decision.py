@@ -145,18 +145,18 @@ def decide(
 
 
 def _launch_bound(pred: Prediction, exp: Expectation | None, n_blockers: int) -> tuple[bool, str]:
-    """Convert a launch-bound step when the expected gain (without the profiler when
-    ``exp`` is given, else under nsys) reaches :data:`MIN_SPEEDUP`, and why."""
+    """Convert a launch-bound step, and why. :func:`agree` made the verdict: launch-bound
+    only when the expected gain (without the profiler when ``exp`` is given, else under
+    nsys) reaches :data:`MIN_SPEEDUP`, so "launch-bound" never stands beside "do not
+    convert".
+
+    Raises:
+        ValueError: the gain is below :data:`MIN_SPEEDUP` (a verdict :func:`agree` did not
+            make: a bug, never a user error).
+    """
     gain = exp.speedup if exp is not None else pred.speedup
     if gain < MIN_SPEEDUP:
-        where = " without the profiler" if exp is not None else ""
-        return False, (
-            f"Launch-bound under nsys, but a graph is expected to be slower{where} ({gain:.2f}x"
-            + (f"; under nsys {pred.speedup:.2f}x)." if exp is not None else ").")
-            if gain < 1
-            else f"Launch-bound under nsys, but the expected gain{where} is only {gain:.2f}x (under nsys "
-            f"{pred.speedup:.2f}x); below the {MIN_SPEEDUP:g}x a conversion should bring."
-        )
+        raise ValueError(f"a launch-bound verdict with an expected gain of {gain:.2f}x: agree() first")
     head = (
         f"a graph is expected to run a step in {us_text(exp.graph_step_ns)} instead of {us_text(exp.eager_step_ns)} "
         f"without the profiler ({exp.speedup:.2f}x, range {exp.speedup_low:.2f}-{exp.speedup_high:.2f}x; "
