@@ -46,7 +46,7 @@ from launchprof.commands.folders import trace_stem
 from launchprof.errors import LaunchprofError, OptionError, TraceError
 from launchprof.report.combined import Combined, ReportResult
 from launchprof.report.html import check_folder, prepare_folder
-from launchprof.report.outputs import COMBINED_FILES, REPORT_FILES
+from launchprof.report.outputs import COMBINED_FILES, REPORT_FILES, analysis_files
 from launchprof.text import scope_text
 
 
@@ -131,6 +131,8 @@ def analyze_one(task: Task, output: str, force: bool, how: AnalysisOptions) -> R
             pid=task.pid,
             time_range=how.time_range,
         )
+        if not Path(output).is_dir():  # the run was stopped and removed its staging folder: write nothing
+            return ReportResult(path, folder, [], "the run was stopped before this report was written")
         write_report(analysis, Path(output) / folder, force=force, trace_path=path)
         if not analysis.devices:
             # as `launchprof analyze TRACE`: the report is written, the trace counts as failed
@@ -378,7 +380,7 @@ def _analyze_tasks(
     again = (output / COMBINED_FILES[0]).is_file() and same(output) is None
     prepare_folder(output, force or again, COMBINED_FILES)
     for task in tasks:
-        check_folder(output / task.folder, force or again, REPORT_FILES)
+        check_folder(output / task.folder, force or again, REPORT_FILES, analysis_files())
     with open_combined_folder(output, force, same) as writer:
         staged = str(rank_reports(writer).resolve())
         args = [(task, staged, force, how) for task in tasks]

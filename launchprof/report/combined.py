@@ -25,9 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from launchprof.analysis.ranks import ProgramSignature, RankRecord
 from launchprof.errors import OutputError
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
-from launchprof.report.folder import FolderWriter, commit_together, resolved_path, write_outputs
+from launchprof.report.folder import FolderWriter, commit_together, stage_rendered, unreplaceable
 from launchprof.report.html import embed, render
 from launchprof.report.outputs import COMBINED_FILES, SUMMARY, VENDORED_JS, Output, analysis_files
+from launchprof.report.same_input import resolved_path
 from launchprof.report.schema import SUMMARY_SCHEMA
 from launchprof.report.write import REPORT_ORDER, open_report_folder
 
@@ -139,7 +140,7 @@ def _report_pairs(folder: Path) -> list[tuple[Any, Any]] | None:
 def same_reports(reports: Sequence[tuple[str, str]]) -> Callable[[Path], str | None]:
     """A ``same_input`` check for :class:`~launchprof.report.folder.FolderWriter`: the
     folder's ``combined.json`` lists the same ``(path, folder)`` pairs as ``reports``, in
-    the same order, each path naming the same file (:func:`~launchprof.report.folder.resolved_path`):
+    the same order, each path naming the same file (:func:`~launchprof.report.same_input.resolved_path`):
     the same command run again, whose report it replaces without ``--force``.
     Else it says "another run"."""
     wanted = [(resolved_path(p), f) for p, f in reports]
@@ -209,19 +210,30 @@ def remove_unlisted(folder: Path, reports: Sequence[ReportResult]) -> Callable[[
     names, and the report of the earlier run's trace left in the folder of a trace of
     this run that failed (a trace of another path under the same folder name: this run
     wrote nothing there). Each only when it is still that trace's report
-    (:func:`holds_report_of`; :func:`remove_report`). Read and removed under the folder's
-    lock, before this run's document moves in: a run that fails here leaves the replaced
-    document, which still names what is left, and the next run removes it."""
+    (:func:`holds_report_of`; :func:`remove_report`). Read under the folder's lock, before
+    this run's files move in; every one is checked first (:func:`~launchprof.report.folder.unreplaceable`),
+    so one that cannot be removed stops the run before anything changed. One that still
+    fails (an I/O error) leaves the replaced document, which still names what is left,
+    and the next run removes it.
+
+    Raises:
+        OutputError: "cannot remove the earlier report in FOLDER: why".
+    """
     kept = {r.folder for r in reports}
     failed = [r for r in reports if r.error is not None]
 
     def remove() -> None:
+        gone = []
         for path, name in dict.fromkeys(listed_reports(folder)):
-            if name not in kept and holds_report_of(folder / name, path):
-                remove_report(folder / name)
-            elif name in kept and any(r.folder == name and r.path != path for r in failed):
-                if holds_report_of(folder / name, path):
-                    remove_report(folder / name)
+            replaced = name in kept and any(r.folder == name and r.path != path for r in failed)
+            if (name not in kept or replaced) and holds_report_of(folder / name, path):
+                gone.append(folder / name)
+        for old in gone:
+            why = unreplaceable(old, analysis_files())
+            if why is not None:
+                raise OutputError(f"cannot remove the earlier report in {old}: {why}")
+        for old in gone:
+            remove_report(old)
 
     return remove
 
@@ -259,41 +271,38 @@ def rank_reports(writer: FolderWriter) -> Path:
 def write_combined(combined: Combined, writer: FolderWriter, force: bool = False) -> CombinedSummary:
     """Write the files of :data:`COMBINED_OUTPUTS` (``combined.html``, ``combined.json``)
     and ``plotly.min.js`` with ``writer`` (:func:`open_combined_folder`), and the rank
-    reports written into :func:`rank_reports`, all at once, under the folder's lock with
-    Ctrl-C and SIGTERM held: first every rank folder is checked as
-    ``launchprof analyze TRACE`` checks its folder (a report of another trace needs
-    ``force``; :func:`~launchprof.report.write.open_report_folder`), then the reports of
-    the replaced ``combined.json`` that this run does not replace are removed
-    (:func:`remove_unlisted`: a report of a trace or process of the earlier run must not
-    stay beside this run's), then the rank reports move in
-    (:func:`~launchprof.report.folder.commit_together`), then this run's files; last,
-    each rank folder's ``plotly.min.js`` becomes a hard link to the folder's (one copy).
+    reports written into :func:`rank_reports`, as one
+    (:func:`~launchprof.report.folder.commit_together`): the folder's lock, then each
+    rank folder's; every rank folder checked as ``launchprof analyze TRACE`` checks its
+    folder (a report of another trace needs ``force``:
+    :func:`~launchprof.report.write.open_report_folder`; one that cannot take the files);
+    then, with Ctrl-C and SIGTERM held, the reports of the replaced ``combined.json`` that
+    this run does not replace are removed (:func:`remove_unlisted`: a report of a trace or
+    process of the earlier run must not stay beside this run's), the rank reports move
+    in, then this run's files. Last, each rank folder's ``plotly.min.js`` becomes a hard
+    link to the folder's (one copy).
 
     Raises:
         OutputError: the folder holds a multi-trace report of other inputs and ``force``
             is False (one written since the run began), holds another kind of report, or
             cannot be written; a rank folder holds a report of another trace and ``force``
-            is False; an earlier report cannot be removed (nothing of this run's files
-            moved in then).
+            is False, or cannot take the files; an earlier report cannot be removed. Each
+            before anything of this run's moved in.
     """
     folder = writer.folder
     result = CombinedResult(combined, build_combined(combined))
     staged = rank_reports(writer)
-
-    def move_ranks_in() -> None:
-        with contextlib.ExitStack() as opened:
-            ranks = []
-            for rep in combined.reports:
-                written = staged / rep.folder
-                if not (written / SUMMARY).is_file():
-                    continue  # the trace failed before its report was written
-                rank = opened.enter_context(open_report_folder(folder / rep.folder, force, Path(rep.path)))
-                rank.adopt(written)
-                ranks.append((rank, REPORT_ORDER))
-            remove_unlisted(folder, combined.reports)()
-            commit_together(ranks)
-
-    write_outputs(writer, COMBINED_OUTPUTS, result, before_move=move_ranks_in)
+    order = stage_rendered(writer, COMBINED_OUTPUTS, result)
+    with contextlib.ExitStack() as opened:
+        ranks = []
+        for rep in combined.reports:
+            written = staged / rep.folder
+            if not (written / SUMMARY).is_file():
+                continue  # the trace failed before its report was written
+            rank = opened.enter_context(open_report_folder(folder / rep.folder, force, Path(rep.path)))
+            rank.adopt(written)
+            ranks.append((rank, REPORT_ORDER))
+        commit_together((writer, order), ranks, before_move=remove_unlisted(folder, combined.reports))
     for rep in combined.reports:
         if rep.error is None:
             _link_plotlyjs(folder, folder / rep.folder)

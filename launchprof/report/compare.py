@@ -229,7 +229,8 @@ def write_compare(
         OutputError: the folder holds a comparison of other paths and ``force`` is False,
             or cannot be written.
     """
-    from launchprof.report.folder import FolderWriter, report_of, write_outputs
+    from launchprof.report.folder import FolderWriter, write_outputs
+    from launchprof.report.same_input import report_of
 
     result = CompareResult(c, build_compare_doc(c, before_path, after_path))
     same = (

@@ -14,6 +14,9 @@ SIGTERM and SIGHUP held back. So:
 - an interrupted run (Ctrl-C, SIGTERM before the swap) removes its staging folder and
   leaves the old report as it was; a signal during the swap is handled after it (the
   new report is then whole);
+- a folder that could not take the files (not writable, a folder where a file goes) is
+  refused before the first file moves (:func:`unreplaceable`), so it is never left with
+  only part of them;
 - a staging folder left by a killed run (SIGKILL, a crash) is removed by a later run
   (once a minute old): each run holds a ``flock`` on its own staging folder, which the
   kernel drops with the process.
@@ -33,7 +36,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +86,34 @@ def _another_run_committing(folder: Path) -> bool:
     return False
 
 
+def unreplaceable(folder: Path, names: Iterable[str]) -> str | None:
+    """Why a run could not replace or remove the files ``names`` in the existing folder
+    ``folder`` (``os.replace`` and ``unlink`` refuse both cases): the folder is not
+    writable, or one of ``names`` there is a folder; None when it can. Checked before the
+    first file moves, so such a folder fails the run in one line, not half way through."""
+    if not folder.is_dir():
+        return None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    for name in names:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            return f"{path} is a folder where launchprof writes a file"
+    return None
+
+
+def refuse_unreplaceable(folder: Path, names: Iterable[str]) -> None:
+    """Refuse ``folder`` when the files ``names`` could not be written into it
+    (:func:`unreplaceable`).
+
+    Raises:
+        OutputError: "cannot write into FOLDER: why; ...".
+    """
+    why = unreplaceable(folder, names)
+    if why is not None:
+        raise OutputError(f"cannot write into {folder}: {why}; fix it or use --output to choose another folder")
+
+
 def refuse_other_kind(folder: Path, produced: Iterable[str]) -> None:
     """Refuse ``folder`` when it holds another kind of report: one of
     :data:`~launchprof.report.outputs.REPORT_DOCUMENTS` that this run, writing ``produced``, would not replace
@@ -97,42 +128,6 @@ def refuse_other_kind(folder: Path, produced: Iterable[str]) -> None:
     for name, kind in REPORT_DOCUMENTS.items():
         if name not in mine and (folder / name).exists():
             raise OutputError(f"{folder} holds {kind} ({name}); remove it or use --output to choose another folder")
-
-
-def resolved_path(path: object) -> str | None:
-    """``path`` (a str or Path) resolved from the working folder: how a report names the
-    same file as a run's input (:func:`report_of`); None when it is not a usable path."""
-    try:
-        return str(Path(path).resolve()) if isinstance(path, (str, Path)) else None
-    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL
-        return None
-
-
-def report_of(name: str, inputs: Mapping[tuple[str, ...], Path]) -> Callable[[Path], str | None]:
-    """A ``same_input`` check for :class:`FolderWriter`: the folder's report is of this
-    run's input when its JSON file ``name`` holds, at each key path of ``inputs`` (e.g.
-    ``("trace", "path")`` in summary.json), a path naming the same file as the input
-    (both resolved from the working folder). Else it says what the report is of: the
-    other paths, or "another run" when the file cannot be read."""
-
-    def check(folder: Path) -> str | None:
-        import json
-
-        try:
-            doc = json.loads((folder / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return "another run"
-        others = []
-        for keys, wanted in inputs.items():
-            value: Any = doc
-            for key in keys:
-                value = value.get(key) if isinstance(value, dict) else None
-            mine = resolved_path(value)
-            if mine is None or mine != resolved_path(wanted):
-                others.append(str(value) if isinstance(value, str) else "another run")
-        return " and ".join(others) if others else None
-
-    return check
 
 
 class FolderWriter:
@@ -246,6 +241,7 @@ class FolderWriter:
                 f"{folder} holds {', '.join(foreign)} but no report: they are not launchprof's to replace; "
                 "use --force to replace them or --output to choose another folder"
             )
+        refuse_unreplaceable(folder, self.owned)
 
     def _make_folder(self) -> None:
         try:
@@ -254,14 +250,18 @@ class FolderWriter:
             raise _oserror("create", self.folder, exc) from None
 
     def _drop_leftovers(self, prefix: str) -> None:
-        """Remove staging folders of runs that no longer exist (their flock is free). One
-        made in the last minute is left alone: its run may not have locked it yet."""
+        """Remove staging folders of runs that no longer exist: their flock is free, or
+        they have no lock file (a run makes it at once). One made in the last minute is
+        left alone: its run may not have locked it yet."""
         now = time.time()
         for old in self._beside.glob(f"{prefix}staging-*"):
             try:
                 if now - old.stat().st_mtime < 60:
                     continue
                 fd = os.open(old / ".lock", os.O_RDWR)
+            except FileNotFoundError:  # no run holds it: its run died before locking it, or
+                shutil.rmtree(old, ignore_errors=True)  # a Dask worker made it again after its run was stopped
+                continue
             except OSError:
                 continue
             try:
@@ -341,22 +341,17 @@ class FolderWriter:
     def commit(self, order: Iterable[str] = (), before_move: Callable[[], None] | None = None) -> None:
         """Move the staged files into the folder (those not in ``order`` first, then
         ``order``'s in that order: the document that says what the folder holds, such as
-        ``summary.json``, goes last in it) and remove the staging folder. ``before_move``:
-        called first, under the folder's lock with Ctrl-C and SIGTERM held (e.g. removing
-        what the replaced report held besides its files); what it raises stops the commit.
+        ``summary.json``, goes last in it) and remove the staging folder: one writer's
+        :func:`commit_together`. ``before_move``: called first, under the folder's lock
+        with Ctrl-C and SIGTERM held (e.g. removing what the replaced report held besides
+        its files); what it raises stops the commit.
 
         Raises:
-            OutputError: the folder is busy (no ``force``) or now holds a report (no
-                ``force``), or a file cannot be moved; what ``before_move`` raises.
+            OutputError: the folder is busy (no ``force``), now holds a report (no
+                ``force``) or cannot take the files (:func:`unreplaceable`), or a file
+                cannot be moved; what ``before_move`` raises.
         """
-        with self._locked():
-            self._check_existing(locked=True)
-            self._make_folder()
-            with signals_held():
-                if before_move is not None:
-                    before_move()
-                self._move(order)
-        self.close()
+        commit_together((self, tuple(order)), (), before_move)
 
     def _move(self, order: Iterable[str]) -> None:
         """Remove the owned names not staged from the folder, then move the staged files in
@@ -398,27 +393,55 @@ class FolderWriter:
         self.close()
 
 
-def commit_together(writers: Iterable[tuple[FolderWriter, tuple[str, ...]]]) -> None:
-    """Commit several writers as one (each with its ``order``, as :meth:`FolderWriter.commit`):
-    every folder's lock is taken and every folder checked before the first file moves, and
-    then the files of all of them move with Ctrl-C and SIGTERM held; the writers are closed
-    after. Used under a multi-trace folder's own lock (the rank folders inside it), so two
-    such runs take the rank locks one run after the other.
+Commit = tuple[FolderWriter, tuple[str, ...]]  # a writer and the order of its last files (FolderWriter.commit)
+
+
+def commit_together(top: Commit, inner: Iterable[Commit] = (), before_move: Callable[[], None] | None = None) -> None:
+    """Commit the writers of ``inner`` (folders inside ``top``'s, e.g. the rank reports of
+    a multi-trace folder) and then ``top`` as one, each as :meth:`FolderWriter.commit`:
+
+    1. the locks, ``top``'s first, then ``inner``'s in their order (so two runs over one
+       folder take them one run after the other); a lock file already held, as when the
+       folder and a rank folder named ``launchprof`` both keep theirs inside the folder,
+       is taken once. Ctrl-C ends a wait for another run's lock.
+    2. every folder checked again under its lock (it may now hold another run's report,
+       or cannot take the files: :func:`unreplaceable`) and made when missing;
+    3. with Ctrl-C and SIGTERM held: ``before_move``, then ``inner``'s files, then
+       ``top``'s (its document last).
+
+    The writers are closed after, committed or not.
 
     Raises:
-        OutputError: as :meth:`FolderWriter.commit`; one raised before the first file moved
-            leaves every folder as it was.
+        OutputError: as :meth:`FolderWriter.commit`. One raised by the checks or by
+            ``before_move`` before it changed anything leaves every folder as it was
+            (folders made for the run removed again); a move that fails after the checks
+            (an I/O error) can leave one folder with only part of this run's files.
     """
-    writers = list(writers)
+    writers = [*inner, top]
+    made: list[Path] = []
     try:
         with contextlib.ExitStack() as locks:
+            held: set[str] = set()
+            for writer, _ in [top, *inner]:
+                lock = os.path.realpath(writer._lock_path)
+                if lock not in held:
+                    held.add(lock)
+                    locks.enter_context(writer._locked())
             for writer, _ in writers:
-                locks.enter_context(writer._locked())
                 writer._check_existing(locked=True)
+                if not writer.folder.is_dir():
+                    made.append(writer.folder)
                 writer._make_folder()
             with signals_held():
+                if before_move is not None:
+                    before_move()
                 for writer, order in writers:
                     writer._move(order)
+    except BaseException:
+        for folder in reversed(made):  # an empty folder this run made; one a file moved into stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     finally:
         for writer, _ in writers:
             writer.close()
@@ -446,18 +469,13 @@ def stage_plotlyjs(writer: FolderWriter) -> None:
         raise _oserror("write", writer.folder / VENDORED_JS, exc) from None
 
 
-def write_outputs(
-    writer: FolderWriter, outputs: Iterable[Output], result: Any, before_move: Callable[[], None] | None = None
-) -> None:
+def stage_rendered(writer: FolderWriter, outputs: Iterable[Output], result: Any) -> tuple[str, ...]:
     """Stage each of ``outputs`` rendered from ``result`` (one that renders None is left
-    out) and ``plotly.min.js`` in ``writer``, then move them into the folder
-    (``plotly.min.js`` first, then the outputs in their order: the document last): the
-    one way a comparison or multi-trace folder is written. ``before_move``: as
-    :meth:`FolderWriter.commit`.
+    out) and ``plotly.min.js`` in ``writer``; returns the order they move in after
+    ``plotly.min.js`` (the outputs' own: the document last).
 
     Raises:
-        OutputError: a file cannot be written, or the folder is busy or holds a report
-            (see :meth:`FolderWriter.commit`).
+        OutputError: a file cannot be written.
     """
     staged = []
     for output in outputs:
@@ -466,4 +484,15 @@ def write_outputs(
             writer.stage(output.name, text)
             staged.append(output.name)
     stage_plotlyjs(writer)
-    writer.commit(order=tuple(staged), before_move=before_move)
+    return tuple(staged)
+
+
+def write_outputs(writer: FolderWriter, outputs: Iterable[Output], result: Any) -> None:
+    """Stage ``outputs`` (:func:`stage_rendered`) and move them into the folder: the way
+    a comparison folder is written.
+
+    Raises:
+        OutputError: a file cannot be written, or the folder is busy or holds a report
+            (see :meth:`FolderWriter.commit`).
+    """
+    writer.commit(order=stage_rendered(writer, outputs, result))

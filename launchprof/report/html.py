@@ -21,7 +21,7 @@ import jinja2
 import markupsafe
 
 from launchprof.errors import OutputError
-from launchprof.report.folder import refuse_other_kind
+from launchprof.report.folder import refuse_other_kind, refuse_unreplaceable
 from launchprof.report.plainfig import Figure
 from launchprof.text import count_text, escape_controls, fmt_ms, fmt_num, fmt_pct, page_us, scope_text
 
@@ -172,12 +172,13 @@ def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
         raise OutputError(f"{folder} is not writable")
 
 
-def check_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
-    """Refuse ``folder`` as :func:`prepare_folder` does, without making it.
+def check_folder(folder: Path, force: bool, produced: Iterable[str], writes: Iterable[str] = ()) -> None:
+    """Refuse ``folder`` as :func:`prepare_folder` does, without making it; and one that
+    could not take the files ``writes`` (:func:`~launchprof.report.folder.refuse_unreplaceable`).
 
     Raises:
-        OutputError: the folder exists with earlier results and ``force`` is False, or
-            is a file.
+        OutputError: the folder exists with earlier results and ``force`` is False, is a
+            file, or cannot take the files.
     """
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{folder} exists and is not a folder")
@@ -187,3 +188,4 @@ def check_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
             f"{folder} already holds a report; use --force to overwrite or --output to choose another folder"
         )
     refuse_other_kind(folder, produced)
+    refuse_unreplaceable(folder, writes)

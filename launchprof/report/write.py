@@ -11,9 +11,10 @@ from launchprof.analysis import Analysis
 from launchprof.analysis.result import AnalysisResult
 from launchprof.report import figures
 from launchprof.report.diagnosis import render_diagnosis
-from launchprof.report.folder import FolderWriter, report_of, stage_plotlyjs
+from launchprof.report.folder import FolderWriter, stage_plotlyjs
 from launchprof.report.html import EmbeddedFigure, render
 from launchprof.report.outputs import PAGE, REPORT_FILES, SUMMARY, analysis_files, output_names, render_outputs
+from launchprof.report.same_input import report_of
 from launchprof.report.schema import Summary, Workload
 from launchprof.report.summary import build_summary
 
@@ -53,7 +54,7 @@ def _process_names(analysis: Analysis, pids: list[int]) -> dict[int, str]:
 def open_report_folder(folder: Path, force: bool = False, trace: Path | None = None) -> FolderWriter:
     """A :class:`~launchprof.report.folder.FolderWriter` for a report folder; with ``trace``
     (the path analysed, as given), a report of that same trace is replaced without
-    ``force`` (its summary.json's ``trace.path``: :func:`~launchprof.report.folder.report_of`).
+    ``force`` (its summary.json's ``trace.path``: :func:`~launchprof.report.same_input.report_of`).
 
     Raises:
         OutputError: ``folder`` holds a report (of another trace, with ``trace``) and

@@ -1,0 +1,201 @@
+"""A multi-trace folder moves in as one (report/folder.commit_together): what stops a run
+stops it before anything of the folder changed, and no wait for a lock outlasts Ctrl-C or
+waits for the run itself.
+
+Ground truth: the files of the folder byte for byte before and after, read from disk;
+the processes' exit status and time, seen from outside them.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from typer.testing import CliRunner
+
+from launchprof.cli import app
+
+runner = CliRunner()
+EAGER = DATA / "traces" / "mlp_eager.sqlite.xz"
+EXE = str(Path(sys.executable).parent / "launchprof")
+
+
+def _traces(where: Path, *names: str) -> list[str]:
+    paths = []
+    for name in names:
+        shutil.copyfile(EAGER, where / f"{name}.sqlite.xz")
+        paths.append(str(where / f"{name}.sqlite.xz"))
+    return paths
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _staging(where: Path) -> list[str]:
+    return sorted(str(p.relative_to(where)) for p in where.rglob("*staging*"))
+
+
+def test_a_rank_folder_that_cannot_take_its_files_is_named_before_any_trace_is_analysed(tmp_path: Path) -> None:
+    a, b, c = _traces(tmp_path, "a", "b", "c")
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["analyze", a, b, "-o", str(out), "-q", "--workers", "0"]).exit_code == 0
+    (out / "c" / "steps.csv").mkdir(parents=True)  # where the report of c writes a file
+    (out / "c" / "steps.csv" / "mine").write_text("mine")
+    before = _files(out)
+    failed = runner.invoke(app, ["analyze", a, c, "-o", str(out), "-q", "--workers", "0", "--force"])
+    assert failed.exit_code == 2, failed.output
+    assert _files(out) == before and _staging(tmp_path) == []
+    assert failed.output.strip().splitlines() == [failed.output.strip()]
+    assert f"{out / 'c' / 'steps.csv'} is a folder" in " ".join(failed.output.split())
+
+
+def test_a_rank_folder_spoiled_while_the_traces_are_analysed_stops_the_run_before_anything_moves(
+    tmp_path: Path,
+) -> None:
+    """The same folder made unwritable for a report after the up-front check (here between
+    the two traces' analyses): the check under the lock names it, and the folder of the
+    earlier run - its combined.json, the rank folder b this run would remove, a's report
+    this run would replace - is left byte for byte. (Before, b was removed, a replaced and
+    c half written, beside the earlier combined.json.)"""
+    from launchprof.commands.common import AnalysisOptions
+    from launchprof.commands.many import analyze_many
+    from launchprof.errors import OutputError
+
+    a, b, c = _traces(tmp_path, "a", "b", "c")
+    out = tmp_path / "out"
+    analyze_many([a, b], out, workers=0)
+    before: dict[str, bytes] = {}
+
+    def spoil(done: int, total: int) -> None:
+        if done == 1:
+            (out / "c" / "steps.csv").mkdir(parents=True)
+            before.update(_files(out))
+
+    # another bubble threshold: a's report would differ if it moved in
+    with pytest.raises(OutputError, match="steps.csv is a folder"):
+        analyze_many([a, c], out, force=True, how=AnalysisOptions(bubble_threshold_ns=5_000), workers=0, progress=spoil)
+    assert before and _files(out) == before
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == sorted(
+        ["a", "b", "c", "combined.json", "combined.html", "plotly.min.js"]
+    )
+    assert _staging(tmp_path) == []
+
+    shutil.rmtree(out / "c")  # put right, the same run goes through: b goes, c comes
+    analyze_many([a, c], out, force=True, workers=0)
+    assert not (out / "b").exists() and (out / "c" / "summary.json").is_file()
+
+
+def _held_by_another(lock: Path) -> bool:
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_ctrl_c_ends_a_wait_for_another_runs_rank_folder_lock(tmp_path: Path) -> None:
+    """A --force run that has the folder's lock and waits for a rank folder's (another run
+    is moving files into it) stops on Ctrl-C, leaving no report and no staging folder.
+    (Before, the rank locks were taken with the signals held: the run hung until the other
+    run let go.)"""
+    a, b = _traces(tmp_path, "a", "b")
+    out = tmp_path / "out"
+    out.mkdir()
+    other = os.open(out / ".a.lock", os.O_CREAT | os.O_RDWR, 0o600)  # the lock of rank folder a, as a run holds it
+    fcntl.flock(other, fcntl.LOCK_EX)
+    proc = subprocess.Popen(
+        [EXE, "analyze", a, b, "-o", str(out), "-q", "--workers", "0", "--force"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not _held_by_another(tmp_path / ".out.lock"):  # the folder's lock: it is waiting for a's now
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        os.close(other)
+    assert proc.returncode != 0, output
+    assert "Traceback" not in output
+    assert sorted(p.name for p in out.iterdir()) == [".a.lock"]
+    assert _staging(tmp_path) == []
+
+
+def test_a_rank_folder_named_launchprof_in_a_folder_on_another_disk_does_not_wait_for_its_own_run(
+    tmp_path: Path,
+) -> None:
+    """The output folder is a link to a folder on another file system, so its run stages
+    and locks inside it (``.launchprof.lock``); a trace named launchprof.sqlite has its
+    rank folder's lock at that same path. The run takes it once. (Before, it waited for
+    itself: with --force forever, without it "another launchprof run is writing".)"""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs /dev/shm on a file system of its own")
+    a, b = _traces(tmp_path, "launchprof", "b")
+    target = Path(os.path.realpath(shm)) / f"launchprof-test-{os.getpid()}-{time.monotonic_ns()}"
+    target.mkdir()
+    out = tmp_path / "out"
+    out.symlink_to(target)
+    try:
+        for extra in ([], ["--force"]):
+            run = subprocess.run(
+                [EXE, "analyze", a, b, "-o", str(out), "-q", "--workers", "0", *extra],
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+            assert run.returncode == 0, run.stdout + run.stderr
+            assert (out / "launchprof" / "summary.json").is_file() and (out / "combined.json").is_file()
+    finally:
+        shutil.rmtree(target)
+
+
+def test_a_staging_folder_without_its_lock_is_removed_by_a_later_run(tmp_path: Path) -> None:
+    """A staging folder no run holds or will hold - made again by a Dask worker after its
+    run was stopped, or left by a run killed before it locked it - goes with the next run
+    into the same place once a minute old; a younger one stays."""
+    a = _traces(tmp_path, "a")[0]
+    old = tmp_path / ".out.staging-dead" / ".ranks" / "a"
+    old.mkdir(parents=True)
+    (old / "summary.json").write_text("{}")
+    young = tmp_path / ".out.staging-young"
+    young.mkdir()
+    hour_ago = time.time() - 3600
+    os.utime(tmp_path / ".out.staging-dead", (hour_ago, hour_ago))
+    assert runner.invoke(app, ["analyze", a, "-o", str(tmp_path / "out"), "-q"]).exit_code == 0
+    assert _staging(tmp_path) == [".out.staging-young"]
+
+
+def test_one_report_folder_with_a_folder_in_place_of_a_report_file_is_left_as_it_was(tmp_path: Path) -> None:
+    a = _traces(tmp_path, "a")[0]
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["analyze", a, "-o", str(out), "-q"]).exit_code == 0
+    (out / "summary.json").unlink()  # the file that moves in last
+    (out / "summary.json").mkdir()
+    before = _files(out)
+    failed = runner.invoke(app, ["analyze", a, "-o", str(out), "-q", "--force", "--bubble-threshold", "5"])
+    assert failed.exit_code == 2, failed.output
+    assert _files(out) == before and _staging(tmp_path) == []  # (before, the other files had moved in)
+    assert "summary.json is a folder" in " ".join(failed.output.split()), failed.output
