@@ -45,6 +45,9 @@ def _staging(where: Path) -> list[str]:
 
 
 def test_a_rank_folder_that_cannot_take_its_files_is_named_before_any_trace_is_analysed(tmp_path: Path) -> None:
+    from launchprof.commands.many import analyze_many
+    from launchprof.errors import OutputError
+
     a, b, c = _traces(tmp_path, "a", "b", "c")
     out = tmp_path / "out"
     assert runner.invoke(app, ["analyze", a, b, "-o", str(out), "-q", "--workers", "0"]).exit_code == 0
@@ -56,6 +59,26 @@ def test_a_rank_folder_that_cannot_take_its_files_is_named_before_any_trace_is_a
     assert _files(out) == before and _staging(tmp_path) == []
     assert failed.output.strip().splitlines() == [failed.output.strip()]
     assert f"{out / 'c' / 'steps.csv'} is a folder" in " ".join(failed.output.split())
+    analysed: list[int] = []  # and no trace was analysed first
+    with pytest.raises(OutputError, match="steps.csv is a folder"):
+        analyze_many([a, c], out, force=True, workers=0, progress=lambda done, total: analysed.append(done))
+    assert analysed == []
+
+
+def test_an_earlier_rank_folder_that_cannot_be_removed_is_named_before_any_trace_is_analysed(tmp_path: Path) -> None:
+    from launchprof.commands.many import analyze_many
+    from launchprof.errors import OutputError
+
+    a, b, c = _traces(tmp_path, "a", "b", "c")
+    out = tmp_path / "out"
+    analyze_many([a, b], out, workers=0)
+    (out / "b" / "steps.csv").unlink()
+    (out / "b" / "steps.csv").mkdir()
+    before = _files(out)
+    analysed: list[int] = []
+    with pytest.raises(OutputError, match=r"cannot remove the earlier report in .*b: .*steps.csv is a folder; fix it"):
+        analyze_many([a, c], out, force=True, workers=0, progress=lambda done, total: analysed.append(done))
+    assert analysed == [] and _files(out) == before and _staging(tmp_path) == []
 
 
 def test_a_rank_folder_spoiled_while_the_traces_are_analysed_stops_the_run_before_anything_moves(
@@ -141,6 +164,76 @@ def test_ctrl_c_ends_a_wait_for_another_runs_rank_folder_lock(tmp_path: Path) ->
     assert "Traceback" not in output
     assert sorted(p.name for p in out.iterdir()) == [".a.lock"]
     assert _staging(tmp_path) == []
+
+
+def _wait_until_held(lock: Path, *procs: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not _held_by_another(lock):
+        assert all(p.poll() is None for p in procs) and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.5)  # and on to the next lock, which it waits for
+
+
+def _launch(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [EXE, "analyze", *args, "-q", "--workers", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def _finish(*procs: subprocess.Popen[str]) -> list[str]:
+    outputs = []
+    try:
+        for proc in procs:
+            outputs.append(proc.communicate(timeout=120)[0])
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    return outputs
+
+
+def test_an_earlier_rank_folder_is_removed_under_its_own_lock(tmp_path: Path) -> None:
+    """A --force run that removes an earlier rank folder waits while another run holds
+    that folder's lock (it may be moving a report in), and removes it after. (Before, it
+    removed the folder without the lock: 16 of 100 raced rounds left a report.html
+    without its summary.json there.)"""
+    a, b, c = _traces(tmp_path, "a", "b", "c")
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["analyze", a, b, "-o", str(out), "-q", "--workers", "0"]).exit_code == 0
+    other = os.open(out / ".b.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    proc = _launch(a, c, "-o", str(out), "--force")
+    try:
+        _wait_until_held(tmp_path / ".out.lock", proc)
+        assert proc.poll() is None and (out / "b" / "summary.json").is_file()  # waiting for b's lock
+    finally:
+        os.close(other)
+    output = _finish(proc)[0]
+    assert proc.returncode == 0, output
+    assert not (out / "b").exists() and (out / "c" / "summary.json").is_file()
+
+
+def test_two_runs_reaching_one_folder_by_two_names_take_its_rank_locks_in_one_order(tmp_path: Path) -> None:
+    """Runs into ``out`` and into a link to it hold different folder locks but share the
+    rank folders' locks: taken in the order of their resolved paths, not of the traces,
+    both finish. (Before, the run given ``b a`` held b's lock and waited for a's, which
+    the run given ``a b`` held while it waited for b's: both hung.)"""
+    a, b = _traces(tmp_path, "a", "b")
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["analyze", a, b, "-o", str(out), "-q", "--workers", "0"]).exit_code == 0
+    (tmp_path / "out2").symlink_to(out)
+    other = os.open(out / ".b.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    first = _launch(b, a, "-o", str(tmp_path / "out2"), "--force")
+    try:
+        _wait_until_held(tmp_path / ".out2.lock", first)
+        second = _launch(a, b, "-o", str(out), "--force")
+        _wait_until_held(tmp_path / ".out.lock", first, second)
+    finally:
+        os.close(other)  # the first run gets b's lock
+    outputs = _finish(first, second)
+    assert first.returncode == 0 and second.returncode == 0, outputs
 
 
 def test_a_rank_folder_named_launchprof_in_a_folder_on_another_disk_does_not_wait_for_its_own_run(

@@ -283,8 +283,8 @@ def test_another_trace_with_force_leaves_no_report_of_the_earlier_run(whole: Pat
 
 def test_a_failed_removal_keeps_the_earlier_document_and_the_next_run_finishes_it(whole: Path, tmp_path: Path) -> None:
     """An earlier report that cannot be removed (here a step file replaced by a folder:
-    unlink fails) stops the run in one line before its combined.json moves in: the
-    replaced document still names the folder, so the next run removes it."""
+    unlink would fail) stops the run in one line before anything changed: the replaced
+    document still names the folder, so the next run, once it is put right, removes it."""
     out = tmp_path / "pp"
     first = ["analyze", str(whole), "--per-process", "-o", str(out), "--workers", "0", "-q"]
     assert runner.invoke(app, first).exit_code == 0

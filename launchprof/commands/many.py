@@ -372,7 +372,14 @@ def _analyze_tasks(
 ) -> Combined:
     """Run :func:`analyze_one` for each task (on Dask when ``cluster`` asks for it or it
     pays: :func:`use_dask`), then write the combined report into ``output``."""
-    from launchprof.report.combined import open_combined_folder, rank_reports, same_reports, write_combined
+    from launchprof.report.combined import (
+        check_removable,
+        open_combined_folder,
+        rank_reports,
+        same_reports,
+        unlisted_reports,
+        write_combined,
+    )
 
     scheduler, workers = cluster
     same = same_reports([(task.path, task.folder) for task in tasks])
@@ -381,6 +388,8 @@ def _analyze_tasks(
     prepare_folder(output, force or again, COMBINED_FILES)
     for task in tasks:
         check_folder(output / task.folder, force or again, REPORT_FILES, analysis_files())
+    # the earlier reports this run will remove (those of its traces that fail are known later)
+    check_removable(unlisted_reports(output, [ReportResult(t.path, t.folder, []) for t in tasks]))
     with open_combined_folder(output, force, same) as writer:
         staged = str(rank_reports(writer).resolve())
         args = [(task, staged, force, how) for task in tasks]

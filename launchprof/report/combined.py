@@ -24,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from launchprof.analysis.ranks import ProgramSignature, RankRecord
 from launchprof.errors import OutputError
+from launchprof.report.checks import unreplaceable
 from launchprof.report.figures import HEATMAP_MAX_STEPS, work_heatmap
-from launchprof.report.folder import FolderWriter, commit_together, stage_rendered, unreplaceable
+from launchprof.report.folder import FolderWriter, commit_together, stage_rendered
 from launchprof.report.html import embed, render
 from launchprof.report.outputs import COMBINED_FILES, SUMMARY, VENDORED_JS, Output, analysis_files
 from launchprof.report.same_input import resolved_path
@@ -204,38 +205,50 @@ def remove_report(folder: Path) -> None:
         raise OutputError(f"cannot remove the earlier report in {folder}: {exc.strerror or exc}") from None
 
 
-def remove_unlisted(folder: Path, reports: Sequence[ReportResult]) -> Callable[[], None]:
-    """A ``before_move`` for the multi-trace folder's writer: remove the reports the
-    replaced ``combined.json`` lists in folders that none of ``reports`` (this run's)
-    names, and the report of the earlier run's trace left in the folder of a trace of
-    this run that failed (a trace of another path under the same folder name: this run
-    wrote nothing there). Each only when it is still that trace's report
-    (:func:`holds_report_of`; :func:`remove_report`). Read under the folder's lock, before
-    this run's files move in; every one is checked first (:func:`~launchprof.report.folder.unreplaceable`),
-    so one that cannot be removed stops the run before anything changed. One that still
-    fails (an I/O error) leaves the replaced document, which still names what is left,
-    and the next run removes it.
+def unlisted_reports(folder: Path, reports: Sequence[ReportResult]) -> list[Path]:
+    """The earlier reports a multi-trace run into ``folder`` removes: those the replaced
+    ``combined.json`` lists in folders that none of ``reports`` (this run's) names, and
+    the report of the earlier run's trace left in the folder of a trace of this run that
+    failed (a trace of another path under the same folder name: this run wrote nothing
+    there). Each only while it is still that trace's report (:func:`holds_report_of`).
+    Read under the folder's lock (:func:`write_combined`)."""
+    kept = {r.folder for r in reports}
+    failed = [r for r in reports if r.error is not None]
+    gone = []
+    for path, name in dict.fromkeys(listed_reports(folder)):
+        replaced = name in kept and any(r.folder == name and r.path != path for r in failed)
+        if (name not in kept or replaced) and holds_report_of(folder / name, path):
+            gone.append(folder / name)
+    return gone
+
+
+def check_removable(folders: Sequence[Path]) -> None:
+    """Refuse earlier reports that could not be removed (:func:`~launchprof.report.checks.unreplaceable`).
+
+    Raises:
+        OutputError: "cannot remove the earlier report in FOLDER: why; ...".
+    """
+    for old in folders:
+        why = unreplaceable(old, analysis_files())
+        if why is not None:
+            raise OutputError(
+                f"cannot remove the earlier report in {old}: {why}; fix it or use --output to choose another folder"
+            )
+
+
+def remove_reports(folders: Sequence[Path]) -> None:
+    """Remove the earlier reports in ``folders`` (:func:`unlisted_reports`; a ``before_move``
+    of :func:`write_combined`, their locks held): every one checked first
+    (:func:`check_removable`), so one that cannot be removed stops the run before anything
+    changed; one whose removal still fails (an I/O error) leaves the replaced document,
+    which still names what is left, and the next run removes it (:func:`remove_report`).
 
     Raises:
         OutputError: "cannot remove the earlier report in FOLDER: why".
     """
-    kept = {r.folder for r in reports}
-    failed = [r for r in reports if r.error is not None]
-
-    def remove() -> None:
-        gone = []
-        for path, name in dict.fromkeys(listed_reports(folder)):
-            replaced = name in kept and any(r.folder == name and r.path != path for r in failed)
-            if (name not in kept or replaced) and holds_report_of(folder / name, path):
-                gone.append(folder / name)
-        for old in gone:
-            why = unreplaceable(old, analysis_files())
-            if why is not None:
-                raise OutputError(f"cannot remove the earlier report in {old}: {why}")
-        for old in gone:
-            remove_report(old)
-
-    return remove
+    check_removable(folders)
+    for old in folders:
+        remove_report(old)
 
 
 RANK_REPORTS = "ranks"  # the side folder of the multi-trace writer that holds the rank reports until they move in
@@ -272,15 +285,15 @@ def write_combined(combined: Combined, writer: FolderWriter, force: bool = False
     """Write the files of :data:`COMBINED_OUTPUTS` (``combined.html``, ``combined.json``)
     and ``plotly.min.js`` with ``writer`` (:func:`open_combined_folder`), and the rank
     reports written into :func:`rank_reports`, as one
-    (:func:`~launchprof.report.folder.commit_together`): the folder's lock, then each
-    rank folder's; every rank folder checked as ``launchprof analyze TRACE`` checks its
-    folder (a report of another trace needs ``force``:
-    :func:`~launchprof.report.write.open_report_folder`; one that cannot take the files);
-    then, with Ctrl-C and SIGTERM held, the reports of the replaced ``combined.json`` that
-    this run does not replace are removed (:func:`remove_unlisted`: a report of a trace or
-    process of the earlier run must not stay beside this run's), the rank reports move
-    in, then this run's files. Last, each rank folder's ``plotly.min.js`` becomes a hard
-    link to the folder's (one copy).
+    (:func:`~launchprof.report.folder.commit_together`): the folder's lock, then those of
+    the rank folders and of the earlier reports this run removes (:func:`unlisted_reports`:
+    a report of a trace or process of the earlier run must not stay beside this run's);
+    every rank folder checked as ``launchprof analyze TRACE`` checks its folder (a report
+    of another trace needs ``force``: :func:`~launchprof.report.write.open_report_folder`;
+    one that cannot take the files); then, with Ctrl-C and SIGTERM held, the earlier
+    reports are removed (:func:`remove_reports`), the rank reports move in, then this
+    run's files. Last, each rank folder's ``plotly.min.js`` becomes a hard link to the
+    folder's (one copy).
 
     Raises:
         OutputError: the folder holds a multi-trace report of other inputs and ``force``
@@ -302,7 +315,13 @@ def write_combined(combined: Combined, writer: FolderWriter, force: bool = False
             rank = opened.enter_context(open_report_folder(folder / rep.folder, force, Path(rep.path)))
             rank.adopt(written)
             ranks.append((rank, REPORT_ORDER))
-        commit_together((writer, order), ranks, before_move=remove_unlisted(folder, combined.reports))
+        gone: list[Path] = []
+
+        def earlier() -> list[Path]:  # read under the folder's lock; their locks are taken with the ranks'
+            gone[:] = unlisted_reports(folder, combined.reports)
+            return gone
+
+        commit_together((writer, order), ranks, before_move=lambda: remove_reports(gone), also_locked=earlier)
     for rep in combined.reports:
         if rep.error is None:
             _link_plotlyjs(folder, folder / rep.folder)

@@ -15,7 +15,7 @@ SIGTERM and SIGHUP held back. So:
   leaves the old report as it was; a signal during the swap is handled after it (the
   new report is then whole);
 - a folder that could not take the files (not writable, a folder where a file goes) is
-  refused before the first file moves (:func:`unreplaceable`), so it is never left with
+  refused before the first file moves (:func:`~launchprof.report.checks.unreplaceable`), so it is never left with
   only part of them;
 - a staging folder left by a killed run (SIGKILL, a crash) is removed by a later run
   (once a minute old): each run holds a ``flock`` on its own staging folder, which the
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from launchprof.errors import OutputError
+from launchprof.report.checks import refuse_not_folder, refuse_other_kind, refuse_unreplaceable
 from launchprof.report.outputs import REPORT_DOCUMENTS, VENDORED_JS, Output
 from launchprof.report.signals import signals_held
 
@@ -86,48 +87,39 @@ def _another_run_committing(folder: Path) -> bool:
     return False
 
 
-def unreplaceable(folder: Path, names: Iterable[str]) -> str | None:
-    """Why a run could not replace or remove the files ``names`` in the existing folder
-    ``folder`` (``os.replace`` and ``unlink`` refuse both cases): the folder is not
-    writable, or one of ``names`` there is a folder; None when it can. Checked before the
-    first file moves, so such a folder fails the run in one line, not half way through."""
-    if not folder.is_dir():
-        return None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"{folder} is not writable"
-    for name in names:
-        path = folder / name
-        if path.is_dir() and not path.is_symlink():
-            return f"{path} is a folder where launchprof writes a file"
-    return None
+def _stages_beside(folder: Path) -> bool:
+    """Whether a run stages and locks ``folder`` beside it (its parent can be written and
+    is on its file system), else inside it (:class:`FolderWriter`)."""
+    parent = folder.parent
+    return _writable_dir(parent) and not (folder.is_dir() and folder.stat().st_dev != parent.stat().st_dev)
 
 
-def refuse_unreplaceable(folder: Path, names: Iterable[str]) -> None:
-    """Refuse ``folder`` when the files ``names`` could not be written into it
-    (:func:`unreplaceable`).
+def folder_lock(folder: Path) -> Path:
+    """The lock file of ``folder``: ``.<name>.lock`` beside it, or ``.launchprof.lock``
+    inside it where its runs stage inside it (:class:`FolderWriter`)."""
+    return folder.parent / f".{folder.name}.lock" if _stages_beside(folder) else folder / ".launchprof.lock"
+
+
+@contextlib.contextmanager
+def _holding(lock: Path, folder: Path, wait: bool) -> Iterator[None]:
+    """An exclusive ``flock`` on ``lock`` (made when missing) for the block: waited for
+    when ``wait`` (Ctrl-C ends the wait), else refused at once when another run holds it.
 
     Raises:
-        OutputError: "cannot write into FOLDER: why; ...".
+        OutputError: the lock cannot be made, or another run holds it and not ``wait``.
     """
-    why = unreplaceable(folder, names)
-    if why is not None:
-        raise OutputError(f"cannot write into {folder}: {why}; fix it or use --output to choose another folder")
-
-
-def refuse_other_kind(folder: Path, produced: Iterable[str]) -> None:
-    """Refuse ``folder`` when it holds another kind of report: one of
-    :data:`~launchprof.report.outputs.REPORT_DOCUMENTS` that this run, writing ``produced``, would not replace
-    (writing beside it would mix two reports in one folder), ``--force`` or not.
-
-    Raises:
-        OutputError: naming the other report's kind and document.
-    """
-    if not folder.is_dir():
-        return
-    mine = set(produced)
-    for name, kind in REPORT_DOCUMENTS.items():
-        if name not in mine and (folder / name).exists():
-            raise OutputError(f"{folder} holds {kind} ({name}); remove it or use --output to choose another folder")
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o666)
+    except OSError as exc:
+        raise _oserror("lock", lock, exc) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise OutputError(_BUSY.format(folder=folder)) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 class FolderWriter:
@@ -175,12 +167,11 @@ class FolderWriter:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _oserror("create", parent, exc) from None
-        if _writable_dir(parent) and not (folder.is_dir() and folder.stat().st_dev != parent.stat().st_dev):
+        if _stages_beside(folder):
             self._beside, prefix = parent, f".{folder.name}."
         else:  # a writable folder under a read-only one, a mount point: stage inside it
             self._make_folder()
-            if not _writable_dir(folder):
-                raise OutputError(f"{folder} is not writable")
+            refuse_unreplaceable(folder, ())
             self._beside, prefix = folder, ".launchprof."
         # Ctrl-C or SIGTERM between making the staging folder and holding its lock must not
         # leave it behind: the signals wait until the writer can clean up after them.
@@ -217,8 +208,7 @@ class FolderWriter:
         """Refuse the folder as the class says; ``locked``: this run holds the folder's lock
         (no other run can be committing)."""
         folder = self.folder
-        if folder.exists() and not folder.is_dir():
-            raise OutputError(f"{folder} exists and is not a folder")
+        refuse_not_folder(folder)
         if not self.force and folder.is_dir() and any((folder / n).exists() for n in self.produced):
             other = self.same_input(folder) if self.same_input is not None else ""
             if other is not None:
@@ -323,21 +313,6 @@ class FolderWriter:
         except OSError as exc:
             raise _oserror("write", self.folder, exc) from None
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        try:
-            fd = os.open(self._lock_path, os.O_CREAT | os.O_RDWR, 0o666)
-        except OSError as exc:
-            raise _oserror("lock", self._lock_path, exc) from None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if self.force else fcntl.LOCK_NB))
-            except BlockingIOError:
-                raise OutputError(_BUSY.format(folder=self.folder)) from None
-            yield
-        finally:
-            os.close(fd)  # releases the lock
-
     def commit(self, order: Iterable[str] = (), before_move: Callable[[], None] | None = None) -> None:
         """Move the staged files into the folder (those not in ``order`` first, then
         ``order``'s in that order: the document that says what the folder holds, such as
@@ -348,7 +323,7 @@ class FolderWriter:
 
         Raises:
             OutputError: the folder is busy (no ``force``), now holds a report (no
-                ``force``) or cannot take the files (:func:`unreplaceable`), or a file
+                ``force``) or cannot take the files (:func:`~launchprof.report.checks.unreplaceable`), or a file
                 cannot be moved; what ``before_move`` raises.
         """
         commit_together((self, tuple(order)), (), before_move)
@@ -396,16 +371,24 @@ class FolderWriter:
 Commit = tuple[FolderWriter, tuple[str, ...]]  # a writer and the order of its last files (FolderWriter.commit)
 
 
-def commit_together(top: Commit, inner: Iterable[Commit] = (), before_move: Callable[[], None] | None = None) -> None:
+def commit_together(
+    top: Commit,
+    inner: Iterable[Commit] = (),
+    before_move: Callable[[], None] | None = None,
+    also_locked: Callable[[], Iterable[Path]] | None = None,
+) -> None:
     """Commit the writers of ``inner`` (folders inside ``top``'s, e.g. the rank reports of
     a multi-trace folder) and then ``top`` as one, each as :meth:`FolderWriter.commit`:
 
-    1. the locks, ``top``'s first, then ``inner``'s in their order (so two runs over one
-       folder take them one run after the other); a lock file already held, as when the
-       folder and a rank folder named ``launchprof`` both keep theirs inside the folder,
-       is taken once. Ctrl-C ends a wait for another run's lock.
+    1. ``top``'s lock; then ``also_locked()`` (called under it: other folders the commit
+       changes, e.g. the earlier rank folders ``before_move`` removes) and the locks of
+       those and of ``inner``'s folders (:func:`folder_lock`), in the order of their
+       resolved paths, so two runs reaching one folder by different names take them in
+       the same order; a lock file already held (the folder's and a rank folder named
+       ``launchprof`` inside a folder on another disk are one file) is taken once.
+       Ctrl-C ends a wait for another run's lock.
     2. every folder checked again under its lock (it may now hold another run's report,
-       or cannot take the files: :func:`unreplaceable`) and made when missing;
+       or cannot take the files: :func:`~launchprof.report.checks.unreplaceable`) and made when missing;
     3. with Ctrl-C and SIGTERM held: ``before_move``, then ``inner``'s files, then
        ``top``'s (its document last).
 
@@ -414,19 +397,22 @@ def commit_together(top: Commit, inner: Iterable[Commit] = (), before_move: Call
     Raises:
         OutputError: as :meth:`FolderWriter.commit`. One raised by the checks or by
             ``before_move`` before it changed anything leaves every folder as it was
-            (folders made for the run removed again); a move that fails after the checks
-            (an I/O error) can leave one folder with only part of this run's files.
+            (folders made for the run removed again); a rename that fails after the
+            checks for another reason (an immutable file) can leave a folder with only
+            part of this run's files.
     """
+    top_writer = top[0]
     writers = [*inner, top]
     made: list[Path] = []
     try:
         with contextlib.ExitStack() as locks:
-            held: set[str] = set()
-            for writer, _ in [top, *inner]:
-                lock = os.path.realpath(writer._lock_path)
-                if lock not in held:
-                    held.add(lock)
-                    locks.enter_context(writer._locked())
+            locks.enter_context(_holding(top_writer._lock_path, top_writer.folder, top_writer.force))
+            wanted = {os.path.realpath(w._lock_path): w.folder for w, _ in inner}
+            for folder in also_locked() if also_locked is not None else ():
+                wanted.setdefault(os.path.realpath(folder_lock(folder)), folder)
+            wanted.pop(os.path.realpath(top_writer._lock_path), None)
+            for lock in sorted(wanted):
+                locks.enter_context(_holding(Path(lock), wanted[lock], top_writer.force))
             for writer, _ in writers:
                 writer._check_existing(locked=True)
                 if not writer.folder.is_dir():

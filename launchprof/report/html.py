@@ -21,7 +21,7 @@ import jinja2
 import markupsafe
 
 from launchprof.errors import OutputError
-from launchprof.report.folder import refuse_other_kind, refuse_unreplaceable
+from launchprof.report.checks import refuse_not_folder, refuse_other_kind, refuse_unreplaceable
 from launchprof.report.plainfig import Figure
 from launchprof.text import count_text, escape_controls, fmt_ms, fmt_num, fmt_pct, page_us, scope_text
 
@@ -168,20 +168,18 @@ def prepare_folder(folder: Path, force: bool, produced: Iterable[str]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create {folder}: {exc.strerror or exc}") from None
-    if not os.access(folder, os.W_OK):
-        raise OutputError(f"{folder} is not writable")
+    refuse_unreplaceable(folder, ())
 
 
 def check_folder(folder: Path, force: bool, produced: Iterable[str], writes: Iterable[str] = ()) -> None:
     """Refuse ``folder`` as :func:`prepare_folder` does, without making it; and one that
-    could not take the files ``writes`` (:func:`~launchprof.report.folder.refuse_unreplaceable`).
+    could not take the files ``writes`` (:func:`~launchprof.report.checks.refuse_unreplaceable`).
 
     Raises:
         OutputError: the folder exists with earlier results and ``force`` is False, is a
             file, or cannot take the files.
     """
-    if folder.exists() and not folder.is_dir():
-        raise OutputError(f"{folder} exists and is not a folder")
+    refuse_not_folder(folder)
     produced = tuple(produced)
     if folder.exists() and not force and any((folder / name).exists() for name in produced):
         raise OutputError(
