@@ -9,6 +9,7 @@ the processes' exit status and time, seen from outside them.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -214,26 +215,51 @@ def test_an_earlier_rank_folder_is_removed_under_its_own_lock(tmp_path: Path) ->
     assert not (out / "b").exists() and (out / "c" / "summary.json").is_file()
 
 
-def test_two_runs_reaching_one_folder_by_two_names_take_its_rank_locks_in_one_order(tmp_path: Path) -> None:
-    """Runs into ``out`` and into a link to it hold different folder locks but share the
-    rank folders' locks: taken in the order of their resolved paths, not of the traces,
-    both finish. (Before, the run given ``b a`` held b's lock and waited for a's, which
-    the run given ``a b`` held while it waited for b's: both hung.)"""
-    a, b = _traces(tmp_path, "a", "b")
+def test_a_report_written_into_a_listed_folder_while_the_run_waits_is_not_removed(tmp_path: Path) -> None:
+    """The earlier reports a --force run removes are read again once it holds their
+    locks: a report of another trace moved into one of those folders meanwhile (the run
+    was waiting for a rank folder's lock) stays. (Before, the list read under the folder's
+    lock alone was removed, that report with it.)"""
+    a, b, c, x = _traces(tmp_path, "a", "b", "c", "x")
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["analyze", a, b, c, "-o", str(out), "-q", "--workers", "0"]).exit_code == 0
+    other = os.open(out / ".a.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    fcntl.flock(other, fcntl.LOCK_EX)
+    run = _launch(a, b, "-o", str(out), "--force")  # removes c, once it has a's lock (a before c)
+    try:
+        _wait_until_held(tmp_path / ".out.lock", run)
+        assert runner.invoke(app, ["analyze", x, "-o", str(out / "c"), "-q", "--force"]).exit_code == 0
+    finally:
+        os.close(other)
+    output = _finish(run)[0]
+    assert run.returncode == 0, output
+    assert json.loads((out / "c" / "summary.json").read_text())["trace"]["path"] == x
+
+
+def test_two_runs_reaching_one_folder_by_two_names_take_one_lock(tmp_path: Path) -> None:
+    """Runs into ``out`` and into a link to it take one folder lock (that of the folder the
+    link names), so the one that moves in last leaves the folder as its combined.json
+    lists it. (Before, each took the lock of its own name: the run given the link removed
+    what the other's document listed, or left a rank folder no document listed, and with
+    the rank locks in the traces' order both could hang.)"""
+    z, a, b, c = _traces(tmp_path, "0", "a", "b", "c")
     out = tmp_path / "out"
     assert runner.invoke(app, ["analyze", a, b, "-o", str(out), "-q", "--workers", "0"]).exit_code == 0
     (tmp_path / "out2").symlink_to(out)
-    other = os.open(out / ".b.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    other = os.open(out / ".0.lock", os.O_CREAT | os.O_RDWR, 0o600)
     fcntl.flock(other, fcntl.LOCK_EX)
-    first = _launch(b, a, "-o", str(tmp_path / "out2"), "--force")
+    first = _launch(z, a, b, "-o", str(out), "--force")
     try:
-        _wait_until_held(tmp_path / ".out2.lock", first)
-        second = _launch(a, b, "-o", str(out), "--force")
-        _wait_until_held(tmp_path / ".out.lock", first, second)
+        _wait_until_held(tmp_path / ".out.lock", first)  # holds the folder's lock, waits for 0's
+        second = _launch(b, a, c, "-o", str(tmp_path / "out2"), "--force")
+        time.sleep(3)
     finally:
-        os.close(other)  # the first run gets b's lock
+        os.close(other)
     outputs = _finish(first, second)
     assert first.returncode == 0 and second.returncode == 0, outputs
+    listed = [r["folder"] for r in json.loads((out / "combined.json").read_text())["reports"]]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted(listed)
+    assert all((out / name / "summary.json").is_file() for name in listed)
 
 
 def test_a_rank_folder_named_launchprof_in_a_folder_on_another_disk_does_not_wait_for_its_own_run(

@@ -321,7 +321,10 @@ def write_combined(combined: Combined, writer: FolderWriter, force: bool = False
             gone[:] = unlisted_reports(folder, combined.reports)
             return gone
 
-        commit_together((writer, order), ranks, before_move=lambda: remove_reports(gone), also_locked=earlier)
+        def remove() -> None:  # read again under their locks: one may hold another trace's report by now
+            remove_reports([old for old in unlisted_reports(folder, combined.reports) if old in gone])
+
+        commit_together((writer, order), ranks, before_move=remove, also_locked=earlier)
     for rep in combined.reports:
         if rep.error is None:
             _link_plotlyjs(folder, folder / rep.folder)

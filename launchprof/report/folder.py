@@ -5,7 +5,7 @@ is first written into a staging folder of its own beside the target
 (``.<name>.staging-XXXX``; inside the target when its parent cannot be written or is
 another file system: ``.launchprof.staging-XXXX``), then
 moved into the target with ``os.replace``, one file after another, while the run holds an
-exclusive ``flock`` on the lock file ``.<name>.lock`` beside the target and with SIGINT,
+exclusive ``flock`` on the lock file ``.<name>.lock`` beside the target (:func:`folder_lock`) and with SIGINT,
 SIGTERM and SIGHUP held back. So:
 
 - two runs into one folder never interleave their files: without ``--force`` the second
@@ -70,8 +70,11 @@ _BUSY = (
 def _another_run_committing(folder: Path) -> bool:
     """Whether another run holds the lock of ``folder`` now, i.e. is moving its files in
     (:meth:`FolderWriter.commit`): the lock beside the folder, or inside it when its parent
-    cannot be written. Files seen there without a summary may be that run's, half moved."""
-    for lock in (folder.parent / f".{folder.name}.lock", folder / ".launchprof.lock"):
+    cannot be written (:func:`folder_lock`; by the name given too, as older runs kept it).
+    Files seen there without a summary may be that run's, half moved."""
+    for lock in dict.fromkeys(
+        (folder_lock(folder), folder.parent / f".{folder.name}.lock", folder / ".launchprof.lock")
+    ):
         try:
             fd = os.open(lock, os.O_RDONLY)
         except OSError:
@@ -95,9 +98,12 @@ def _stages_beside(folder: Path) -> bool:
 
 
 def folder_lock(folder: Path) -> Path:
-    """The lock file of ``folder``: ``.<name>.lock`` beside it, or ``.launchprof.lock``
-    inside it where its runs stage inside it (:class:`FolderWriter`)."""
-    return folder.parent / f".{folder.name}.lock" if _stages_beside(folder) else folder / ".launchprof.lock"
+    """The lock file of ``folder``, of the folder it names once links are resolved (so
+    runs given two names of one folder take one lock): ``.<name>.lock`` beside it, or
+    ``.launchprof.lock`` inside it where its parent cannot be written or is another file
+    system."""
+    real = Path(os.path.realpath(folder))
+    return real.parent / f".{real.name}.lock" if _stages_beside(real) else real / ".launchprof.lock"
 
 
 @contextlib.contextmanager
@@ -195,7 +201,7 @@ class FolderWriter:
                 self.staging = Path(tempfile.mkdtemp(prefix=f"{prefix}staging-", dir=folder))
             except OSError as exc2:
                 raise _oserror("write into", folder, exc2) from None
-        self._lock_path = self._beside / f"{prefix}lock"
+        self._lock_path = folder_lock(folder) if self._beside != folder else folder / ".launchprof.lock"
         self._drop_leftovers(prefix)
         try:
             self._own_fd = os.open(self.staging / ".lock", os.O_CREAT | os.O_RDWR, 0o600)
