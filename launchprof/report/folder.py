@@ -91,8 +91,9 @@ def _another_run_committing(folder: Path) -> bool:
 
 
 def _stages_beside(folder: Path) -> bool:
-    """Whether a run stages and locks ``folder`` beside it (its parent can be written and
-    is on its file system), else inside it (:class:`FolderWriter`)."""
+    """Whether a run stages ``folder``'s files beside it (its parent can be written and is
+    on its file system), else inside it (:class:`FolderWriter`); its lock goes where
+    :func:`folder_lock` says."""
     parent = folder.parent
     return _writable_dir(parent) and not (folder.is_dir() and folder.stat().st_dev != parent.stat().st_dev)
 
@@ -391,7 +392,7 @@ def commit_together(
        those and of ``inner``'s folders (:func:`folder_lock`), in the order of their
        resolved paths, so two runs reaching one folder by different names take them in
        the same order; a lock file already held (the folder's and a rank folder named
-       ``launchprof`` inside a folder on another disk are one file) is taken once.
+       ``launchprof`` are one file when the folder is a mount point) is taken once.
        Ctrl-C ends a wait for another run's lock.
     2. every folder checked again under its lock (it may now hold another run's report,
        or cannot take the files: :func:`~launchprof.report.checks.unreplaceable`) and made when missing;
