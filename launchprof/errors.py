@@ -19,6 +19,11 @@ class TraceError(LaunchprofError):
     """The trace cannot be read as an Nsight Systems SQLite export."""
 
 
+class TraceTooLargeError(LaunchprofError):
+    """The whole trace needs more memory than the machine has available
+    (:func:`launchprof.trace.footprint.check_fits`)."""
+
+
 class NoCudaActivityError(TraceError):
     """The trace holds no CUDA activity tables, so no GPU figure can be computed."""
 

@@ -197,6 +197,7 @@ def analyze(
     baseline: BaselineRuns = None,
     pid: int | None = None,
     time_range: tuple[float, float] | None = None,
+    memory_check: bool = True,
 ) -> TraceAnalysis:
     """Load and analyse an nsys trace.
 
@@ -228,6 +229,10 @@ def analyze(
             rows' starts; :class:`~launchprof.trace.columns.Rows`), as if the recording
             held nothing else: the memory of that window, for a trace too large to load
             whole (``launchprof analyze --time-range``).
+        memory_check: refuse a whole trace (neither ``pid`` nor ``time_range``) whose
+            analysis needs more memory than this process may use, before any row is read
+            (:mod:`launchprof.trace.footprint`); False: try anyway
+            (``launchprof analyze --no-memory-check``).
 
     Returns:
         :class:`TraceAnalysis` (an :class:`~launchprof.analysis.result.AnalysisResult`):
@@ -246,6 +251,8 @@ def analyze(
         ValueError: ``time_range`` is not ``0 <= start < end`` (:func:`~launchprof.trace.columns.window_ns`).
         StepTimesError: a step-times file of ``baseline`` is malformed.
         TraceError: ``baseline`` names a folder that does not exist or holds no runs.
+        TraceTooLargeError: ``memory_check`` found the whole trace too large for the
+            memory available.
 
     With several ranks (device, process pairs with GPU work) or NCCL kernels,
     ``ranks`` holds the cross-rank view, a
@@ -254,17 +261,19 @@ def analyze(
     rows = Rows(pid, window_ns(time_range) if time_range is not None else None)
     reused = reused_export(Path(path))
     with sqlite_export(path, nsys, progress) as sqlite:
-        trace = _load(sqlite, progress, memory, rows)
+        trace = _load(sqlite, progress, memory, rows, memory_check)
     trace = dataclasses.replace(trace, path=Path(path), notes=(*trace.notes, *([reused] if reused else [])))
     return analyze_loaded(trace, bubble_threshold_ns, progress, step, baseline)
 
 
-def _load(sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None, rows: Rows) -> Trace:
+def _load(
+    sqlite: Path, progress: Callable[[str], None] | None, memory: MallocTuning | None, rows: Rows, memory_check: bool
+) -> Trace:
     """:func:`~launchprof.trace.load_trace` (of ``rows`` only), between ``memory``'s two
     settings."""
     if memory is not None:
         memory.loading()
-    trace = load_trace(sqlite, progress=progress, rows=rows)
+    trace = load_trace(sqlite, progress=progress, rows=rows, memory_check=memory_check)
     if memory is not None:
         memory.analysing()  # loaded: the analysis comes next
     return trace

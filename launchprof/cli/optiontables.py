@@ -135,6 +135,14 @@ ANALYZE = Command(
             "analyse only the rows starting in that window (memory of that window)",
             "text",
         ),
+        Option(
+            "no_memory_check",
+            ("--no-memory-check",),
+            "analyse a whole trace even when it looks too large for the memory available (by default such a "
+            "trace is refused before it is read, naming --per-process and --time-range)",
+            "flag",
+            False,
+        ),
         Option("scheduler", ("--scheduler",), "many traces: address of a running Dask scheduler", "text"),
         Option(
             "workers",

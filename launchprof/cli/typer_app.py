@@ -182,7 +182,7 @@ def analyze(**params: Any) -> Outcome | None:
     trace = params["trace"]
     with _collector_off_while_importing() as imported:
         if len(trace) == 1 and trace[0].endswith(".sqlite") and not params["per_process"]:
-            _read_ahead(trace[0], params["time_range"])
+            _read_ahead(trace[0], params["time_range"], not params["no_memory_check"])
         from launchprof.commands.many import expand_traces
 
         console = terminal(params["json_out"], params["quiet"])
@@ -204,10 +204,11 @@ def analyze(**params: Any) -> Outcome | None:
         return _analyze_one(trace[0], parsed, console, imported)
 
 
-def _read_ahead(trace: str, time_range: str | None) -> None:
+def _read_ahead(trace: str, time_range: str | None, memory_check: bool) -> None:
     """Start reading the big tables of ``trace`` (the rows of ``--time-range``, when given)
     in background threads while pandas is imported
-    (:func:`launchprof.trace.readahead.prefetch`); a bad ``--time-range`` is left to the
+    (:func:`launchprof.trace.readahead.prefetch`; not a whole trace too large for the
+    memory available, with ``memory_check``); a bad ``--time-range`` is left to the
     options' parse, which says so."""
     from launchprof.trace.readahead import prefetch
 
@@ -215,7 +216,7 @@ def _read_ahead(trace: str, time_range: str | None) -> None:
         rows = AnalysisOptions(time_range=options.time_range(time_range)).window()
     except OptionError:
         return
-    prefetch(trace, rows)
+    prefetch(trace, rows, memory_check)
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,7 @@ class _AnalyzeOptions:
             p["nsys"],
             MallocTuning(),
             options.time_range(p["time_range"]),
+            not p["no_memory_check"],
         )
         cluster = (p["scheduler"], p["workers"])
         return cls(folder, p["force"], how, p["json_out"], p["open_report"], gates, cluster, p["per_process"])

@@ -151,6 +151,7 @@ def _analyse_and_write(
             memory=how.memory,
             baseline=baseline,
             time_range=how.time_range,
+            memory_check=how.memory_check,
         )
         sync = sync_runs(trace.parent, how.step) if baseline is not None else None
         if sync is not None:  # the runs' synchronizing calls: the sync-in-step finding's source lines

@@ -36,6 +36,9 @@ class AnalysisOptions:
             (:class:`~launchprof.malloc.MallocTuning`), or None: left alone.
         time_range: only the rows starting in ``[start, end)`` seconds of the trace's clock
             (``--time-range``: :func:`launchprof.api.analyze`'s ``time_range``), or None: all.
+        memory_check: refuse a whole trace too large for the memory available before
+            reading it (:func:`launchprof.api.analyze`'s ``memory_check``); False:
+            ``--no-memory-check``.
     """
 
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS
@@ -43,6 +46,7 @@ class AnalysisOptions:
     nsys: str | None = None
     memory: MallocTuning | None = None
     time_range: tuple[float, float] | None = None
+    memory_check: bool = True
 
     def window(self) -> Rows:
         """The rows of :attr:`time_range` (all without one)."""

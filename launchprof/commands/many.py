@@ -130,6 +130,7 @@ def analyze_one(task: Task, output: str, force: bool, how: AnalysisOptions) -> R
             memory=how.memory,
             pid=task.pid,
             time_range=how.time_range,
+            memory_check=how.memory_check,
         )
         if not Path(output).is_dir():  # the run was stopped and removed its staging folder: write nothing
             return ReportResult(path, folder, [], "the run was stopped before this report was written")

@@ -29,6 +29,7 @@ import numpy as np
 
 from launchprof.errors import TraceError
 from launchprof.trace.columns import Column, Reader, WrongType, _fit, _int64_values
+from launchprof.trace.footprint import check_fits
 from launchprof.trace.model import Trace
 from launchprof.trace.tables import LOADED_TABLES, NUMERIC_TABLES, SQL_TABLES
 
@@ -137,7 +138,10 @@ def memory_database(tables: dict[str, Any]) -> sqlite3.Connection:
 
 
 def load_arrowdir(
-    folder: str | Path, path: str | Path | None = None, progress: Callable[[str], None] | None = None
+    folder: str | Path,
+    path: str | Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    memory_check: bool = True,
 ) -> Trace:
     """Load an ``nsys export --type arrowdir`` folder.
 
@@ -146,6 +150,8 @@ def load_arrowdir(
         path: the path recorded as the trace's (e.g. the SQLite export of the same report;
             default ``folder``).
         progress: as for :func:`~launchprof.trace.loader.load_trace`.
+        memory_check: as for :func:`~launchprof.trace.loader.load_trace` (the rows
+            counted from the Arrow files, which are memory-mapped, not read).
 
     Returns:
         A :class:`Trace` with the frames :func:`~launchprof.trace.loader.load_trace` makes
@@ -153,12 +159,18 @@ def load_arrowdir(
 
     Raises:
         TraceError: not an arrowdir export, or a table cannot be read.
+        TraceTooLargeError: ``memory_check`` found the trace too large for the memory
+            available.
     """
     from launchprof.trace.loader import load_tables
 
     folder = Path(folder)
     say = progress or (lambda _msg: None)
     tables = read_tables(folder)
+    if memory_check:
+        check_fits(
+            (Path(path) if path is not None else folder).name, {t: tables[t].num_rows for t in NUMERIC if t in tables}
+        )
     con = memory_database(tables)
     con.text_factory = lambda b: b.decode("utf-8", errors="replace")
     reader = ArrowReader(folder, {k: v for k, v in tables.items() if k in NUMERIC}, say)

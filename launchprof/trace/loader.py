@@ -49,6 +49,7 @@ from launchprof.trace.columns import (
     ro_uri,
     table_columns,
 )
+from launchprof.trace.footprint import check_fits, table_rows
 from launchprof.trace.model import Trace, TraceSchema
 from launchprof.trace.pids import pid_array, plain_pids
 from launchprof.trace.readahead import forget_prefetch, prefetch, take_prefetched, take_prefetched_rows
@@ -274,7 +275,9 @@ def _ranges_cut(con: sqlite3.Connection, schema: TraceSchema, kept: Rows) -> lis
     ]
 
 
-def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, rows: Rows = ALL_ROWS) -> Trace:
+def load_trace(
+    path: str | Path, progress: Callable[[str], None] | None = None, rows: Rows = ALL_ROWS, memory_check: bool = True
+) -> Trace:
     """Load an nsys SQLite export.
 
     Args:
@@ -289,6 +292,9 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
             --per-process``); ``rows.window``: those starting in a time range
             (``launchprof analyze --time-range``). The memory is that of the rows kept;
             the tables are read ahead as for the whole trace, each query keeping them.
+        memory_check: for the whole trace (``rows`` all), refuse one whose analysis needs
+            more memory than this process may use before any row is read
+            (:func:`~launchprof.trace.footprint.check_fits`); False: try anyway.
 
     Returns:
         A :class:`Trace` (frames described in :mod:`launchprof.trace.model`).
@@ -296,11 +302,19 @@ def load_trace(path: str | Path, progress: Callable[[str], None] | None = None, 
     Raises:
         TraceError: the file is missing, a directory, empty, not SQLite, or damaged
             (e.g. truncated).
+        TraceTooLargeError: ``memory_check`` found the whole trace too large for the
+            memory available.
     """
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
-    prefetch(path, rows)  # the big tables, read by background threads (launchprof.trace.readahead)
+    if memory_check and rows == ALL_ROWS:
+        try:
+            check_fits(path.name, table_rows(con))
+        except BaseException:
+            con.close()
+            raise
+    prefetch(path, rows, memory_check)  # the big tables, read by background threads (launchprof.trace.readahead)
     reader = Reader(
         path,
         con,

@@ -37,6 +37,7 @@ from launchprof.trace.columns import (
     select,
     table_columns,
 )
+from launchprof.trace.footprint import shortfall, table_rows
 from launchprof.trace.tables import NUMERIC_TABLES
 
 # A table is read in parts (rowid ranges, each by its own thread) when it holds at least
@@ -205,10 +206,12 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
-def prefetch(path: str | os.PathLike[str], rows: Rows = ALL_ROWS) -> None:
+def prefetch(path: str | os.PathLike[str], rows: Rows = ALL_ROWS, memory_check: bool = True) -> None:
     """Start reading the big tables of the SQLite export ``path`` (``rows`` of them only:
     :class:`~launchprof.trace.columns.Rows`) in background threads (module docstring). Does nothing when
-    ``path`` is not a readable SQLite file or is already being read so; never raises."""
+    ``path`` is not a readable SQLite file or is already being read so, and, with
+    ``memory_check``, when the whole trace is too large for the memory available
+    (:func:`~launchprof.trace.footprint.shortfall`: the loader refuses it); never raises."""
     p = Path(path)
     key = str(p.resolve()) if p.exists() else None
     stamp = _stamp(p)
@@ -222,14 +225,16 @@ def prefetch(path: str | os.PathLike[str], rows: Rows = ALL_ROWS) -> None:
         import pyarrow  # noqa: F401
     except ImportError:
         return
-    with _PENDING_LOCK:
-        if (key, rows) in _PENDING:
-            return
-        job = _Prefetch(p, stamp, rows)
-        _PENDING[key, rows] = job
     try:
         con = sqlite3.connect(ro_uri(Path(key)), uri=True)
         try:
+            if memory_check and rows == ALL_ROWS and shortfall(table_rows(con)) is not None:
+                return
+            with _PENDING_LOCK:
+                if (key, rows) in _PENDING:
+                    return
+                job = _Prefetch(p, stamp, rows)
+                _PENDING[key, rows] = job
             job.start(table_columns(con), con)
         finally:
             con.close()

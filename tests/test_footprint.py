@@ -1,0 +1,192 @@
+"""A whole trace too large for the memory available is refused before it is read
+(launchprof.trace.footprint): the rows counted against sqlite3, the memory available read
+from /proc and cgroup files as the kernel writes them, the estimate held below the
+measured peak of real traces it was not fitted on, and the refusal in a real memory
+cgroup, where the same run without the check is killed for memory."""
+
+from __future__ import annotations
+
+import lzma
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from launchprof.trace.footprint import BYTES_PER_ROW, available_bytes, needed_bytes, table_rows
+from launchprof.trace.tables import NUMERIC_TABLES
+
+TRACES = Path(__file__).parent / "data" / "traces"
+BUNDLED = sorted(TRACES.glob("*.sqlite.xz"))
+LAUNCHPROF = str(Path(sys.executable).with_name("launchprof"))
+
+
+def _plain(xz: Path, folder: Path) -> Path:
+    out = folder / xz.stem
+    if not out.exists():
+        with lzma.open(xz) as src, open(out, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    return out
+
+
+@pytest.mark.parametrize("xz", BUNDLED, ids=lambda p: p.name)
+def test_rows_are_the_tables_row_counts(xz: Path, tmp_path: Path) -> None:
+    """nsys numbers a table's rows without holes: the rowid span is sqlite3's count."""
+    con = sqlite3.connect(_plain(xz, tmp_path))
+    rows = table_rows(con)
+    tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table, _, _ in NUMERIC_TABLES:
+        count = con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] if table in tables else 0
+        assert rows.get(table, 0) == count, table
+    assert sum(rows.values()) > 10_000
+    con.close()
+
+
+def _peak_of(cmd: list[str]) -> tuple[int, int]:
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    return os.waitstatus_to_exitcode(status), int(usage.ru_maxrss) * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("xz", BUNDLED, ids=lambda p: p.name)
+def test_the_estimate_stays_below_what_analyze_takes(xz: Path, tmp_path: Path) -> None:
+    """The refusal is safe only if the estimate is a low end: on real traces it was not
+    fitted on, ``launchprof analyze`` peaked above it."""
+    trace = _plain(xz, tmp_path)
+    con = sqlite3.connect(trace)
+    need = needed_bytes(table_rows(con))
+    con.close()
+    rc, peak = _peak_of([LAUNCHPROF, "analyze", str(trace), "-q", "--force", "-o", str(tmp_path / "out")])
+    assert rc == 0
+    assert need < peak, (need, peak)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _proc(root: Path, cgroup: str, available_kib: int = 8 << 20) -> Path:
+    _write(root / "proc" / "meminfo", f"MemTotal:       16000000 kB\nMemAvailable:   {available_kib} kB\n")
+    _write(root / "proc" / "self" / "cgroup", cgroup)
+    return root / "proc"
+
+
+def test_available_is_memavailable_without_a_memory_limit(tmp_path: Path) -> None:
+    proc = _proc(tmp_path, "4:memory:/job\n0::/\n")
+    v1 = tmp_path / "cg" / "memory" / "job"
+    _write(v1 / "memory.limit_in_bytes", "9223372036854771712\n")  # v1's "no limit"
+    _write(v1 / "memory.usage_in_bytes", str(5 << 30))
+    assert available_bytes(proc, tmp_path / "cg") == (8 << 20) * 1024
+
+
+def test_available_is_the_v1_limit_less_usage_plus_reclaimable_cache(tmp_path: Path) -> None:
+    proc = _proc(tmp_path, "9:name=systemd:/\n4:memory:/slurm/job_7\n")
+    v1 = tmp_path / "cg" / "memory" / "slurm" / "job_7"
+    _write(v1 / "memory.limit_in_bytes", str(2 << 30))
+    _write(v1 / "memory.usage_in_bytes", str(1536 << 20))
+    _write(v1 / "memory.stat", f"cache 300\ninactive_file 5\ntotal_inactive_file {100 << 20}\n")
+    assert available_bytes(proc, tmp_path / "cg") == (512 + 100) << 20
+
+
+def test_available_is_the_v2_limit_less_usage_plus_reclaimable_cache(tmp_path: Path) -> None:
+    proc = _proc(tmp_path, "0::/user.slice/job\n")
+    v2 = tmp_path / "cg" / "user.slice" / "job"
+    _write(v2 / "memory.max", f"{1 << 30}\n")
+    _write(v2 / "memory.current", f"{768 << 20}\n")
+    _write(v2 / "memory.stat", f"anon 1\nactive_file 9\ninactive_file {16 << 20}\n")
+    assert available_bytes(proc, tmp_path / "cg") == (256 + 16) << 20
+
+
+def test_a_limit_above_memavailable_leaves_memavailable(tmp_path: Path) -> None:
+    proc = _proc(tmp_path, "0::/job\n", available_kib=1 << 20)  # 1 GiB available on the machine
+    v2 = tmp_path / "cg" / "job"
+    _write(v2 / "memory.max", "max\n")
+    _write(v2 / "memory.current", "0\n")
+    assert available_bytes(proc, tmp_path / "cg") == 1 << 30
+    _write(v2 / "memory.max", f"{64 << 30}\n")
+    assert available_bytes(proc, tmp_path / "cg") == 1 << 30
+
+
+def test_unknown_memory_means_no_check(tmp_path: Path) -> None:
+    assert available_bytes(tmp_path / "no-proc", tmp_path / "no-cgroup") is None
+
+
+def _own_v1_memory_cgroup() -> Path | None:
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, group = line.split(":", 2)
+            if "memory" in controllers.split(","):
+                folder = Path("/sys/fs/cgroup/memory") / group.lstrip("/")
+                return folder if (folder / "memory.limit_in_bytes").exists() else None
+    except OSError:
+        return None
+    return None
+
+
+@pytest.fixture
+def small_cgroup():
+    """A child memory cgroup (v1) of this process's own, to run a command in; skipped
+    where one cannot be made (not root, cgroup v2 only)."""
+    own = _own_v1_memory_cgroup()
+    if own is None or os.geteuid() != 0:
+        pytest.skip("needs root and a cgroup v1 memory controller")
+    folder = own / f"launchprof-test-{uuid.uuid4().hex[:8]}"
+    try:
+        folder.mkdir()
+    except OSError as exc:
+        pytest.skip(f"cannot make a memory cgroup here: {exc}")
+    yield folder
+    for _ in range(50):  # its processes have exited; the kernel may take a moment to let go
+        try:
+            folder.rmdir()
+            break
+        except OSError:
+            import time
+
+            time.sleep(0.1)
+
+
+def test_a_trace_larger_than_the_cgroup_is_refused_before_it_is_read(small_cgroup: Path, tmp_path: Path) -> None:
+    """In a memory cgroup whose limit is below the estimate, ``analyze`` says so in one
+    line and exits 2 with nothing written; the same run with ``--no-memory-check`` is
+    killed for memory: the refused trace would not have fitted."""
+    trace = _plain(TRACES / "demo_A_4096.sqlite.xz", tmp_path)
+    con = sqlite3.connect(trace)
+    rows = table_rows(con)
+    con.close()
+    need = needed_bytes(rows)
+    assert sum(rows.values()) * BYTES_PER_ROW > 40 << 20  # the rows, not the base, decide here
+    limit = str(need - (6 << 20))
+    (small_cgroup / "memory.limit_in_bytes").write_text(limit)
+    swap_limited = True  # the forced run is killed, not swapped out, where swap is limited too or absent
+    try:
+        (small_cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
+    except OSError:
+        swap_limited = len(Path("/proc/swaps").read_text().splitlines()) <= 1
+    procs = str(small_cgroup / "cgroup.procs")
+
+    def in_cgroup(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", LAUNCHPROF, "analyze", str(trace), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    out = tmp_path / "report"
+    refused = in_cgroup("-o", str(out))
+    assert refused.returncode == 2, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("launchprof: error: demo_A_4096.sqlite:"), refused.stderr
+    assert "--per-process" in lines[0] and "--time-range" in lines[0] and "--no-memory-check" in lines[0]
+    assert not out.exists()
+    if not swap_limited:
+        return
+    forced = in_cgroup("-o", str(out), "--no-memory-check")
+    assert forced.returncode in (-9, 137), (forced.returncode, forced.stderr[-500:])
