@@ -99,8 +99,35 @@ def test_available_is_the_v2_limit_less_usage_plus_reclaimable_cache(tmp_path: P
     v2 = tmp_path / "cg" / "user.slice" / "job"
     _write(v2 / "memory.max", f"{1 << 30}\n")
     _write(v2 / "memory.current", f"{768 << 20}\n")
-    _write(v2 / "memory.stat", f"anon 1\nactive_file 9\ninactive_file {16 << 20}\n")
-    assert available_bytes(proc, tmp_path / "cg") == (256 + 16) << 20
+    _write(v2 / "memory.stat", f"anon 1\nactive_file {8 << 20}\ninactive_file {16 << 20}\n")
+    assert available_bytes(proc, tmp_path / "cg") == (256 + 8 + 16) << 20
+
+
+def test_a_limit_on_a_parent_cgroup_counts(tmp_path: Path) -> None:
+    """Slurm sets the job's limit above the task's cgroup: the least headroom up the tree."""
+    proc = _proc(tmp_path, "0::/slurm/job_1/step_0/task_0\n")
+    job = tmp_path / "cg" / "slurm" / "job_1"
+    _write(job / "memory.max", f"{1 << 30}\n")
+    _write(job / "memory.current", f"{700 << 20}\n")
+    _write(job / "step_0" / "task_0" / "memory.max", "max\n")
+    _write(job / "step_0" / "task_0" / "memory.current", f"{100 << 20}\n")
+    assert available_bytes(proc, tmp_path / "cg") == 324 << 20
+    v1 = tmp_path / "v1"
+    proc = _proc(v1, "4:memory:/docker/abc\n")  # v1 inside a container without a cgroup namespace
+    _write(v1 / "cg" / "memory" / "memory.limit_in_bytes", f"{2 << 30}\n")  # the container's, at the root
+    _write(v1 / "cg" / "memory" / "memory.usage_in_bytes", f"{1 << 30}\n")
+    _write(v1 / "cg" / "memory" / "memory.stat", f"total_active_file {1 << 20}\ntotal_inactive_file {2 << 20}\n")
+    assert available_bytes(proc, v1 / "cg") == (1024 + 3) << 20
+
+
+def test_odd_cgroup_and_meminfo_lines_are_skipped(tmp_path: Path) -> None:
+    proc = _proc(tmp_path, "\ngarbage\n4:memory\n0::/job\n")
+    _write(tmp_path / "proc" / "meminfo", "MemTotal: 1 kB\nMemAvailable: lots kB\n")
+    _write(tmp_path / "cg" / "job" / "memory.max", f"{1 << 30}\n")
+    _write(tmp_path / "cg" / "job" / "memory.current", "\u00b2\n")  # isdigit() but not a number
+    assert available_bytes(proc, tmp_path / "cg") is None
+    _write(tmp_path / "cg" / "job" / "memory.current", f"{1 << 29}\n")
+    assert available_bytes(proc, tmp_path / "cg") == 1 << 29  # the cgroup's, though MemAvailable is garbled
 
 
 def test_a_limit_above_memavailable_leaves_memavailable(tmp_path: Path) -> None:
@@ -152,6 +179,27 @@ def small_cgroup():
             time.sleep(0.1)
 
 
+def _in_cgroup(cgroup: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    procs = str(cgroup / "cgroup.procs")
+    return subprocess.run(
+        ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", LAUNCHPROF, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_trace_that_fits_the_cgroup_runs(small_cgroup: Path, tmp_path: Path) -> None:
+    """Above the measured peak (286 MiB for demo_A, benchmarks/README.md), the run is not
+    refused: the memory the process holds already (its imports, the rows read ahead) is
+    part of the need, not taken from what is left."""
+    trace = _plain(TRACES / "demo_A_4096.sqlite.xz", tmp_path)
+    (small_cgroup / "memory.limit_in_bytes").write_text(str(310 << 20))
+    done = _in_cgroup(small_cgroup, "analyze", str(trace), "-q", "-o", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "report" / "summary.json").is_file()
+
+
 def test_a_trace_larger_than_the_cgroup_is_refused_before_it_is_read(small_cgroup: Path, tmp_path: Path) -> None:
     """In a memory cgroup whose limit is below the estimate, ``analyze`` says so in one
     line and exits 2 with nothing written; the same run with ``--no-memory-check`` is
@@ -169,15 +217,9 @@ def test_a_trace_larger_than_the_cgroup_is_refused_before_it_is_read(small_cgrou
         (small_cgroup / "memory.memsw.limit_in_bytes").write_text(limit)
     except OSError:
         swap_limited = len(Path("/proc/swaps").read_text().splitlines()) <= 1
-    procs = str(small_cgroup / "cgroup.procs")
 
     def in_cgroup(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["sh", "-c", f'echo $$ > {procs} && exec "$@"', "sh", LAUNCHPROF, "analyze", str(trace), *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        return _in_cgroup(small_cgroup, "analyze", str(trace), *args)
 
     out = tmp_path / "report"
     refused = in_cgroup("-o", str(out))
@@ -190,3 +232,22 @@ def test_a_trace_larger_than_the_cgroup_is_refused_before_it_is_read(small_cgrou
         return
     forced = in_cgroup("-o", str(out), "--no-memory-check")
     assert forced.returncode in (-9, 137), (forced.returncode, forced.stderr[-500:])
+
+
+def test_a_hole_in_the_rowids_does_not_refuse_a_trace_that_fits(tmp_path: Path) -> None:
+    """One kernel row moved to rowid 2**62 makes the span say 4.6e18 rows: the exact count,
+    taken before refusing, says the trace fits."""
+    trace = _plain(TRACES / "mlp_eager.sqlite.xz", tmp_path)
+    con = sqlite3.connect(trace)
+    con.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = ? "
+        "WHERE rowid = (SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_KERNEL)",
+        (2**62,),
+    )
+    con.commit()
+    assert table_rows(con)["CUPTI_ACTIVITY_KIND_KERNEL"] > 2**61
+    con.close()
+    done = subprocess.run(
+        [LAUNCHPROF, "analyze", str(trace), "-q", "-o", str(tmp_path / "report")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr

@@ -201,7 +201,7 @@ class EarlyAnalysis:
         from launchprof.trace.arrowdir import load_arrowdir
 
         t0 = time.perf_counter()
-        trace = load_arrowdir(folder, path=self.stem.with_suffix(".sqlite"))
+        trace = load_arrowdir(folder, path=self.stem.with_suffix(".sqlite"), memory_check=self.how.memory_check)
         shutil.rmtree(folder, ignore_errors=True)
         if self.how.memory is not None:
             self.how.memory.analysing()  # loaded: the analysis comes next

@@ -21,18 +21,25 @@ traces it was not fitted on stayed above it: one process (204-232 bytes), eight 
 launch-bound (161-168), one stream of 400-kernel steps (138-143), and the bundled real traces
 (tests/test_footprint.py checks those).
 
-What the process may use (:func:`available_bytes`): the kernel's ``MemAvailable``
-(``/proc/meminfo``: free memory plus what it can reclaim without swapping), and, inside a
-memory cgroup with a limit (a container, a Slurm job), the limit less the group's usage
-when that is lower (cgroup v2 ``memory.max`` - ``memory.current``; v1
-``memory.limit_in_bytes`` - ``memory.usage_in_bytes``; the group's reclaimable file cache,
-``inactive_file`` of its ``memory.stat``, counted as free in both). Swap is not counted:
-an analysis that swaps takes many times as long. Unknown (not Linux): no check.
+What the process can have (:func:`shortfall`): the anonymous memory it holds already
+(:func:`resident_bytes`: its imports, rows read ahead) plus what it may still take
+(:func:`available_bytes`): the kernel's ``MemAvailable`` (``/proc/meminfo``: free
+memory plus what it can reclaim without swapping), and, inside memory cgroups with
+limits (a container, a Slurm job, whose limit is often on a parent of the process's own
+group), the least of each limit less its group's usage when that is lower (cgroup v2
+``memory.max`` - ``memory.current``; v1 ``memory.limit_in_bytes`` -
+``memory.usage_in_bytes``; the group's file cache, ``active_file`` and
+``inactive_file`` of its ``memory.stat``, counted as free: the kernel reclaims it before
+it kills for memory). Swap is not counted: an analysis that swaps takes many times as
+long. Unknown (not Linux): no check. The rows are counted by rowid span; before a trace
+is refused they are counted exactly (``count(*)``), so holes in the rowids (a trimmed
+copy) do not refuse a trace that fits.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.errors import TraceTooLargeError
@@ -45,12 +52,14 @@ BYTES_PER_ROW = 120  # per row of the big tables: 152-174 bytes measured on the 
 
 def _size(n: int) -> str:
     """``n`` bytes as ``1.4 GiB`` (or ``171 MiB`` below a GiB)."""
-    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
+    return f"{n / (1 << 30):,.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
-def table_rows(con: sqlite3.Connection) -> dict[str, int]:
-    """The rows of each big table of the export open on ``con`` (its rowid span; tables
-    that are absent, empty or without rowids count 0)."""
+def table_rows(con: sqlite3.Connection, exact: bool = False) -> dict[str, int]:
+    """The rows of each big table of the export open on ``con``: its rowid span (two
+    b-tree look-ups; a table with holes in its rowids counts high), or, ``exact``,
+    ``count(*)`` (a scan of the table). Tables that are absent, empty or without rowids
+    count 0."""
     present = {
         name
         for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -61,6 +70,9 @@ def table_rows(con: sqlite3.Connection) -> dict[str, int]:
         if table not in present:
             continue
         try:
+            if exact:
+                rows[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+                continue
             lo, hi = con.execute(
                 f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")'
             ).fetchone()
@@ -72,69 +84,106 @@ def table_rows(con: sqlite3.Connection) -> dict[str, int]:
 
 
 def needed_bytes(rows: dict[str, int]) -> int:
-    """The low end of the peak memory of analysing a whole trace with these table rows
-    (module docstring), bytes."""
+    """The low end of the peak memory of a process analysing a whole trace with these
+    table rows (module docstring), bytes."""
     return BASE_BYTES + BYTES_PER_ROW * sum(rows.values())
+
+
+def _number(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _read_int(path: Path) -> int | None:
     try:
-        text = path.read_text().split()[0]
-    except (OSError, IndexError):
+        words = path.read_text().split()
+    except (OSError, UnicodeDecodeError):
         return None
-    return int(text) if text.isdigit() else None
+    return _number(words[0]) if words else None
 
 
-def _stat_value(path: Path, key: str) -> int:
+def _stat_sum(path: Path, keys: tuple[str, ...]) -> int:
+    """The sum of ``keys``' values in a ``memory.stat`` file (0 for those missing)."""
+    total = 0
     try:
         for line in path.read_text().splitlines():
             name, _, value = line.partition(" ")
-            if name == key and value.strip().isdigit():
-                return int(value)
-    except OSError:
+            if name in keys:
+                total += _number(value) or 0
+    except (OSError, UnicodeDecodeError):
         pass
-    return 0
+    return total
+
+
+# Per cgroup version: the files of the limit, the usage and the stat, and the stat's
+# file cache (active and inactive: the kernel reclaims both before it kills for memory).
+_V2 = ("memory.max", "memory.current", "memory.stat", ("active_file", "inactive_file"))
+_V1 = ("memory.limit_in_bytes", "memory.usage_in_bytes", "memory.stat", ("total_active_file", "total_inactive_file"))
+
+
+def _headroom(folder: Path, files: tuple[str, str, str, tuple[str, ...]]) -> int | None:
+    """One cgroup's limit less its usage, its file cache counted free; None without a limit."""
+    limit, usage, stat, cache = files
+    most, used = _read_int(folder / limit), _read_int(folder / usage)
+    if most is None or used is None or most >= 1 << 60:  # "max", or v1's unlimited (2**63 - a page)
+        return None
+    return max(0, most - used + _stat_sum(folder / stat, cache))
 
 
 def _cgroup_headroom(proc_cgroup: Path, root: Path) -> int | None:
-    """The memory cgroup's limit less its usage (reclaimable file cache counted free), or
-    None without a limit (module docstring)."""
+    """The least headroom (limit less usage, file cache counted free) of the memory
+    cgroup of this process and of each cgroup above it up to the hierarchy's root (a
+    limit is often set on a parent: a Slurm job's, a container's); where the process's
+    own path is not there (a container that sees its cgroup as the root), the root's.
+    None without any limit."""
     try:
         lines = proc_cgroup.read_text().splitlines()
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
     for line in lines:
-        _, controllers, group = line.split(":", 2)
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        _, controllers, group = fields
         if controllers == "":  # cgroup v2
-            folder = root / group.lstrip("/")
-            limit, usage, stat, cache = "memory.max", "memory.current", "memory.stat", "inactive_file"
+            top, files = root, _V2
         elif "memory" in controllers.split(","):  # cgroup v1
-            folder = root / "memory" / group.lstrip("/")
-            limit, usage, stat, cache = (
-                "memory.limit_in_bytes",
-                "memory.usage_in_bytes",
-                "memory.stat",
-                "total_inactive_file",
-            )
+            top, files = root / "memory", _V1
         else:
             continue
-        most, used = _read_int(folder / limit), _read_int(folder / usage)
-        if most is None or used is None or most >= 1 << 60:  # "max", or v1's unlimited (2**63 - a page)
-            continue
-        return max(0, most - used + _stat_value(folder / stat, cache))
+        folder = top / group.strip().lstrip("/")
+        folders = [top]
+        if folder.is_dir() and folder != top and top in folder.parents:
+            folders = [folder, *folder.parents[: folder.parents.index(top) + 1]]
+        found = [h for f in folders if (h := _headroom(f, files)) is not None]
+        return min(found) if found else None
     return None
 
 
+def resident_bytes(proc: Path = Path("/proc")) -> int:
+    """This process's anonymous resident memory now (``/proc/self/statm``: resident less
+    shared, the pages no file backs), bytes; 0 where unknown. Its file-backed pages (the
+    libraries) are page cache, which :func:`available_bytes` already counts as free."""
+    import os
+
+    try:
+        fields = (proc / "self" / "statm").read_text().split()
+        return max(0, int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def available_bytes(proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """The memory this process may still use without swapping, bytes (module docstring),
-    or None where it is not known (not Linux)."""
+    """The memory this process may still take without swapping, bytes (module
+    docstring), or None where it is not known (not Linux)."""
     available = None
     try:
         for line in (proc / "meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
+                available = _number(line.split(":", 1)[1].strip().split(" ")[0])
+                available = None if available is None else available * 1024
+    except (OSError, UnicodeDecodeError):
+        pass
     headroom = _cgroup_headroom(proc / "self" / "cgroup", cgroups)
     if headroom is not None:
         available = headroom if available is None else min(available, headroom)
@@ -142,33 +191,40 @@ def available_bytes(proc: Path = Path("/proc"), cgroups: Path = Path("/sys/fs/cg
 
 
 def shortfall(rows: dict[str, int]) -> tuple[int, int, int] | None:
-    """``(rows, need, available)`` when analysing a whole trace with these big-table rows
-    (:func:`table_rows`) needs more memory than this process may use
-    (:func:`needed_bytes` above :func:`available_bytes`), else None (it fits, or the
-    memory is not known)."""
+    """``(rows, need, room)`` when a process analysing a whole trace with these
+    big-table rows (:func:`table_rows`) would need more memory than it can have
+    (:func:`needed_bytes` above ``room``: what it holds now, :func:`resident_bytes`, plus
+    what it may still take, :func:`available_bytes`; in a memory cgroup, the limit less
+    what the group's other processes hold), else None (it fits, or the memory
+    is not known)."""
     available = available_bytes()
     if available is None:
         return None
-    need = needed_bytes(rows)
-    return None if need <= available else (sum(rows.values()), need, available)
+    need, room = needed_bytes(rows), available + resident_bytes()
+    return None if need <= room else (sum(rows.values()), need, room)
 
 
-def check_fits(name: str, rows: dict[str, int]) -> None:
+def check_fits(name: str, rows: dict[str, int], exact: Callable[[], dict[str, int]] | None = None) -> None:
     """Refuse the whole trace ``name`` (a file name, for the message) whose big tables
-    hold ``rows`` when its analysis needs more memory than this process may use.
+    hold ``rows`` when its analysis needs more memory than this process can have
+    (:func:`shortfall`); ``exact``: the rows counted exactly
+    (``table_rows(con, exact=True)``), asked for only before refusing, so that rowid
+    spans with holes do not refuse a trace that fits.
 
     Raises:
-        TraceTooLargeError: :func:`shortfall`: the message gives the need and what is
-            available, the bounded ways (``--per-process``, ``--time-range``), and how to
-            try anyway (``launchprof analyze --no-memory-check``).
+        TraceTooLargeError: the message gives the need and the room, the bounded ways
+            (``launchprof analyze --per-process``, ``--time-range``), and how to try
+            anyway (``--no-memory-check``; ``memory_check=False`` in Python).
     """
     short = shortfall(rows)
+    if short is not None and exact is not None:
+        short = shortfall(exact())
     if short is None:
         return
-    count, need, available = short
+    count, need, room = short
     raise TraceTooLargeError(
         f"{name}: analysing the whole trace ({count:,} rows of GPU activity and CUDA calls) needs at least "
-        f"{_size(need)} and {_size(available)} is available; analyse it in parts with --per-process (one "
-        "process at a time) or --time-range START:END (one window), or try anyway (launchprof analyze "
-        "--no-memory-check)"
+        f"{_size(need)} of memory and this process can have {_size(room)}; analyse it in parts (launchprof "
+        "analyze --per-process: one process at a time; --time-range START:END: one window) or try anyway "
+        "(launchprof analyze --no-memory-check; memory_check=False in Python)"
     )

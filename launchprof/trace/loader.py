@@ -310,7 +310,7 @@ def load_trace(
     con = _connect(path)
     if memory_check and rows == ALL_ROWS:
         try:
-            check_fits(path.name, table_rows(con))
+            check_fits(path.name, table_rows(con), lambda: table_rows(con, exact=True))
         except BaseException:
             con.close()
             raise
