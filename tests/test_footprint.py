@@ -251,3 +251,46 @@ def test_a_hole_in_the_rowids_does_not_refuse_a_trace_that_fits(tmp_path: Path) 
         [LAUNCHPROF, "analyze", str(trace), "-q", "-o", str(tmp_path / "report")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_part_is_counted_exactly(tmp_path: Path) -> None:
+    """The rows of one window or one process, counted as the loader keeps them (against
+    sqlite3's own count of the same condition)."""
+    from launchprof.trace.columns import Rows, window_ns
+
+    trace = _plain(TRACES / "demo_A_4096.sqlite.xz", tmp_path)
+    con = sqlite3.connect(trace)
+    window = Rows(window=window_ns((0.7, 0.9)))
+    rows = table_rows(con, exact=True, kept=window)
+    begin, end = window_ns((0.7, 0.9))
+    kernels = con.execute(
+        'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "start" >= ? AND "start" < ?', (begin, end)
+    ).fetchone()[0]
+    assert rows["CUPTI_ACTIVITY_KIND_KERNEL"] == kernels == 25848  # what --time-range 0.7:0.9 reads
+    pid = con.execute("SELECT globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()[0]
+    whole = table_rows(con, exact=True)
+    assert table_rows(con, exact=True, kept=Rows(pid=pid)) == whole  # its one process holds every row
+    assert table_rows(con, exact=True, kept=Rows(pid=pid + 1)) == {t: 0 for t in whole}
+    con.close()
+
+
+def test_a_part_too_large_for_the_cgroup_is_refused_and_a_small_one_runs(small_cgroup: Path, tmp_path: Path) -> None:
+    """--per-process of a trace of one process, and a window covering the whole trace,
+    need what the whole trace needs: refused in the cgroup that refuses the whole trace
+    (they were killed for memory before); a window of a fifth of the kernels runs."""
+    trace = _plain(TRACES / "demo_A_4096.sqlite.xz", tmp_path)
+    con = sqlite3.connect(trace)
+    need = needed_bytes(table_rows(con))
+    con.close()
+    (small_cgroup / "memory.limit_in_bytes").write_text(str(need - (20 << 20)))
+    for args, says in (
+        (["--per-process"], "analysing the rows of process"),
+        (["--time-range", "0:2"], "analysing the rows starting in 0-2 s"),
+    ):
+        done = _in_cgroup(small_cgroup, "analyze", str(trace), "-q", "-o", str(tmp_path / "out"), *args)
+        assert done.returncode == 2, (args, done.returncode, done.stderr)
+        assert says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    done = _in_cgroup(
+        small_cgroup, "analyze", str(trace), "-q", "-o", str(tmp_path / "window"), "--time-range", "0.7:0.9"
+    )
+    assert done.returncode == 0, done.stderr

@@ -31,9 +31,11 @@ group), the least of each limit less its group's usage when that is lower (cgrou
 ``memory.usage_in_bytes``; the group's file cache, ``active_file`` and
 ``inactive_file`` of its ``memory.stat``, counted as free: the kernel reclaims it before
 it kills for memory). Swap is not counted: an analysis that swaps takes many times as
-long. Unknown (not Linux): no check. The rows are counted by rowid span; before a trace
-is refused they are counted exactly (``count(*)``), so holes in the rowids (a trimmed
-copy) do not refuse a trace that fits.
+long. Unknown (not Linux): no check. The rows are counted by rowid span; when the
+whole trace does not fit, the rows to be read are counted exactly (``count(*)`` of the
+whole tables, or of one process's or one window's rows: ``launchprof analyze
+--per-process``, ``--time-range``), so that neither holes in the rowids (a trimmed copy)
+nor a part that fits is refused, and a part that does not fit is.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.errors import TraceTooLargeError
-from launchprof.trace.tables import NUMERIC_TABLES
+from launchprof.text import window_text
+from launchprof.trace.columns import ALL_ROWS, Rows, table_columns
+from launchprof.trace.tables import NUMERIC_TABLES, PID_MASK
 
 # Below the measured need (module docstring; benchmarks/README.md, "What a whole trace needs in memory").
 BASE_BYTES = 120 << 20  # a process that imports what analyze imports: 121 MiB peak
@@ -55,23 +59,31 @@ def _size(n: int) -> str:
     return f"{n / (1 << 30):,.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.0f} MiB"
 
 
-def table_rows(con: sqlite3.Connection, exact: bool = False) -> dict[str, int]:
+def table_rows(con: sqlite3.Connection, exact: bool = False, kept: Rows = ALL_ROWS) -> dict[str, int]:
     """The rows of each big table of the export open on ``con``: its rowid span (two
-    b-tree look-ups; a table with holes in its rowids counts high), or, ``exact``,
-    ``count(*)`` (a scan of the table). Tables that are absent, empty or without rowids
-    count 0."""
+    b-tree look-ups; a table with holes in its rowids counts high; the whole table,
+    whatever ``kept`` says), or, ``exact``, ``count(*)`` of the rows ``kept`` keeps (a
+    scan of the table: :meth:`~launchprof.trace.columns.Rows.where`). Tables that are
+    absent, empty or without rowids count 0.
+
+    Raises:
+        TraceError: ``kept.pid`` is given and a table lacks its process column.
+    """
     present = {
         name
         for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         if any(name == table for table, _, _ in NUMERIC_TABLES)
     }
+    columns = table_columns(con) if exact and kept != ALL_ROWS else {}
     rows = {}
     for table, _, _ in NUMERIC_TABLES:
         if table not in present:
             continue
         try:
             if exact:
-                rows[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+                where = kept.where(table, columns[table]) if kept != ALL_ROWS else None
+                sql = f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")
+                rows[table] = int(con.execute(sql).fetchone()[0])
                 continue
             lo, hi = con.execute(
                 f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")'
@@ -204,12 +216,16 @@ def shortfall(rows: dict[str, int]) -> tuple[int, int, int] | None:
     return None if need <= room else (sum(rows.values()), need, room)
 
 
-def check_fits(name: str, rows: dict[str, int], exact: Callable[[], dict[str, int]] | None = None) -> None:
-    """Refuse the whole trace ``name`` (a file name, for the message) whose big tables
-    hold ``rows`` when its analysis needs more memory than this process can have
-    (:func:`shortfall`); ``exact``: the rows counted exactly
-    (``table_rows(con, exact=True)``), asked for only before refusing, so that rowid
-    spans with holes do not refuse a trace that fits.
+def check_fits(
+    name: str, rows: dict[str, int], exact: Callable[[], dict[str, int]] | None = None, kept: Rows = ALL_ROWS
+) -> None:
+    """Refuse the trace ``name`` (a file name, for the message), whose big tables hold
+    ``rows``, when analysing the rows ``kept`` of it needs more memory than this process
+    can have (:func:`shortfall`). ``exact``: those rows counted exactly
+    (``table_rows(con, exact=True, kept=kept)``), asked for only when ``rows`` (the
+    whole tables, counted high by holes in their rowids) do not fit, so that neither a
+    hole nor a part of a trace (``kept``: one process, one window) is refused when it
+    fits.
 
     Raises:
         TraceTooLargeError: the message gives the need and the room, the bounded ways
@@ -222,9 +238,20 @@ def check_fits(name: str, rows: dict[str, int], exact: Callable[[], dict[str, in
     if short is None:
         return
     count, need, room = short
+    if kept == ALL_ROWS:
+        what = "the whole trace"
+        parts = (
+            "analyse it in parts (launchprof analyze --per-process: one process at a time; --time-range "
+            "START:END: one window)"
+        )
+    else:
+        what = " and ".join(
+            ([f"the rows of process {kept.pid & PID_MASK}"] if kept.pid is not None else [])
+            + ([f"the rows starting in {window_text(kept.window)} s"] if kept.window is not None else [])
+        )
+        parts = "read a shorter --time-range" if kept.window is not None else "read one window of it (--time-range)"
     raise TraceTooLargeError(
-        f"{name}: analysing the whole trace ({count:,} rows of GPU activity and CUDA calls) needs at least "
-        f"{_size(need)} of memory and this process can have {_size(room)}; analyse it in parts (launchprof "
-        "analyze --per-process: one process at a time; --time-range START:END: one window) or try anyway "
-        "(launchprof analyze --no-memory-check; memory_check=False in Python)"
+        f"{name}: analysing {what} ({count:,} rows of GPU activity and CUDA calls) needs at least {_size(need)} "
+        f"of memory and this process can have {_size(room)}; {parts}, or try anyway (launchprof analyze "
+        "--no-memory-check; memory_check=False in Python)"
     )

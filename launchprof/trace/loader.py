@@ -292,9 +292,10 @@ def load_trace(
             --per-process``); ``rows.window``: those starting in a time range
             (``launchprof analyze --time-range``). The memory is that of the rows kept;
             the tables are read ahead as for the whole trace, each query keeping them.
-        memory_check: for the whole trace (``rows`` all), refuse one whose analysis needs
-            more memory than this process may use before any row is read
-            (:func:`~launchprof.trace.footprint.check_fits`); False: try anyway.
+        memory_check: refuse a trace whose ``rows`` need more memory to analyse than
+            this process can have, before any of them is read
+            (:func:`~launchprof.trace.footprint.check_fits`: counted exactly, a scan of
+            each table, only when the whole trace would not fit); False: try anyway.
 
     Returns:
         A :class:`Trace` (frames described in :mod:`launchprof.trace.model`).
@@ -302,19 +303,20 @@ def load_trace(
     Raises:
         TraceError: the file is missing, a directory, empty, not SQLite, or damaged
             (e.g. truncated).
-        TraceTooLargeError: ``memory_check`` found the whole trace too large for the
-            memory available.
+        TraceTooLargeError: ``memory_check`` found the rows too many for the memory
+            available.
     """
     path = Path(path)
     say = progress or (lambda _msg: None)
     con = _connect(path)
-    if memory_check and rows == ALL_ROWS:
+    if memory_check:
         try:
-            check_fits(path.name, table_rows(con), lambda: table_rows(con, exact=True))
+            check_fits(path.name, table_rows(con), lambda: table_rows(con, exact=True, kept=rows), rows)
         except BaseException:
             con.close()
             raise
-    prefetch(path, rows, memory_check)  # the big tables, read by background threads (launchprof.trace.readahead)
+    # The big tables, read by background threads (launchprof.trace.readahead); checked just above.
+    prefetch(path, rows, memory_check=False)
     reader = Reader(
         path,
         con,

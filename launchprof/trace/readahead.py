@@ -211,7 +211,8 @@ def prefetch(path: str | os.PathLike[str], rows: Rows = ALL_ROWS, memory_check: 
     :class:`~launchprof.trace.columns.Rows`) in background threads (module docstring). Does nothing when
     ``path`` is not a readable SQLite file or is already being read so, and, with
     ``memory_check``, when the whole trace is too large for the memory available
-    (:func:`~launchprof.trace.footprint.shortfall`: the loader refuses it); never raises."""
+    (:func:`~launchprof.trace.footprint.shortfall`: the loader counts ``rows`` and
+    refuses them, or reads them itself); never raises."""
     p = Path(path)
     key = str(p.resolve()) if p.exists() else None
     stamp = _stamp(p)
@@ -228,8 +229,8 @@ def prefetch(path: str | os.PathLike[str], rows: Rows = ALL_ROWS, memory_check: 
     try:
         con = sqlite3.connect(ro_uri(Path(key)), uri=True)
         try:
-            if memory_check and rows == ALL_ROWS and shortfall(table_rows(con)) is not None:
-                return
+            if memory_check and shortfall(table_rows(con)) is not None:
+                return  # the whole trace would not fit: the loader counts these rows first
             with _PENDING_LOCK:
                 if (key, rows) in _PENDING:
                     return
