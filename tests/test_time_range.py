@@ -21,6 +21,7 @@ from test_per_process import _without_source
 from typer.testing import CliRunner
 
 from launchprof.cli import app
+from launchprof.text import window_text
 from launchprof.trace.columns import Rows, window_ns
 from launchprof.trace.loader import load_trace
 
@@ -200,3 +201,16 @@ def test_the_default_folder_names_the_window_and_an_empty_window_says_so(real_tr
         "launchprof: error: no CUDA activity in this trace (no kernel, memcpy or memset rows starting in 100-200 s "
         "(--time-range)); wrote what it holds to reports/mlp_eager-100-200s"
     )
+    # Where the GPU work is instead: the first and last start of its kernels (sqlite3, the trace's own rows).
+    con = sqlite3.connect(trace)
+    first, last = con.execute("SELECT min(start), max(start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        if con.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]:
+            lo, hi = con.execute(f"SELECT min(start), max(start) FROM {table}").fetchone()
+            if lo is not None:
+                first, last = min(first, lo), max(last, hi)
+    con.close()
+    where = f"the trace's starts in {window_text((first, last + 1))} s of its clock"
+    assert "no GPU work in the time range 100-200 s (see the notes)" in empty.output
+    assert where in empty.output
+    assert where in json.loads((tmp_path / "reports" / "mlp_eager-100-200s" / "summary.json").read_text())["notes"][-1]

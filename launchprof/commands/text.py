@@ -108,6 +108,8 @@ def steady_line(summary: Any) -> str | None:
         if period:
             line += f", period p50 {us_text(period)}, duration p50 {us_text(nvtx.duration_p50_ns)}"
         return line
+    if not summary.devices and getattr(summary.trace, "time_range_ns", None) is not None:
+        return f"no GPU work in the {scope_text(summary.trace.time_range_ns)} (see the notes)"
     if not summary.devices:
         code = getattr(getattr(summary, "workload", None), "exit_code", None)
         if code:  # it may have failed before its first step: marking steps is not the advice

@@ -326,13 +326,43 @@ def load_trace(
     )
     try:
         trace = load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql, rows))
+        elsewhere = _gpu_work_elsewhere(con, rows) if rows.window is not None and not _has_gpu_rows(trace) else []
     finally:
         reader.close()
         con.close()
         forget_prefetch(path, rows)
     if rows == ALL_ROWS:
         return trace
-    return replace(trace, window=rows.window, notes=(*trace.notes, *rows_notes(rows)))
+    return replace(trace, window=rows.window, notes=(*trace.notes, *rows_notes(rows), *elsewhere))
+
+
+def _has_gpu_rows(trace: Trace) -> bool:
+    return bool(len(trace.kernels) or len(trace.memops) or len(trace.graph_execs))
+
+
+def _gpu_work_elsewhere(con: sqlite3.Connection, kept: Rows) -> list[str]:
+    """For a window without GPU work (``kept.window``): a note giving when the trace's
+    GPU work (of ``kept.pid``'s process, when given) starts, the first and last start of
+    its kernels, memory operations and graph launches - a scan of each table, on this
+    path only - or that it has none."""
+    tables = table_columns(con)
+    first: int | None = None
+    last: int | None = None
+    for table, _, _ in NUMERIC_TABLES:
+        if PROCESS_COLUMNS.get(table) != "globalPid" or "start" not in tables.get(table, ()):
+            continue
+        own = kept.where(table, tables[table], timed=False) if kept.pid is not None else None
+        lo, hi = con.execute(
+            f'SELECT min("start"), max("start") FROM "{table}"' + (f" WHERE {own}" if own else "")
+        ).fetchone()
+        if type(lo) is int and type(hi) is int:
+            first = lo if first is None else min(first, lo)
+            last = hi if last is None else max(last, hi)
+    if first is None or last is None:
+        return ["the trace holds no GPU work at all (no kernel, memcpy, memset or graph launch)"]
+    return [
+        f"no GPU work starts in the time range; the trace's starts in {window_text((first, last + 1))} s of its clock"
+    ]
 
 
 def rows_notes(rows: Rows) -> list[str]:
