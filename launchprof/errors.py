@@ -20,8 +20,8 @@ class TraceError(LaunchprofError):
 
 
 class TraceTooLargeError(LaunchprofError):
-    """The whole trace needs more memory than the machine has available
-    (:func:`launchprof.trace.footprint.check_fits`)."""
+    """The rows to analyse (a whole trace, one process's, one window's) need more memory
+    than this process can have (:func:`launchprof.trace.footprint.check_fits`)."""
 
 
 class NoCudaActivityError(TraceError):

@@ -214,3 +214,38 @@ def test_the_default_folder_names_the_window_and_an_empty_window_says_so(real_tr
     assert "no GPU work in the time range 100-200 s (see the notes)" in empty.output
     assert where in empty.output
     assert where in json.loads((tmp_path / "reports" / "mlp_eager-100-200s" / "summary.json").read_text())["notes"][-1]
+
+
+def test_a_window_in_a_gap_names_the_gpu_work_around_it(real_trace) -> None:
+    """A window between two starts of GPU work: the last start before it and the first
+    after it, as sqlite3 finds them; of one process, that process's (and for a process
+    without GPU work, that it has none)."""
+    from launchprof.text import seconds_text
+    from launchprof.trace.columns import Rows
+    from launchprof.trace.loader import gpu_work_outside
+
+    trace = real_trace("mlp_eager")
+    con = sqlite3.connect(trace)
+    tables = [
+        t
+        for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+    ]
+    starts = " UNION ALL ".join(f"SELECT start FROM {t}" for t in tables)
+    before, after = con.execute(  # the longest gap between two starts of GPU work
+        f"SELECT s, n FROM (SELECT start AS s, lead(start) OVER (ORDER BY start) AS n FROM ({starts})) "
+        "WHERE n IS NOT NULL ORDER BY n - s DESC LIMIT 1"
+    ).fetchone()
+    pid = con.execute("SELECT globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()[0]
+    con.close()
+    window = (before + 1, after)
+    note = gpu_work_outside(trace, Rows(window=window))
+    assert note.startswith("no GPU work starts in the time range; the trace's starts in "), note
+    assert note.endswith(
+        f"the last before it at {seconds_text(before)} s and the first after it at {seconds_text(after)} s"
+    )
+    mine = gpu_work_outside(trace, Rows(pid=pid, window=window))
+    assert mine.startswith(f"no GPU work starts in the time range; process {pid & 0xFFFFFF}'s starts in "), mine
+    assert gpu_work_outside(trace, Rows(pid=pid + 1, window=window)) == (
+        f"process {(pid + 1) & 0xFFFFFF} holds no GPU work at all (no kernel, memcpy, memset or graph launch)"
+    )

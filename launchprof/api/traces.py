@@ -229,9 +229,9 @@ def analyze(
             rows' starts; :class:`~launchprof.trace.columns.Rows`), as if the recording
             held nothing else: the memory of that window, for a trace too large to load
             whole (``launchprof analyze --time-range``).
-        memory_check: refuse a whole trace (neither ``pid`` nor ``time_range``) whose
-            analysis needs more memory than this process may use, before any row is read
-            (:mod:`launchprof.trace.footprint`); False: try anyway
+        memory_check: refuse the rows to analyse (the whole trace, or those of ``pid``
+            or ``time_range``) when they need more memory than this process can have,
+            before any is read (:mod:`launchprof.trace.footprint`); False: try anyway
             (``launchprof analyze --no-memory-check``).
 
     Returns:
@@ -251,7 +251,7 @@ def analyze(
         ValueError: ``time_range`` is not ``0 <= start < end`` (:func:`~launchprof.trace.columns.window_ns`).
         StepTimesError: a step-times file of ``baseline`` is malformed.
         TraceError: ``baseline`` names a folder that does not exist or holds no runs.
-        TraceTooLargeError: ``memory_check`` found the whole trace too large for the
+        TraceTooLargeError: ``memory_check`` found the rows to analyse too many for the
             memory available.
 
     With several ranks (device, process pairs with GPU work) or NCCL kernels,

@@ -138,8 +138,8 @@ ANALYZE = Command(
         Option(
             "no_memory_check",
             ("--no-memory-check",),
-            "analyse a whole trace even when it looks too large for the memory available (by default such a "
-            "trace is refused before it is read, naming --per-process and --time-range)",
+            "analyse the trace (or the process's or window's rows) even when it looks too large for the memory "
+            "available (by default it is refused before it is read, naming --per-process and --time-range)",
             "flag",
             False,
         ),

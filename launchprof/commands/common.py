@@ -36,9 +36,9 @@ class AnalysisOptions:
             (:class:`~launchprof.malloc.MallocTuning`), or None: left alone.
         time_range: only the rows starting in ``[start, end)`` seconds of the trace's clock
             (``--time-range``: :func:`launchprof.api.analyze`'s ``time_range``), or None: all.
-        memory_check: refuse a whole trace too large for the memory available before
-            reading it (:func:`launchprof.api.analyze`'s ``memory_check``); False:
-            ``--no-memory-check``.
+        memory_check: refuse rows too many for the memory available (the whole trace,
+            or the window's) before reading them (:func:`launchprof.api.analyze`'s
+            ``memory_check``); False: ``--no-memory-check``.
     """
 
     bubble_threshold_ns: int = DEFAULT_BUBBLE_THRESHOLD_NS

@@ -328,7 +328,7 @@ def analyze_processes(
         OutputError, SchedulerError: as :func:`analyze_many`.
     """
     from launchprof.api.traces import sqlite_export
-    from launchprof.trace.loader import gpu_processes
+    from launchprof.trace.loader import gpu_processes, gpu_work_outside
     from launchprof.trace.pids import shown_pids
 
     _need_dask(scheduler, workers)
@@ -340,7 +340,10 @@ def analyze_processes(
     with sqlite_export(path, how.nsys) as sqlite:
         processes = gpu_processes(sqlite, how.window())
         if not processes:
-            raise TraceError(f"{path}: no process with GPU work (no kernel, memcpy or memset rows{how.within()})")
+            where = f"; {gpu_work_outside(sqlite, how.window())}" if how.time_range is not None else ""
+            raise TraceError(
+                f"{path}: no process with GPU work (no kernel, memcpy or memset rows{how.within()}){where}"
+            )
         read = str(sqlite.resolve())
         tasks = [Task(path, f"pid{shown}", p, read) for p, shown in zip(processes, shown_pids(processes), strict=True)]
         cluster = (scheduler, 0 if scheduler is None and workers is None else workers)

@@ -238,6 +238,12 @@ def check_fits(
     if short is None:
         return
     count, need, room = short
+    if room < BASE_BYTES:  # no part of the trace would do: launchprof alone needs more
+        raise TraceTooLargeError(
+            f"{name}: this process can have {_size(room)} of memory, less than launchprof itself takes "
+            f"({_size(BASE_BYTES)}) before reading any of the trace's {count:,} rows; free memory or raise the "
+            "limit, or try anyway (launchprof analyze --no-memory-check; memory_check=False in Python)"
+        )
     if kept == ALL_ROWS:
         what = "the whole trace"
         parts = (

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from launchprof.errors import TraceError
-from launchprof.text import window_text
+from launchprof.text import seconds_text, window_text
 from launchprof.trace.activity import load_api, load_graph_execs, load_kernels, load_memops
 from launchprof.trace.columns import (
     ALL_ROWS,
@@ -326,7 +326,7 @@ def load_trace(
     )
     try:
         trace = load_tables(path, con, reader, say, nvtx_read_ahead=lambda sql: take_prefetched_rows(path, sql, rows))
-        elsewhere = _gpu_work_elsewhere(con, rows) if rows.window is not None and not _has_gpu_rows(trace) else []
+        elsewhere = [_gpu_work_outside(con, rows)] if rows.window is not None and not _has_gpu_rows(trace) else []
     finally:
         reader.close()
         con.close()
@@ -340,29 +340,54 @@ def _has_gpu_rows(trace: Trace) -> bool:
     return bool(len(trace.kernels) or len(trace.memops) or len(trace.graph_execs))
 
 
-def _gpu_work_elsewhere(con: sqlite3.Connection, kept: Rows) -> list[str]:
-    """For a window without GPU work (``kept.window``): a note giving when the trace's
-    GPU work (of ``kept.pid``'s process, when given) starts, the first and last start of
-    its kernels, memory operations and graph launches - a scan of each table, on this
-    path only - or that it has none."""
+def gpu_work_outside(path: str | Path, kept: Rows) -> str:
+    """For a window without GPU work (``kept.window``; of ``kept.pid``'s process, when
+    given): where the GPU work of the SQLite export ``path`` is instead
+    (:func:`_gpu_work_outside`).
+
+    Raises:
+        TraceError: as :func:`load_trace`.
+    """
+    con = _connect(Path(path))
+    try:
+        return _gpu_work_outside(con, kept)
+    finally:
+        con.close()
+
+
+def _gpu_work_outside(con: sqlite3.Connection, kept: Rows) -> str:
+    """Where the GPU work is, for a window (``kept.window``) without it: the first and
+    last start of the kernels, memory operations and graph launches (of ``kept.pid``'s
+    process, when given), and the last start before the window and the first after it -
+    a scan of each table, on this path only - or that there is none."""
     tables = table_columns(con)
-    first: int | None = None
-    last: int | None = None
+    begin, end = (int(t) for t in kept.window or (0, 0))
+    found: list[tuple[Any, ...]] = []
     for table, _, _ in NUMERIC_TABLES:
         if PROCESS_COLUMNS.get(table) != "globalPid" or "start" not in tables.get(table, ()):
             continue
         own = kept.where(table, tables[table], timed=False) if kept.pid is not None else None
-        lo, hi = con.execute(
-            f'SELECT min("start"), max("start") FROM "{table}"' + (f" WHERE {own}" if own else "")
-        ).fetchone()
-        if type(lo) is int and type(hi) is int:
-            first = lo if first is None else min(first, lo)
-            last = hi if last is None else max(last, hi)
+        found.append(
+            con.execute(
+                f'SELECT min("start"), max("start"), max(CASE WHEN "start" < {begin} THEN "start" END), '
+                f'min(CASE WHEN "start" >= {end} THEN "start" END) FROM "{table}"' + (f" WHERE {own}" if own else "")
+            ).fetchone()
+        )
+
+    def pick(i: int, best: Callable[..., int]) -> int | None:
+        values = [row[i] for row in found if type(row[i]) is int]
+        return best(values) if values else None
+
+    whose = "the trace" if kept.pid is None else f"process {kept.pid & PID_MASK}"
+    first, last = pick(0, min), pick(1, max)
     if first is None or last is None:
-        return ["the trace holds no GPU work at all (no kernel, memcpy, memset or graph launch)"]
-    return [
-        f"no GPU work starts in the time range; the trace's starts in {window_text((first, last + 1))} s of its clock"
-    ]
+        return f"{whose} holds no GPU work at all (no kernel, memcpy, memset or graph launch)"
+    near = [f"the last before it at {seconds_text(b)} s" for b in [pick(2, max)] if b is not None]
+    near += [f"the first after it at {seconds_text(a)} s" for a in [pick(3, min)] if a is not None]
+    return (
+        f"no GPU work starts in the time range; {whose}'s starts in {window_text((first, last + 1))} s of its clock"
+        + (f", {' and '.join(near)}" if near else "")
+    )
 
 
 def rows_notes(rows: Rows) -> list[str]:
