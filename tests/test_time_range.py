@@ -214,6 +214,8 @@ def test_the_default_folder_names_the_window_and_an_empty_window_says_so(real_tr
     assert "no GPU work in the time range 100-200 s (see the notes)" in empty.output
     assert where in empty.output
     assert where in json.loads((tmp_path / "reports" / "mlp_eager-100-200s" / "summary.json").read_text())["notes"][-1]
+    page = (tmp_path / "reports" / "mlp_eager-100-200s" / "report.html").read_text()
+    assert "The time range 100-200 s holds no kernel, copy or memset" in page and "mark the loop" not in page
 
 
 def test_a_window_in_a_gap_names_the_gpu_work_around_it(real_trace) -> None:

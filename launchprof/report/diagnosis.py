@@ -19,7 +19,7 @@ from launchprof.report import snippets
 from launchprof.report.html import EmbeddedFigure, embed, render
 from launchprof.report.plainfig import MODEBAR_PX, Figure, bar, scatter, titled
 from launchprof.report.schema import Headline
-from launchprof.text import bin_label
+from launchprof.text import bin_label, window_text
 
 MAX_STEP_BARS = 1_000
 
@@ -185,7 +185,14 @@ def render_diagnosis(analysis: AnalysisResult, head: Headline | None = None) -> 
         figures=figs,
         nvtx_fig=nvtx_fig,
         code=code,
+        window=_window(analysis),
     )
+
+
+def _window(analysis: AnalysisResult) -> str | None:
+    """``START-END`` seconds of the time range the trace was read in (``--time-range``), or None."""
+    window = analysis.trace.window
+    return None if window is None else window_text(window)
 
 
 CARD_STYLE = """<style>
@@ -219,5 +226,6 @@ def render_card(analysis: AnalysisResult, summary: Any) -> str:
         figures=[],
         nvtx_fig=None,
         code=[],
+        window=_window(analysis),
     )
     return f'{CARD_STYLE}<div class="launchprof-card">{body}</div>'
