@@ -91,6 +91,20 @@ def table_columns(con: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
     return tables
 
 
+def rowid_span(con: sqlite3.Connection, table: str) -> tuple[int, int] | None:
+    """The least and greatest rowid of ``table``, or None for an empty table, a missing
+    one, or one without rowids (a WITHOUT ROWID table, a view)."""
+    try:
+        # Two subqueries, not ``SELECT min(rowid), max(rowid)``: SQLite looks a lone min or
+        # max up in the b-tree but scans the whole table for the pair (30 ms on 300k rows).
+        lo, hi = con.execute(
+            f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")'
+        ).fetchone()
+    except sqlite3.Error:
+        return None
+    return (lo, hi) if type(lo) is int and type(hi) is int else None
+
+
 def decode_text(raw: bytes) -> str:
     """SQLite text as str, invalid UTF-8 replaced by U+FFFD (the connections' text_factory)."""
     return raw.decode("utf-8", errors="replace")

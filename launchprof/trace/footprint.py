@@ -40,13 +40,14 @@ nor a part that fits is refused, and a part that does not fit is.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from launchprof.errors import TraceTooLargeError
 from launchprof.text import window_text
-from launchprof.trace.columns import ALL_ROWS, Rows, table_columns
+from launchprof.trace.columns import ALL_ROWS, Rows, rowid_span, table_columns
 from launchprof.trace.tables import NUMERIC_TABLES, PID_MASK
 
 # Below the measured need (module docstring; benchmarks/README.md, "What a whole trace needs in memory").
@@ -69,29 +70,23 @@ def table_rows(con: sqlite3.Connection, exact: bool = False, kept: Rows = ALL_RO
     Raises:
         TraceError: ``kept.pid`` is given and a table lacks its process column.
     """
-    present = {
-        name
-        for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        if any(name == table for table, _, _ in NUMERIC_TABLES)
-    }
-    columns = table_columns(con) if exact and kept != ALL_ROWS else {}
+    columns = table_columns(con) if exact else {}  # the tables (not views) and their columns
     rows = {}
     for table, _, _ in NUMERIC_TABLES:
-        if table not in present:
+        if not exact:
+            span = rowid_span(con, table)
+            if span is not None and span[1] >= span[0]:
+                rows[table] = span[1] - span[0] + 1
             continue
+        if table not in columns:
+            continue
+        where = kept.where(table, columns[table]) if kept != ALL_ROWS else None
         try:
-            if exact:
-                where = kept.where(table, columns[table]) if kept != ALL_ROWS else None
-                sql = f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")
-                rows[table] = int(con.execute(sql).fetchone()[0])
-                continue
-            lo, hi = con.execute(
-                f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")'
-            ).fetchone()
-        except sqlite3.Error:  # a WITHOUT ROWID table, or a view
+            rows[table] = int(
+                con.execute(f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")).fetchone()[0]
+            )
+        except sqlite3.Error:  # a missing table
             continue
-        if type(lo) is int and type(hi) is int and hi >= lo:
-            rows[table] = hi - lo + 1
     return rows
 
 
@@ -176,8 +171,6 @@ def resident_bytes(proc: Path = Path("/proc")) -> int:
     """This process's anonymous resident memory now (``/proc/self/statm``: resident less
     shared, the pages no file backs), bytes; 0 where unknown. Its file-backed pages (the
     libraries) are page cache, which :func:`available_bytes` already counts as free."""
-    import os
-
     try:
         fields = (proc / "self" / "statm").read_text().split()
         return max(0, int(fields[1]) - int(fields[2])) * os.sysconf("SC_PAGE_SIZE")

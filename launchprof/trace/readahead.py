@@ -34,6 +34,7 @@ from launchprof.trace.columns import (
     nvtx_select,
     plan,
     ro_uri,
+    rowid_span,
     select,
     table_columns,
 )
@@ -58,16 +59,10 @@ def row_ranges(con: sqlite3.Connection, table: str, threads: int) -> list[tuple[
     :data:`ROWS_PER_PART` rowids each, in rowid order (the order of a plain scan of a rowid
     table, so the joined parts hold the rows a single read gives, in its order); ``[None]``
     (one read of the whole table) for a smaller table or one without rowids."""
-    try:
-        # Two subqueries, not ``SELECT min(rowid), max(rowid)``: SQLite looks a lone min or
-        # max up in the b-tree but scans the whole table for the pair (30 ms on 300k rows).
-        lo, hi = con.execute(
-            f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")'
-        ).fetchone()
-    except sqlite3.Error:  # a WITHOUT ROWID table, or a view
+    span = rowid_span(con, table)
+    if span is None:
         return [None]
-    if type(lo) is not int or type(hi) is not int:
-        return [None]
+    lo, hi = span
     parts = min(threads, (hi - lo + 1) // ROWS_PER_PART)
     if parts < 2:
         return [None]
